@@ -1,0 +1,267 @@
+"""Atomic decomposition, offline and deterministic: each informative sentence becomes one memory unit.
+
+Operations, on the tokens the analysis pass already produced (no second NLP pass):
+- statement extraction: questions and small talk ("ok thanks", "sounds good") yield nothing;
+- coreference: "I/me/my" become the speaker's name, "you/your" the addressee (the other speaker of the
+  window), "he/she/his/her" the person last named in the window (other than speaker and addressee);
+  the verb right after a rewritten subject is put in the third person ("I have" -> "Jordan has");
+- temporal anchoring: relative expressions get their absolute ISO date (see :mod:`processors.temporal`);
+- symbolic fields: persons, entities, keywords, topic, location.
+Code blocks bypass all of this and are stored verbatim as ``kind=code``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from processors.temporal import anchor_text
+from schemas.memory import MemoryKind, MemoryUnit
+from schemas.window import AnalyzedMessage, Sentence, Token, Window
+
+FIRST_PERSON = {"i", "me", "myself"}
+FIRST_POSSESSIVE = {"my", "mine"}
+SECOND_PERSON = {"you", "yourself"}
+SECOND_POSSESSIVE = {"your", "yours"}
+THIRD_SUBJECT = {"he", "she", "him", "himself", "herself"}
+THIRD_POSSESSIVE = {"his", "hers"}
+# "you" in these fixed phrases is not the addressee.
+GENERIC_YOU = re.compile(r"\b(you know|thank you|see you|you too|you never know|if you ask me|mind you)\b", re.I)
+CONTRACTIONS = {"'m": "is", "’m": "is", "'ve": "has", "’ve": "has", "'re": "is", "’re": "is"}
+IRREGULAR_3RD = {"am": "is", "are": "is", "have": "has", "do": "does", "'m": "is", "'re": "is", "'ve": "has"}
+
+PHATIC = frozenset(
+    """ok okay k kk sure cool great nice awesome amazing wow lol haha hahaha hehe yes yeah yep yup no nope
+    thanks thank thx ty you u so much very really good got it sounds noted will do of course right exactly
+    totally agreed same me too glad to hear that that's thats is was i i'm i'll im ill am happy for welcome
+    you're youre hi hey hello bye goodbye see later soon take care talk morning night evening and the a
+    remember telling know what's up how are doing been well fine oh ah hmm um yay congrats congratulations
+    definitely absolutely perfect sweet lovely wonderful fantastic incredible true indeed alright all
+    s 're 'm 'll 'd n't do does did too also just this sounds like fun interesting""".split()
+)
+CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ", "NUM"}
+KEYWORD_POS = {"NOUN", "PROPN"}
+STOP_KEYWORDS = {"thing", "things", "lot", "time", "way", "day", "kind", "stuff", "bit", "one"}
+
+
+@dataclass
+class DraftUnit:
+    """A unit with the vector it can be indexed with (None: the indexer embeds its text)."""
+
+    unit: MemoryUnit
+    vector: list[float] | None = None
+
+
+@dataclass
+class Decomposition:
+    units: list[DraftUnit] = field(default_factory=list)
+    units_per_message: dict[str, int] = field(default_factory=dict)
+    fallbacks: int = 0
+
+
+def third_person(verb: str) -> str:
+    """English present-tense agreement for a verb after a rewritten "I"/"you" subject."""
+    low = verb.lower()
+    if low in IRREGULAR_3RD:
+        return IRREGULAR_3RD[low]
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(low) > 1 and low.endswith("y") and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def is_small_talk(sentence: Sentence, names: set[str]) -> bool:
+    words = re.findall(r"[a-z']+", sentence.text.lower().replace("’", "'"))
+    words = [w for w in words if w not in names]
+    return all(w in PHATIC for w in words)
+
+
+def is_question(sentence: Sentence) -> bool:
+    return sentence.text.rstrip().endswith("?")
+
+
+def has_content(sentence: Sentence) -> bool:
+    content = [t for t in sentence.tokens if t[2] in CONTENT_POS and t[0].lower() not in PHATIC]
+    return len(content) >= 2 or any(t[4] for t in sentence.tokens)
+
+
+def _is_past(tokens: list[Token]) -> bool:
+    return any(t[3] in ("VBD",) for t in tokens) or any(
+        t[0].lower() in ("did", "was", "were", "had") for t in tokens
+    )
+
+
+def _person_spans(tokens: list[Token]) -> list[str]:
+    names: list[str] = []
+    current: list[str] = []
+    for text, ws, _pos, _tag, ent in tokens:
+        if ent.endswith("-PERSON"):
+            if ent.startswith("B-") and current:
+                names.append("".join(current).strip())
+                current = []
+            current.append(text + ws)
+        elif current:
+            names.append("".join(current).strip())
+            current = []
+    if current:
+        names.append("".join(current).strip())
+    return [re.sub(r"'s$|’s$", "", n) for n in names if n]
+
+
+def _entity_spans(tokens: list[Token], skip: tuple[str, ...] = ("PERSON", "CARDINAL", "ORDINAL")) -> list[tuple[str, str]]:
+    spans: list[tuple[str, str]] = []
+    current: list[str] = []
+    label = ""
+    for text, ws, _pos, _tag, ent in tokens + [("", "", "", "", "")]:
+        if ent and ent.startswith("I-") and current:
+            current.append(text + ws)
+            continue
+        if current:
+            spans.append(("".join(current).strip(), label))
+            current = []
+        if ent and ent.startswith("B-") and ent[2:] not in skip:
+            label = ent[2:]
+            current = [text + ws]
+    return spans
+
+
+class OfflineDecomposer:
+    """Deterministic decomposition of a window's new messages into units."""
+
+    def decompose(self, window: Window) -> Decomposition:
+        result = Decomposition()
+        speakers = [m.speaker for m in window.messages]
+        recent_people: list[str] = []
+        for idx, message in enumerate(window.messages):
+            is_new = idx >= window.new_from
+            addressee = _addressee(speakers, idx)
+            count = 0
+            if is_new:
+                for code in message.code_blocks:
+                    result.units.append(DraftUnit(self._code_unit(message, code)))
+                    count += 1
+            for sentence in message.sentences:
+                if is_new:
+                    draft = self._sentence_unit(message, sentence, addressee, recent_people)
+                    if draft is not None:
+                        result.units.append(draft)
+                        count += 1
+                for person in _person_spans(sentence.tokens):
+                    if person not in recent_people[-1:]:
+                        recent_people.append(person)
+            if is_new:
+                result.units_per_message[message.message_id] = count
+        return result
+
+    def _code_unit(self, message: AnalyzedMessage, code: str) -> MemoryUnit:
+        return MemoryUnit.build(
+            tenant_id=message.tenant_id, text=code, kind=MemoryKind.CODE, source_ids=[message.message_id],
+            stated_at=message.ts.isoformat(), speaker=message.speaker, persons=[message.speaker],
+            context=f"{message.speaker}: {message.prose}" if message.prose else None,
+            session_id=message.session_id, keywords=["code"],
+        )
+
+    def _sentence_unit(
+        self, message: AnalyzedMessage, sentence: Sentence, addressee: str | None, recent_people: list[str]
+    ) -> DraftUnit | None:
+        names = {message.speaker.lower(), (addressee or "").lower()}
+        if is_question(sentence) or is_small_talk(sentence, names) or not has_content(sentence):
+            return None
+        own_people = _person_spans(sentence.tokens)
+        referent = _third_person_referent(recent_people + own_people, {message.speaker, addressee or ""})
+        text, mentioned = rewrite_pronouns(sentence, message.speaker, addressee, referent)
+        text, anchors = anchor_text(text, message.ts, past=_is_past(sentence.tokens))
+        persons = _unique([message.speaker, *mentioned, *own_people])
+        if not any(p in text for p in persons):
+            text = f"{message.speaker}: {text}"
+        spans = _entity_spans(sentence.tokens)
+        entities = _unique([s for s, _ in spans])
+        location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
+        keywords = _unique(
+            [t[0].lower() for t in sentence.tokens if t[2] in KEYWORD_POS and t[0].lower() not in STOP_KEYWORDS]
+        )[:8]
+        unit = MemoryUnit.build(
+            tenant_id=message.tenant_id, text=text, kind=MemoryKind.FACT, source_ids=[message.message_id],
+            event_time=anchors[0].value if anchors else None,
+            stated_at=message.ts.isoformat(), speaker=message.speaker, persons=persons, entities=entities,
+            keywords=keywords, topic=keywords[0] if keywords else None, location=location,
+            session_id=message.session_id,
+        )
+        return DraftUnit(unit, sentence.embedding or None)
+
+
+def _addressee(speakers: list[str], idx: int) -> str | None:
+    """The nearest other speaker in the window, looking back first, then ahead."""
+    me = speakers[idx]
+    for j in list(range(idx - 1, -1, -1)) + list(range(idx + 1, len(speakers))):
+        if speakers[j] != me:
+            return speakers[j]
+    return None
+
+
+def _third_person_referent(people: list[str], exclude: set[str]) -> str | None:
+    for person in reversed(people):
+        if person not in exclude and person.split()[0] not in exclude:
+            return person
+    return None
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.lower()
+        if item and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def rewrite_pronouns(
+    sentence: Sentence, speaker: str, addressee: str | None, referent: str | None
+) -> tuple[str, list[str]]:
+    """Replace first/second/third person pronouns with names; return the text and the names used."""
+    generic_you = bool(GENERIC_YOU.search(sentence.text))
+    tokens = sentence.tokens
+    out: list[str] = []
+    used: list[str] = []
+    agree_next = False
+    for i, (text, ws, pos, tag, _ent) in enumerate(tokens):
+        low = text.lower().replace("’", "'")
+        replacement: str | None = None
+        subject = False
+        if tag in ("PRP", "PRP$") or low in FIRST_POSSESSIVE:
+            if low in FIRST_PERSON:
+                replacement, subject = speaker, low == "i"
+            elif low in FIRST_POSSESSIVE:
+                replacement = f"{speaker}'s"
+            elif addressee and not generic_you and low in SECOND_PERSON:
+                nxt = tokens[i + 1][3] if i + 1 < len(tokens) else ""
+                replacement, subject = addressee, nxt in ("VBP", "MD", "RB") or low == "you" and i == 0
+            elif addressee and not generic_you and low in SECOND_POSSESSIVE:
+                replacement = f"{addressee}'s"
+            elif referent and (low in THIRD_SUBJECT or (low == "her" and tag == "PRP")):
+                replacement = referent
+            elif referent and (low in THIRD_POSSESSIVE or (low == "her" and tag == "PRP$")):
+                replacement = f"{referent}'s"
+        if replacement is not None:
+            used.append(replacement.removesuffix("'s"))
+            out.append(replacement + ws)
+            agree_next = subject
+            continue
+        if agree_next:
+            if low in CONTRACTIONS:
+                out[-1] = out[-1].rstrip() + " "
+                out.append(CONTRACTIONS[low] + ws)
+                agree_next = False
+                continue
+            if tag == "VBP":
+                out.append(third_person(text) + ws)
+                agree_next = False
+                continue
+            if tag not in ("RB",):
+                agree_next = False
+        out.append(text + ws)
+    rewritten = "".join(out).strip()
+    return rewritten, _unique(used)

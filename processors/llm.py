@@ -1,0 +1,122 @@
+"""LLM decomposition through any OpenAI-compatible chat endpoint (JSON output, retries).
+
+Selected with ``SIMPLEMEM_DECOMPOSER=llm`` and ``SIMPLEMEM_LLM_BASE_URL``. Output that is not the
+expected JSON (or cites messages outside the window) falls back to the offline decomposer for that
+window, and the fallback is counted: nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+import orjson
+from pydantic import BaseModel, Field, ValidationError
+from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+from processors.decompose import Decomposition, DraftUnit, OfflineDecomposer
+from schemas.memory import MemoryKind, MemoryUnit
+from schemas.settings import Settings
+from schemas.window import Window
+
+log = logging.getLogger(__name__)
+
+PROMPT = """You turn a window of chat messages into atomic, self-contained memory statements.
+Rules: one statement per fact; replace pronouns with names (the speaker of "I" is given per message);
+convert relative dates to absolute ISO-8601 dates using each message's time; skip small talk.
+Only decompose the messages marked NEW; the others are context. Cite the message ids each statement
+comes from. Answer with JSON only: {"units": [{"text": str, "event_time": str|null, "persons": [str],
+"entities": [str], "keywords": [str], "topic": str|null, "location": str|null, "source_ids": [str]}]}"""
+
+
+class LlmUnit(BaseModel):
+    text: str = Field(min_length=1)
+    event_time: str | None = None
+    persons: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    keywords: list[str] = Field(default_factory=list)
+    topic: str | None = None
+    location: str | None = None
+    source_ids: list[str] = Field(min_length=1)
+
+
+class LlmOutput(BaseModel):
+    units: list[LlmUnit]
+
+
+class MalformedOutput(ValueError):
+    pass
+
+
+class LlmDecomposer:
+    def __init__(self, settings: Settings, client: httpx.Client | None = None) -> None:
+        if not settings.llm_base_url:
+            raise ValueError("SIMPLEMEM_LLM_BASE_URL is required for the llm decomposer")
+        self.settings = settings
+        headers = {"Authorization": f"Bearer {settings.llm_api_key}"} if settings.llm_api_key else {}
+        self.client = client or httpx.Client(
+            base_url=settings.llm_base_url.rstrip("/"), headers=headers, timeout=settings.llm_timeout_seconds
+        )
+        self.offline = OfflineDecomposer()
+        self._call = retry(
+            stop=stop_after_attempt(settings.llm_max_retries + 1),
+            wait=wait_exponential(multiplier=0.5, max=8),
+            retry=retry_if_exception_type((httpx.TransportError, httpx.HTTPStatusError)),
+            reraise=True,
+        )(self._complete)
+
+    def _complete(self, messages: list[dict[str, str]]) -> str:
+        response = self.client.post(
+            "/chat/completions",
+            json={"model": self.settings.llm_model, "messages": messages, "temperature": 0,
+                  "response_format": {"type": "json_object"}},
+        )
+        response.raise_for_status()
+        body: dict[str, Any] = response.json()
+        return str(body["choices"][0]["message"]["content"])
+
+    def decompose(self, window: Window) -> Decomposition:
+        lines = []
+        for i, m in enumerate(window.messages):
+            tag = "NEW" if i >= window.new_from else "CONTEXT"
+            lines.append(f"[{tag}] id={m.message_id} time={m.ts.isoformat()} {m.speaker}: {m.prose}")
+        try:
+            raw = self._call([{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}])
+            parsed = self._parse(raw, window)
+        except (MalformedOutput, httpx.HTTPError, KeyError, IndexError) as exc:
+            log.warning("llm decomposition fell back to offline for %s: %s", window.window_id, exc)
+            result = self.offline.decompose(window)
+            result.fallbacks += 1
+            return result
+        result = Decomposition()
+        new = {m.message_id: m for m in window.new_messages}
+        for m in window.new_messages:
+            result.units_per_message[m.message_id] = 0
+            for code in m.code_blocks:  # code bypasses the LLM entirely
+                result.units.append(DraftUnit(self.offline._code_unit(m, code)))
+                result.units_per_message[m.message_id] += 1
+        for item in parsed.units:
+            first = new[item.source_ids[0]]
+            unit = MemoryUnit.build(
+                tenant_id=window.tenant_id, text=item.text, kind=MemoryKind.FACT, source_ids=sorted(item.source_ids),
+                event_time=item.event_time, stated_at=first.ts.isoformat(), speaker=first.speaker,
+                persons=item.persons, entities=item.entities, keywords=item.keywords, topic=item.topic,
+                location=item.location, session_id=window.session_id,
+            )
+            result.units.append(DraftUnit(unit))
+            for sid in item.source_ids:
+                result.units_per_message[sid] += 1
+        return result
+
+    @staticmethod
+    def _parse(raw: str, window: Window) -> LlmOutput:
+        try:
+            output = LlmOutput.model_validate(orjson.loads(raw))
+        except (orjson.JSONDecodeError, ValidationError) as exc:
+            raise MalformedOutput(f"not the expected JSON: {exc}") from None
+        allowed = {m.message_id for m in window.new_messages}
+        for item in output.units:
+            if not set(item.source_ids) <= allowed:
+                raise MalformedOutput(f"cites messages outside the window: {item.source_ids}")
+        return output

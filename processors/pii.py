@@ -1,0 +1,66 @@
+"""PII scrubbing with Presidio, before anything is embedded, stored or logged.
+
+Contact and account identifiers (phones, e-mails, cards, IBANs, national ids, IPs...) become typed
+placeholders such as ``<PHONE_NUMBER>``. Person names and places are kept on purpose: memory needs
+them. Presidio reuses the spaCy analysis the pipeline already made (no second NLP pass).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import tldextract
+from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+from presidio_analyzer.nlp_engine import SpacyNlpEngine
+from presidio_analyzer.predefined_recognizers import EmailRecognizer
+from presidio_anonymizer import AnonymizerEngine
+from presidio_anonymizer.entities import OperatorConfig
+from spacy.language import Language
+from spacy.tokens import Doc
+
+_OFFLINE_TLD = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+
+
+class OfflineEmailRecognizer(EmailRecognizer):
+    """Presidio's e-mail recognizer with the bundled public-suffix list (no download at run time)."""
+
+    def validate_result(self, pattern_text: str) -> bool:
+        return bool(_OFFLINE_TLD(pattern_text).fqdn)
+
+
+@dataclass(frozen=True)
+class Scrubbed:
+    text: str
+    pii_types: list[str]
+
+
+class PiiScrubber:
+    def __init__(self, nlp: Language, entities: Sequence[str], score_threshold: float) -> None:
+        engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": nlp.meta.get("name", "en")}])
+        engine.nlp = {"en": nlp}
+        self._engine = engine
+        registry = RecognizerRegistry(supported_languages=["en"])
+        registry.load_predefined_recognizers(languages=["en"], nlp_engine=engine)
+        registry.remove_recognizer("SpacyRecognizer")
+        registry.remove_recognizer("EmailRecognizer")
+        registry.add_recognizer(OfflineEmailRecognizer())
+        self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
+        self._anonymizer = AnonymizerEngine()
+        self._entities = list(entities)
+        self._threshold = score_threshold
+        self._operators = {"DEFAULT": OperatorConfig("replace")}
+
+    def scrub(self, text: str, doc: Doc | None = None) -> Scrubbed:
+        """Replace every detected identifier in ``text``; ``doc`` is the spaCy analysis of ``text``."""
+        if not text.strip():
+            return Scrubbed(text, [])
+        artifacts = self._engine._doc_to_nlp_artifact(doc, "en") if doc is not None else None
+        results = self._analyzer.analyze(
+            text=text, language="en", entities=self._entities, score_threshold=self._threshold,
+            nlp_artifacts=artifacts,
+        )
+        if not results:
+            return Scrubbed(text, [])
+        anonymized = self._anonymizer.anonymize(text=text, analyzer_results=results, operators=self._operators)
+        return Scrubbed(anonymized.text, sorted({r.entity_type for r in results}))

@@ -1,0 +1,196 @@
+"""The memory pipeline, stage by stage, independent of how events arrive (file, in-process, Kafka).
+
+validate -> scrub + analyse (one spaCy and one MiniLM pass per message) -> window -> entropy filter ->
+decompose (code bypass) -> index (vector + lexical stores). Every accepted message ends as indexed,
+filtered (with its window's score) or failed (with a reason); :class:`IngestReport` adds them up.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from processors.analysis import MessageAnalyzer
+from processors.decompose import Decomposition, DraftUnit
+from processors.embedding import Embedder
+from processors.entropy import EntropyFilter
+from processors.stores.protocols import LexicalStore, VectorStore
+from processors.windowing import Windower
+from schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
+from schemas.events import ChatEvent, EventRejected, parse_event
+from schemas.memory import MemoryKind
+from schemas.settings import Settings
+from schemas.window import Window
+
+log = logging.getLogger(__name__)
+
+
+class Decomposer(Protocol):
+    def decompose(self, window: Window) -> Decomposition: ...
+
+
+@dataclass
+class WindowResult:
+    window: Window
+    kept: bool
+    score: float
+    drafts: list[DraftUnit] = field(default_factory=list)
+    units_per_message: dict[str, int] = field(default_factory=dict)
+    fallbacks: int = 0
+    error: str | None = None
+
+
+class Indexer:
+    """Writes units to both stores; embeds only the units that came without a vector."""
+
+    def __init__(self, embedder: Embedder, lexical: LexicalStore, vectors: VectorStore) -> None:
+        self.embedder = embedder
+        self.lexical = lexical
+        self.vectors = vectors
+
+    def index(self, drafts: Sequence[DraftUnit]) -> None:
+        if not drafts:
+            return
+        missing = [i for i, d in enumerate(drafts) if d.vector is None]
+        fresh = self.embedder.encode([_embed_text(drafts[i]) for i in missing])
+        matrix = np.zeros((len(drafts), self.embedder.dim), dtype=np.float32)
+        for row, i in enumerate(missing):
+            matrix[i] = fresh[row]
+        for i, d in enumerate(drafts):
+            if d.vector is not None:
+                matrix[i] = np.asarray(d.vector, dtype=np.float32)
+        units = [d.unit for d in drafts]
+        self.vectors.upsert(units, matrix)
+        self.lexical.upsert(units)
+
+
+def _embed_text(draft: DraftUnit) -> str:
+    unit = draft.unit
+    if unit.kind == MemoryKind.CODE and unit.context:
+        return f"{unit.context}\n{unit.text}"
+    return unit.text
+
+
+class Pipeline:
+    def __init__(
+        self,
+        settings: Settings,
+        analyzer: MessageAnalyzer,
+        decomposer: Decomposer,
+        indexer: Indexer,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.analyzer = analyzer
+        self.decomposer = decomposer
+        self.indexer = indexer
+        self.windower = Windower(settings.window_size, settings.window_stride, settings.session_idle_seconds)
+        self.entropy = EntropyFilter(settings.entropy_threshold, settings.entropy_alpha, settings.entropy_history_messages)
+        self.clock = clock
+
+    # --- stages --------------------------------------------------------------------------------
+    def validate(self, raw: bytes | str, where: str, report: IngestReport) -> ChatEvent | None:
+        report.read += 1
+        try:
+            event = parse_event(raw, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars)
+        except EventRejected as exc:
+            report.rejected.append(Rejection(where=where, reason=exc.reason))
+            return None
+        report.accepted += 1
+        return event
+
+    def process_window(self, window: Window) -> WindowResult:
+        decision = self.entropy.decide(window)
+        if not decision.kept:
+            return WindowResult(window, kept=False, score=decision.score)
+        try:
+            result = self.decomposer.decompose(window)
+        except Exception as exc:  # one bad window must not stop the stream
+            log.exception("decomposition failed for %s", window.window_id)
+            return WindowResult(window, kept=True, score=decision.score, error=f"decomposition failed: {exc}")
+        return WindowResult(window, True, decision.score, result.units, result.units_per_message, result.fallbacks)
+
+    def account(self, results: Sequence[WindowResult], report: IngestReport, index_error: str | None = None) -> None:
+        for r in results:
+            report.windows += 1
+            report.llm_fallbacks += r.fallbacks
+            if not r.kept:
+                report.windows_filtered += 1
+            error = r.error or index_error
+            for m in r.window.new_messages:
+                if not r.kept:
+                    outcome = MessageOutcome(tenant_id=m.tenant_id, message_id=m.message_id, outcome=Outcome.FILTERED,
+                                             score=r.score)
+                    report.filtered_scores.append(r.score)
+                elif error:
+                    outcome = MessageOutcome(tenant_id=m.tenant_id, message_id=m.message_id, outcome=Outcome.FAILED,
+                                             score=r.score, reason=error)
+                else:
+                    outcome = MessageOutcome(tenant_id=m.tenant_id, message_id=m.message_id, outcome=Outcome.INDEXED,
+                                             score=r.score, units=r.units_per_message.get(m.message_id, 0))
+                report.record(outcome)
+            if r.kept and not error:
+                report.units += len(r.drafts)
+                report.code_blocks += sum(1 for d in r.drafts if d.unit.kind == MemoryKind.CODE)
+
+    def run_windows(self, windows: Sequence[Window], report: IngestReport) -> None:
+        results = [self.process_window(w) for w in windows]
+        drafts = [d for r in results if r.kept and not r.error for d in r.drafts]
+        index_error = None
+        try:
+            self.indexer.index(drafts)
+        except Exception as exc:
+            log.exception("indexing failed")
+            index_error = f"indexing failed: {exc}"
+        self.account(results, report, index_error)
+
+    # --- batch driver (embedded mode and replay) ----------------------------------------------
+    def ingest(
+        self,
+        lines: Iterable[tuple[str, bytes | str]],
+        report: IngestReport | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        """Run ``(where, raw)`` lines through every stage; flush all sessions at the end."""
+        report = report or IngestReport()
+        batch: list[ChatEvent] = []
+        for where, raw in lines:
+            event = self.validate(raw, where, report)
+            if event is not None:
+                batch.append(event)
+            if len(batch) >= self.settings.ingest_batch_messages:
+                self._ingest_batch(batch, report)
+                if progress:
+                    progress(len(batch))
+                batch = []
+        if batch:
+            self._ingest_batch(batch, report)
+            if progress:
+                progress(len(batch))
+        self.run_windows(self.windower.flush_all(), report)
+        self.indexer.vectors.flush()
+        return report
+
+    def _ingest_batch(self, events: list[ChatEvent], report: IngestReport) -> None:
+        try:
+            messages = self.analyzer.analyze(events)
+        except Exception as exc:
+            log.exception("analysis failed for a batch; retrying one by one")
+            messages = []
+            for event in events:
+                try:
+                    messages.extend(self.analyzer.analyze([event]))
+                except Exception as one_exc:
+                    report.record(MessageOutcome(tenant_id=event.tenant_id, message_id=event.message_id,
+                                                 outcome=Outcome.FAILED, reason=f"analysis failed: {one_exc or exc}"))
+        report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
+        windows: list[Window] = []
+        now = self.clock()
+        for message in messages:
+            windows.extend(self.windower.add(message, now))
+        self.run_windows(windows, report)

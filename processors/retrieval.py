@@ -1,0 +1,153 @@
+"""Adaptive retrieval: complexity -> k, hybrid semantic + BM25 scoring, symbolic hard filters, context.
+
+- complexity in [0, 1] from length, named things, temporal and aggregation cues maps linearly to
+  k in [k_min, k_max];
+- score = w * cosine + (1 - w) * BM25 / max BM25 of the query's candidates;
+- names in the query that the tenant's memory knows restrict candidates to memories naming them; a
+  date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
+  memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
+- near-duplicates are dropped; the context has one line per memory with its date.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from processors.embedding import Embedder
+from processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
+from processors.stores.sqlite_lexical import STOPWORDS, query_terms
+from processors.temporal import find_anchors
+from processors.tokens import count_tokens
+from schemas.memory import MemoryKind, MemoryUnit
+from schemas.query import QueryRequest, QueryResult, RetrievedMemory
+from schemas.settings import Settings
+
+TEMPORAL_CUES = re.compile(
+    r"\b(when|before|after|since|during|until|first|last|ago|how long|date|year|month|week|day|time)\b", re.I
+)
+AGGREGATION_CUES = re.compile(
+    r"\b(all|every|how many|list|both|compare|common|together|total|each|why|would|likely|usually|often|"
+    r"pattern|relationship|activities|things|kinds?|types?|ways)\b|\band\b",
+    re.I,
+)
+_NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*")
+_PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
+
+
+def complexity(query: str, names: int) -> float:
+    words = len(query.split())
+    length = min(words / 20.0, 1.0)
+    entities = min(names / 3.0, 1.0)
+    temporal = min(len(TEMPORAL_CUES.findall(query)) / 2.0, 1.0)
+    aggregation = min(len(AGGREGATION_CUES.findall(query)) / 2.0, 1.0)
+    score = 0.35 * length + 0.2 * entities + 0.2 * temporal + 0.25 * aggregation
+    return round(min(max(score, 0.0), 1.0), 4)
+
+
+def k_for(score: float, k_min: int, k_max: int) -> int:
+    return k_min + round(score * (k_max - k_min))
+
+
+def name_candidates(query: str) -> list[str]:
+    """Capitalised words and runs in the query (possessives stripped), and their single words."""
+    found: list[str] = []
+    for m in _NAME.finditer(query):
+        phrase = re.sub(r"['’]s$", "", m.group(0)).strip(" .")
+        words = [w for w in phrase.split() if w.lower() not in STOPWORDS]
+        if not words:
+            continue
+        found.append(" ".join(words))
+        found.extend(words)
+    return list(dict.fromkeys(found))
+
+
+def _token_set(text: str) -> set[str]:
+    return set(query_terms(text))
+
+
+def near_duplicate(a: str, b: str, threshold: float) -> bool:
+    sa, sb = _token_set(a), _token_set(b)
+    if not sa or not sb:
+        return a.strip() == b.strip()
+    return len(sa & sb) / len(sa | sb) >= threshold
+
+
+def context_line(unit: MemoryUnit) -> str:
+    day = unit.stated_at[:10]
+    if unit.kind == MemoryKind.CODE:
+        return f"[{day}] code shared by {unit.speaker or 'user'}:\n{unit.text}"
+    return f"[{day}] {unit.text}"
+
+
+@dataclass
+class Retriever:
+    settings: Settings
+    lexical: LexicalStore
+    vectors: VectorStore
+    embedder: Embedder
+
+    def query(self, request: QueryRequest) -> QueryResult:
+        s = self.settings
+        as_of = request.as_of or datetime.now(UTC)
+        tenant = request.tenant_id
+        names = self.lexical.known_names(tenant, name_candidates(request.query))
+        # A multi-word name known as a whole supersedes its parts.
+        names = [n for n in names if not any(n != o and n in o.split() for o in names)]
+        anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)))
+        first_day = min((a.first_day for a in anchors), default=None)
+        last_day = max((a.last_day for a in anchors), default=None)
+        score = complexity(request.query, len(names))
+        k = k_for(score, s.k_min, s.k_max)
+        flt = SymbolicFilter(names=tuple(names), first_day=first_day, last_day=last_day, stated_before=as_of)
+        pool = max(s.candidate_pool, k * 3)
+
+        qvec = self.embedder.encode([request.query])[0]
+        semantic = self.vectors.search(tenant, qvec, pool, SymbolicFilter(
+            first_day=first_day, last_day=last_day, stated_before=as_of))
+        if names:
+            allowed = self.lexical.ids_with_names(tenant, [h.id for h in semantic], names)
+            semantic = [h for h in semantic if h.id in allowed]
+        lexical = self.lexical.search(tenant, request.query, pool, flt)
+        ranked = self._fuse(semantic, lexical)
+        chosen = self._select(tenant, ranked, k)
+        memories = [
+            RetrievedMemory(
+                id=u.id, text=u.text, kind=u.kind, event_time=u.event_time, stated_at=u.stated_at,
+                source_ids=u.source_ids, score=round(sc, 4),
+            )
+            for u, sc in chosen
+        ]
+        ordered = sorted(chosen, key=lambda pair: (pair[0].stated_at, pair[0].id))
+        context = "\n".join(context_line(u) for u, _ in ordered)
+        return QueryResult(
+            id=request.id, query=request.query, complexity=score, k=k, memories=memories, context=context,
+            context_tokens=count_tokens(context, s.tokenizer_encoding) if context else 0,
+        )
+
+    def _fuse(self, semantic: list[Hit], lexical: list[Hit]) -> list[tuple[str, float]]:
+        w = self.settings.semantic_weight
+        top_bm25 = max((h.score for h in lexical), default=0.0)
+        scores: dict[str, float] = {}
+        for h in semantic:
+            scores[h.id] = w * max(h.score, 0.0)
+        for h in lexical:
+            norm = h.score / top_bm25 if top_bm25 > 0 else 0.0
+            scores[h.id] = scores.get(h.id, 0.0) + (1 - w) * norm
+        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def _select(self, tenant: str, ranked: list[tuple[str, float]], k: int) -> list[tuple[MemoryUnit, float]]:
+        head = ranked[: k * 3]
+        units = {u.id: u for u in self.lexical.get(tenant, [uid for uid, _ in head])}
+        chosen: list[tuple[MemoryUnit, float]] = []
+        for uid, sc in head:
+            unit = units.get(uid)
+            if unit is None:
+                continue
+            if any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in chosen):
+                continue
+            chosen.append((unit, sc))
+            if len(chosen) == k:
+                break
+        return chosen

@@ -1,0 +1,74 @@
+"""Builds the pipeline and the retriever from settings: the embedded default or the service stores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from processors.analysis import MessageAnalyzer
+from processors.embedding import Embedder, MiniLMEmbedder
+from processors.nlp import load_pipeline
+from processors.pii import PiiScrubber
+from processors.pipeline import Decomposer, Indexer, Pipeline
+from processors.retrieval import Retriever
+from processors.stores.milvus_vectors import MilvusVectorStore
+from processors.stores.protocols import LexicalStore, VectorStore
+from processors.stores.sqlite_lexical import SqliteLexicalStore
+from schemas.settings import Settings
+
+
+@dataclass
+class Runtime:
+    """Lazily built components, so a query process never loads spaCy."""
+
+    settings: Settings
+    store_dir: Path
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        s = self.settings
+        return MiniLMEmbedder(s.embedding_model_dir, batch_size=s.embedding_batch_size, threads=s.torch_threads)
+
+    @cached_property
+    def lexical(self) -> LexicalStore:
+        return SqliteLexicalStore(self.store_dir / "lexical.sqlite")
+
+    @cached_property
+    def vectors(self) -> VectorStore:
+        s = self.settings
+        uri = s.milvus_uri or str(self.store_dir / "vectors.db")
+        if not s.milvus_uri:
+            self.store_dir.mkdir(parents=True, exist_ok=True)
+        return MilvusVectorStore(uri, s.milvus_collection, s.embedding_dim)
+
+    @cached_property
+    def decomposer(self) -> Decomposer:
+        if self.settings.decomposer == "llm":
+            from processors.llm import LlmDecomposer
+
+            return LlmDecomposer(self.settings)
+        from processors.decompose import OfflineDecomposer
+
+        return OfflineDecomposer()
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        s = self.settings
+        nlp = load_pipeline(s.spacy_model)
+        scrubber = PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold)
+        analyzer = MessageAnalyzer(nlp, scrubber, self.embedder)
+        return Pipeline(s, analyzer, self.decomposer, Indexer(self.embedder, self.lexical, self.vectors))
+
+    @cached_property
+    def retriever(self) -> Retriever:
+        return Retriever(self.settings, self.lexical, self.vectors, self.embedder)
+
+    def close(self) -> None:
+        for name in ("vectors", "lexical"):
+            if name in self.__dict__:
+                self.__dict__[name].close()
+
+
+def open_runtime(settings: Settings, store: Path | None = None) -> Runtime:
+    return Runtime(settings, Path(store or settings.store))

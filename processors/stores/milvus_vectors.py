@@ -1,0 +1,108 @@
+"""Vector store on pymilvus ``MilvusClient``: a Milvus Lite file in embedded mode, a server by URI.
+
+The tenant is the collection's partition key and every search and delete carries a tenant filter.
+Time and status constraints are pushed into the Milvus filter expression; the name filter is applied
+by the retriever on the fused candidates (Milvus Lite evaluates array filters slowly).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+from pymilvus import DataType, MilvusClient
+
+from processors.stores.protocols import Hit, SymbolicFilter, day_range
+from schemas.memory import MemoryUnit
+
+log = logging.getLogger(__name__)
+
+
+def _lit(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+class MilvusVectorStore:
+    def __init__(self, uri: str, collection: str, dim: int, *, index_type: str = "AUTOINDEX") -> None:
+        self.client = MilvusClient(uri)
+        self.collection = collection
+        self.dim = dim
+        self._lock = threading.Lock()
+        self._dirty = False
+        if not self.client.has_collection(collection):
+            self._create(index_type)
+        self.client.load_collection(collection)
+
+    def _create(self, index_type: str) -> None:
+        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, partition_key_field="tenant_id")
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
+        schema.add_field("tenant_id", DataType.VARCHAR, max_length=256)
+        schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
+        schema.add_field("status", DataType.VARCHAR, max_length=16)
+        schema.add_field("event_start", DataType.INT64)
+        schema.add_field("event_end", DataType.INT64)
+        schema.add_field("stated_at", DataType.DOUBLE)
+        params = self.client.prepare_index_params()
+        extra = {"M": 16, "efConstruction": 200} if index_type == "HNSW" else {}
+        params.add_index("vector", metric_type="COSINE", index_type=index_type, params=extra)
+        self.client.create_collection(self.collection, schema=schema, index_params=params)
+
+    def upsert(self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]) -> None:
+        if not units:
+            return
+        rows = []
+        for unit, vec in zip(units, vectors, strict=True):
+            start, end = day_range(unit)
+            rows.append(
+                {
+                    "id": unit.id, "tenant_id": unit.tenant_id, "vector": np.asarray(vec, dtype=np.float32).tolist(),
+                    "status": unit.status.value, "event_start": start, "event_end": end,
+                    "stated_at": datetime.fromisoformat(unit.stated_at).timestamp(),
+                }
+            )
+        with self._lock:
+            self.client.upsert(self.collection, rows)
+            self._dirty = True
+
+    def flush(self) -> None:
+        """Seal written data: Milvus Lite searches flushed segments much faster than growing ones."""
+        with self._lock:
+            if self._dirty:
+                self.client.flush(self.collection)
+                self._dirty = False
+
+    def search(self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter) -> list[Hit]:
+        expr = [f"tenant_id == {_lit(tenant_id)}"]
+        if flt.active_only:
+            expr.append('status == "active"')
+        if flt.first_day is not None and flt.last_day is not None:
+            expr.append(f"event_end >= {flt.first_day.toordinal()} and event_start <= {flt.last_day.toordinal()}")
+        if flt.stated_before is not None:
+            expr.append(f"stated_at <= {flt.stated_before.timestamp()}")
+        with self._lock:
+            result = self.client.search(
+                self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], limit=limit,
+                filter=" and ".join(expr), output_fields=["id"],
+            )
+        return [Hit(str(r["id"]), float(r["distance"])) for r in result[0]]
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        id_list = ",".join(_lit(i) for i in ids)
+        with self._lock:
+            self.client.delete(self.collection, filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]")
+            self._dirty = True
+
+    def count(self, tenant_id: str) -> int:
+        with self._lock:
+            rows = self.client.query(self.collection, filter=f"tenant_id == {_lit(tenant_id)}", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    def close(self) -> None:
+        self.flush()
+        self.client.close()

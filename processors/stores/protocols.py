@@ -1,0 +1,89 @@
+"""Small store protocols: the embedded stores and the service stores (OpenSearch, Milvus server) fit them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from schemas.memory import MemoryUnit
+
+
+@dataclass(frozen=True)
+class SymbolicFilter:
+    """Hard constraints a memory must meet. Every search also carries its tenant."""
+
+    names: Sequence[str] = field(default_factory=tuple)
+    first_day: date | None = None
+    last_day: date | None = None
+    stated_before: datetime | None = None
+    active_only: bool = True
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+
+
+class VectorStore(Protocol):
+    def upsert(self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]) -> None: ...
+
+    def search(self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter) -> list[Hit]: ...
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
+
+    def count(self, tenant_id: str) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LexicalStore(Protocol):
+    """BM25 text search plus the symbolic fields and the units themselves (the document store)."""
+
+    def upsert(self, units: Sequence[MemoryUnit]) -> None: ...
+
+    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]: ...
+
+    def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]: ...
+
+    def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]: ...
+
+    def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]: ...
+
+    def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]: ...
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
+
+    def count(self, tenant_id: str) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def day_range(unit: MemoryUnit) -> tuple[int, int]:
+    """The unit's time as ordinal days: its ``event_time`` span, else the day it was stated."""
+    from processors.timespan import iso_span
+
+    if unit.event_time:
+        span = iso_span(unit.event_time)
+        if span is not None:
+            return span[0].toordinal(), span[1].toordinal()
+    stated = datetime.fromisoformat(unit.stated_at).date().toordinal()
+    return stated, stated
+
+
+def index_names(unit: MemoryUnit) -> list[str]:
+    """Lower-cased names a symbolic filter can match: persons, entities and their parts."""
+    names: set[str] = set()
+    for value in (*unit.persons, *unit.entities, *(unit.location and [unit.location] or [])):
+        low = value.lower().strip()
+        if low:
+            names.add(low)
+            names.update(part for part in low.split() if len(part) > 1)
+    return sorted(names)

@@ -1,0 +1,214 @@
+"""Embedded lexical + symbolic store: SQLite FTS5 (BM25, Porter stemming) in one persistent file.
+
+Tenant scoping is part of every statement: the FTS match itself is restricted to the tenant's token
+column, and every lookup joins on ``tenant_id``. It also keeps the units (the document store), the
+names they mention (symbolic filter) and their source message ids (provenance, forgetting).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import threading
+from datetime import datetime
+from collections.abc import Sequence
+from pathlib import Path
+
+import orjson
+
+from processors.stores.protocols import Hit, SymbolicFilter, day_range, index_names
+from schemas.memory import MemoryStatus, MemoryUnit
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS units (
+    id TEXT NOT NULL, tenant_id TEXT NOT NULL, doc BLOB NOT NULL, status TEXT NOT NULL,
+    event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL,
+    PRIMARY KEY (tenant_id, id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
+    tenant, body, uid UNINDEXED, tokenize = 'porter unicode61'
+);
+CREATE TABLE IF NOT EXISTS names (tenant_id TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS names_by_name ON names (tenant_id, name);
+CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id);
+CREATE TABLE IF NOT EXISTS sources (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS sources_by_source ON sources (tenant_id, source_id);
+CREATE INDEX IF NOT EXISTS sources_by_id ON sources (tenant_id, id);
+"""
+
+STOPWORDS = frozenset(
+    """a an the and or but of to in on at for with by from as is are was were be been being do does did
+    what when where who whom which why how that this these those it its i me my we our you your he she him
+    her his they them their there here have has had will would can could should may might must about
+    into over than then so if not no yes any some all""".split()
+)
+_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
+
+
+def tenant_token(tenant_id: str) -> str:
+    """An opaque FTS token for the tenant (tenant ids may hold characters FTS would split)."""
+    return "t" + hashlib.sha1(tenant_id.encode("utf-8")).hexdigest()[:20]
+
+
+def query_terms(text: str) -> list[str]:
+    terms = []
+    for w in _WORD.findall(text.lower()):
+        w = w.strip("'-").removesuffix("'s")
+        if w and w not in STOPWORDS and w not in terms:
+            terms.append(w)
+    return terms
+
+
+def _body(unit: MemoryUnit) -> str:
+    parts = [unit.text, unit.context or "", " ".join(unit.keywords), unit.event_time or ""]
+    return "\n".join(p for p in parts if p)
+
+
+class SqliteLexicalStore:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+
+    def upsert(self, units: Sequence[MemoryUnit]) -> None:
+        if not units:
+            return
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN")
+            try:
+                for u in units:
+                    self._delete_one(u.tenant_id, u.id)
+                    start, end = day_range(u)
+                    stated = datetime.fromisoformat(u.stated_at).timestamp()
+                    db.execute(
+                        "INSERT INTO units VALUES (?,?,?,?,?,?,?)",
+                        (u.id, u.tenant_id, orjson.dumps(u.model_dump(mode="json")), u.status.value, start, end, stated),
+                    )
+                    if u.status == MemoryStatus.ACTIVE:
+                        db.execute(
+                            "INSERT INTO units_fts (tenant, body, uid) VALUES (?,?,?)",
+                            (tenant_token(u.tenant_id), _body(u), u.id),
+                        )
+                    db.executemany(
+                        "INSERT INTO names VALUES (?,?,?)", [(u.tenant_id, n, u.id) for n in index_names(u)]
+                    )
+                    db.executemany(
+                        "INSERT INTO sources VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.source_ids]
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _delete_one(self, tenant_id: str, uid: str) -> None:
+        db = self._db
+        db.execute("DELETE FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid))
+        db.execute("DELETE FROM units_fts WHERE tenant=? AND uid=?", (tenant_token(tenant_id), uid))
+        db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
+        db.execute("DELETE FROM sources WHERE tenant_id=? AND id=?", (tenant_id, uid))
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            for uid in ids:
+                self._delete_one(tenant_id, uid)
+            self._db.execute("COMMIT")
+
+    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]:
+        terms = query_terms(query)
+        if not terms:
+            return []
+        match = f"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})"
+        sql = [
+            "SELECT f.uid, bm25(units_fts, 0.0, 1.0) AS s FROM units_fts f",
+            "JOIN units u ON u.tenant_id = ? AND u.id = f.uid",
+            "WHERE units_fts MATCH ?",
+        ]
+        args: list[object] = [tenant_id, match]
+        _where_filter(sql, args, flt)
+        sql.append("ORDER BY s LIMIT ?")
+        args.append(limit)
+        with self._lock:
+            rows = self._db.execute(" ".join(sql), args).fetchall()
+        return [Hit(uid, -float(score)) for uid, score in rows]
+
+    def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id, doc FROM units WHERE tenant_id=? AND id IN ({marks})", [tenant_id, *ids]
+            ).fetchall()
+        by_id = {uid: MemoryUnit.model_validate(orjson.loads(doc)) for uid, doc in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
+        lowered = sorted({c.lower() for c in candidates if c.strip()})
+        if not lowered:
+            return []
+        marks = ",".join("?" * len(lowered))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT name FROM names WHERE tenant_id=? AND name IN ({marks})", [tenant_id, *lowered]
+            ).fetchall()
+        return sorted(r[0] for r in rows)
+
+    def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
+        if not ids or not names:
+            return set()
+        id_marks, name_marks = ",".join("?" * len(ids)), ",".join("?" * len(names))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks})",
+                [tenant_id, *ids, *(n.lower() for n in names)],
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]:
+        if not source_ids:
+            return []
+        marks = ",".join("?" * len(source_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT id FROM sources WHERE tenant_id=? AND source_id IN ({marks})",
+                [tenant_id, *source_ids],
+            ).fetchall()
+        return self.get(tenant_id, [r[0] for r in rows])
+
+    def count(self, tenant_id: str) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT count(*) FROM units WHERE tenant_id=?", (tenant_id,)).fetchone()
+        return int(row[0])
+
+    def tenants(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT tenant_id FROM units").fetchall()]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter) -> None:
+    if flt.active_only:
+        sql.append("AND u.status = 'active'")
+    if flt.first_day is not None and flt.last_day is not None:
+        sql.append("AND u.event_end >= ? AND u.event_start <= ?")
+        args += [flt.first_day.toordinal(), flt.last_day.toordinal()]
+    if flt.stated_before is not None:
+        sql.append("AND u.stated_at <= ?")
+        args.append(flt.stated_before.timestamp())
+    if flt.names:
+        marks = ",".join("?" * len(flt.names))
+        sql.append(f"AND EXISTS (SELECT 1 FROM names n WHERE n.tenant_id = u.tenant_id AND n.id = u.id AND n.name IN ({marks}))")
+        args += [n.lower() for n in flt.names]

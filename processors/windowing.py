@@ -1,0 +1,81 @@
+"""Sliding windows of ``window_size`` messages per (tenant, session), advancing by ``stride``.
+
+A window is emitted when it is full: the first one holds ``window_size`` new messages, each later one
+the ``window_size - stride`` previous messages as context plus ``stride`` new ones, so every message is
+decided on exactly once and still has context for coreference. A session that goes idle (by event time
+on ingestion, or by wall clock through :meth:`Windower.flush_idle`) or ends flushes what it has, so no
+message waits forever. State is plain data (:class:`SessionBuffer`), so a stream can keep it in a
+changelog-backed table.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from pydantic import BaseModel, Field
+
+from schemas.window import AnalyzedMessage, CloseReason, Window
+
+
+class SessionBuffer(BaseModel):
+    messages: list[AnalyzedMessage] = Field(default_factory=list)
+    context: int = 0
+    last_seen: float = 0.0
+
+    @property
+    def pending(self) -> int:
+        return len(self.messages) - self.context
+
+
+class Windower:
+    def __init__(self, window_size: int, stride: int, idle_seconds: float) -> None:
+        if not 1 <= stride <= window_size:
+            raise ValueError("stride must be between 1 and window_size")
+        self.window_size = window_size
+        self.stride = stride
+        self.idle = timedelta(seconds=idle_seconds)
+        self.buffers: dict[str, SessionBuffer] = {}
+
+    def add(self, message: AnalyzedMessage, now: float = 0.0) -> list[Window]:
+        """Buffer one message; return the windows it closes (an idle gap first, then a full window)."""
+        key = message.session_key
+        emitted: list[Window] = []
+        buf = self.buffers.get(key)
+        if buf is not None and buf.pending and message.ts - buf.messages[-1].ts > self.idle:
+            emitted.extend(self._flush(key, CloseReason.IDLE))
+            buf = None
+        if buf is None:
+            buf = self.buffers.setdefault(key, SessionBuffer())
+        buf.messages.append(message)
+        buf.last_seen = now
+        if len(buf.messages) >= self.window_size:
+            emitted.append(self._emit(buf, CloseReason.FULL))
+            keep = self.window_size - self.stride
+            buf.messages = buf.messages[len(buf.messages) - keep :] if keep else []
+            buf.context = len(buf.messages)
+        return emitted
+
+    def _emit(self, buf: SessionBuffer, reason: CloseReason) -> Window:
+        first = buf.messages[0]
+        return Window(
+            tenant_id=first.tenant_id, session_id=first.session_id, messages=list(buf.messages),
+            new_from=buf.context, reason=reason,
+        )
+
+    def _flush(self, key: str, reason: CloseReason) -> list[Window]:
+        buf = self.buffers.pop(key, None)
+        if buf is None or not buf.pending:
+            return []
+        return [self._emit(buf, reason)]
+
+    def end_session(self, key: str) -> list[Window]:
+        return self._flush(key, CloseReason.END)
+
+    def flush_idle(self, now: float) -> list[Window]:
+        """Close the sessions silent for longer than the idle timeout (wall clock, for streams)."""
+        idle = self.idle.total_seconds()
+        stale = [k for k, b in self.buffers.items() if now - b.last_seen >= idle]
+        return [w for k in stale for w in self._flush(k, CloseReason.IDLE)]
+
+    def flush_all(self) -> list[Window]:
+        return [w for k in list(self.buffers) for w in self._flush(k, CloseReason.END)]

@@ -1,0 +1,91 @@
+"""The chat event: one message as a frontend publishes it. Validation names the failing field."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+import orjson
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+
+class Role(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    SYSTEM = "system"
+    TOOL = "tool"
+
+
+class ChatEvent(BaseModel):
+    """One message. ``ts`` must carry a UTC offset: naive times are ambiguous and rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+
+    tenant_id: str = Field(min_length=1)
+    session_id: str = Field(min_length=1)
+    message_id: str = Field(min_length=1)
+    speaker: str = Field(min_length=1)
+    role: Role
+    text: str
+    ts: AwareDatetime
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("tenant_id", "session_id", "message_id", "speaker")
+    @classmethod
+    def _no_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value
+
+    @property
+    def session_key(self) -> str:
+        """Partition key: a session's messages stay ordered together (``tenant|session``)."""
+        return f"{self.tenant_id}|{self.session_id}"
+
+
+class EventRejected(ValueError):
+    """A raw event that cannot be accepted; ``reason`` names the field and the problem."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors():
+        field = ".".join(str(p) for p in item["loc"]) or "event"
+        msg = item["msg"]
+        if item["type"] == "missing":
+            msg = "field required"
+        parts.append(f"{field}: {msg}")
+    return "; ".join(parts)
+
+
+def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_id_chars: int) -> ChatEvent:
+    """Decode and validate one raw event, or raise :class:`EventRejected` with a readable reason."""
+    if isinstance(raw, dict):
+        data = raw
+    else:
+        try:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise EventRejected(f"invalid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise EventRejected(f"event must be a JSON object, got {type(data).__name__}")
+    text = data.get("text")
+    if isinstance(text, str) and len(text) > max_text_chars:
+        raise EventRejected(f"text: {len(text)} characters, over the limit of {max_text_chars}")
+    for field in ("tenant_id", "session_id", "message_id"):
+        value = data.get(field)
+        if isinstance(value, str) and len(value) > max_id_chars:
+            raise EventRejected(f"{field}: over {max_id_chars} characters")
+    try:
+        return ChatEvent.model_validate(data)
+    except ValidationError as exc:
+        raise EventRejected(_describe(exc)) from None
+
+
+def event_day(ts: datetime) -> str:
+    return ts.date().isoformat()

@@ -1,0 +1,46 @@
+"""Query request and result: the contract of ``simplemem query --json`` (keep it stable)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from schemas.memory import MemoryKind
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | None = None
+    tenant_id: str = Field(min_length=1)
+    query: str = Field(min_length=1)
+    as_of: AwareDatetime | None = None
+
+
+class RetrievedMemory(BaseModel):
+    id: str
+    text: str
+    kind: MemoryKind
+    event_time: str | None
+    stated_at: str
+    source_ids: list[str]
+    score: float
+
+
+class QueryResult(BaseModel):
+    id: str | None
+    query: str
+    complexity: float
+    k: int
+    memories: list[RetrievedMemory]
+    context: str
+    context_tokens: int
+
+
+class TimeRange(BaseModel):
+    """A closed interval of days the query restricts ``event_time`` to."""
+
+    start: datetime
+    end: datetime
+    phrase: str

