@@ -7,11 +7,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from processors.code_blocks import split_code
+from processors.decompose import is_informative
 from processors.embedding import Embedder
 from processors.nlp import doc_entities, doc_sentences, pipe
 from processors.pii import PiiScrubber
 from schemas.events import ChatEvent
-from schemas.window import AnalyzedMessage, Sentence
+from schemas.window import AnalyzedMessage
 from spacy.language import Language
 
 
@@ -34,18 +35,23 @@ class MessageAnalyzer:
         changed = [i for i, (e, sp) in enumerate(zip(events, splits, strict=True)) if sp.prose != e.text]
         for i, doc in zip(changed, pipe(self.nlp, (splits[i].prose for i in changed)), strict=True):
             docs[i] = doc
-        sentences = [doc_sentences(d) for d in docs]
-        flat = [s.text for sents in sentences for s in sents]
-        vectors = self.embedder.encode(flat)
+        sentences = [
+            [s.model_copy(update={"informative": is_informative(s, e.speaker)}) for s in doc_sentences(d)]
+            for e, d in zip(events, docs, strict=True)
+        ]
+        # Only informative sentences are embedded: small talk and questions never become units, and
+        # skipping them saves a third of the MiniLM time on chatty conversations.
+        vectors = self.embedder.encode([s.text for sents in sentences for s in sents if s.informative])
         out: list[AnalyzedMessage] = []
         row = 0
         for event, scrub, split, doc, sents in zip(events, scrubbed, splits, docs, sentences, strict=True):
-            sent_vecs = vectors[row : row + len(sents)]
-            row += len(sents)
-            with_vecs = [
-                Sentence(text=s.text, tokens=s.tokens, embedding=v.tolist())
-                for s, v in zip(sents, sent_vecs, strict=True)
-            ]
+            with_vecs = []
+            for s in sents:
+                if s.informative:
+                    s = s.model_copy(update={"embedding": vectors[row].tolist()})
+                    row += 1
+                with_vecs.append(s)
+            sent_vecs = np.asarray([s.embedding for s in with_vecs if s.embedding], dtype=np.float32)
             out.append(
                 AnalyzedMessage(
                     tenant_id=event.tenant_id, session_id=event.session_id, message_id=event.message_id,

