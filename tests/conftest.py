@@ -1,0 +1,59 @@
+"""Shared fixtures: the real models (loaded once per test session) and a golden store."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+GOLDEN = SHARED / "golden" / "golden.json"
+
+
+@pytest.fixture(scope="session")
+def settings():  # type: ignore[no-untyped-def]
+    from schemas.settings import Settings
+
+    return Settings()
+
+
+@pytest.fixture(scope="session")
+def nlp(settings):  # type: ignore[no-untyped-def]
+    from processors.nlp import load_pipeline
+
+    return load_pipeline(settings.spacy_model)
+
+
+@pytest.fixture(scope="session")
+def scrubber(nlp, settings):  # type: ignore[no-untyped-def]
+    from processors.pii import PiiScrubber
+
+    return PiiScrubber(nlp, settings.pii_entities, settings.pii_score_threshold)
+
+
+@pytest.fixture(scope="session")
+def golden() -> dict[str, Any]:
+    if not GOLDEN.exists():
+        pytest.skip("../shared/golden/golden.json is not present")
+    data: dict[str, Any] = orjson.loads(GOLDEN.read_bytes())
+    return data
+
+
+@pytest.fixture(scope="session")
+def golden_runtime(tmp_path_factory, settings, golden) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    """A store with the golden events ingested through the whole embedded pipeline."""
+    from processors.runtime import open_runtime
+
+    store = tmp_path_factory.mktemp("golden-store")
+    rt = open_runtime(settings, store)
+    lines = [(f"event {i}", orjson.dumps(e)) for i, e in enumerate(golden["events"])]
+    rt.report = rt.pipeline.ingest(lines)
+    yield rt
+    rt.close()

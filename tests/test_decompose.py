@@ -1,0 +1,94 @@
+"""Offline decomposition: statements, coreference, temporal anchoring, small talk, code bypass."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from processors.code_blocks import split_code
+from processors.decompose import OfflineDecomposer, is_informative, third_person
+from processors.nlp import doc_sentences
+from schemas.events import Role
+from schemas.memory import MemoryKind
+from schemas.window import AnalyzedMessage, Window
+
+pytestmark = pytest.mark.slow
+T0 = datetime(2026, 1, 12, 20, 0, tzinfo=UTC)
+
+
+def analysed(nlp, turns: list[tuple[str, str]]) -> Window:  # type: ignore[no-untyped-def]
+    msgs = []
+    for i, (speaker, text) in enumerate(turns):
+        split = split_code(text)
+        sents = [s.model_copy(update={"informative": is_informative(s, speaker)}) for s in doc_sentences(nlp(split.prose))]
+        msgs.append(AnalyzedMessage(
+            tenant_id="t", session_id="s", message_id=f"m{i}", speaker=speaker, role=Role.USER,
+            ts=T0 + timedelta(minutes=i), text=text, prose=split.prose, code_blocks=split.code_blocks, sentences=sents,
+        ))
+    return Window(tenant_id="t", session_id="s", messages=msgs)
+
+
+def texts(nlp, turns):  # type: ignore[no-untyped-def]
+    return [d.unit.text for d in OfflineDecomposer().decompose(analysed(nlp, turns)).units]
+
+
+@pytest.mark.parametrize(
+    ("turns", "expected"),
+    [
+        ([("Jordan", "My favorite color is blue.")], "Jordan's favorite color is blue."),
+        ([("Jordan", "I have a dog named Max.")], "Jordan has a dog named Max."),
+        ([("Jordan", "I'm allergic to peanuts.")], "Jordan is allergic to peanuts."),
+        ([("Jordan", "I really love hiking in the Alps.")], "Jordan really loves hiking in the Alps."),
+        ([("Caroline", "Hi Mel!"), ("Melanie", "I painted your portrait last week.")],
+         "Melanie painted Caroline's portrait last week (the week of 2026-01-05)."),
+        ([("Caroline", "You should join the choir."), ("Melanie", "Good idea.")], "Melanie should join the choir."),
+        ([("Jordan", "My brother Tom plays bass."), ("Jordan", "He is touring Spain next month.")],
+         "Tom is touring Spain next month (2026-02)."),
+        ([("Jordan", "My boss Alicia called. She said her team is growing.")], "Alicia said Alicia's team is growing."),
+    ],
+)
+def test_statements_with_coreference(nlp, turns, expected: str) -> None:  # type: ignore[no-untyped-def]
+    assert expected in texts(nlp, turns)
+
+
+@pytest.mark.parametrize("text", ["ok thanks", "sounds good", "lol yes", "Got it, I'll remember that.",
+                                  "Thanks for telling me!", "haha nice", "How are you?", "What's up with you?"])
+def test_small_talk_and_questions_yield_nothing(nlp, text: str) -> None:  # type: ignore[no-untyped-def]
+    assert texts(nlp, [("Jordan", text)]) == []
+
+
+def test_relative_date_anchored_and_event_time_set(nlp) -> None:  # type: ignore[no-untyped-def]
+    units = OfflineDecomposer().decompose(analysed(nlp, [("Jordan", "I ran my first half marathon yesterday!")])).units
+    assert units[0].unit.text == "Jordan ran Jordan's first half marathon yesterday (2026-01-11)!"
+    assert units[0].unit.event_time == "2026-01-11"
+    assert units[0].unit.persons == ["Jordan"]
+
+
+def test_code_is_a_verbatim_unit_linked_to_its_message(nlp) -> None:  # type: ignore[no-untyped-def]
+    code = "```python\ndef backup(src, dst):\n    shutil.copytree(src, dst, dirs_exist_ok=True)\n```"
+    result = OfflineDecomposer().decompose(analysed(nlp, [("Jordan", f"My backup script:\n{code}")]))
+    code_units = [d.unit for d in result.units if d.unit.kind == MemoryKind.CODE]
+    assert [u.text for u in code_units] == [code]
+    assert code_units[0].source_ids == ["m0"]
+
+
+def test_ids_are_deterministic(nlp) -> None:  # type: ignore[no-untyped-def]
+    turns = [("Jordan", "I work at Northwind Logistics.")]
+    a = OfflineDecomposer().decompose(analysed(nlp, turns)).units
+    b = OfflineDecomposer().decompose(analysed(nlp, turns)).units
+    assert [d.unit.id for d in a] == [d.unit.id for d in b]
+
+
+def test_only_new_messages_are_decomposed(nlp) -> None:  # type: ignore[no-untyped-def]
+    window = analysed(nlp, [("Jordan", "I live in Denver."), ("Jordan", "I work at Northwind.")])
+    window.new_from = 1
+    result = OfflineDecomposer().decompose(window)
+    assert [d.unit.source_ids for d in result.units] == [["m1"]]
+    assert result.units_per_message == {"m1": 1}
+
+
+@pytest.mark.parametrize(("verb", "expected"), [("have", "has"), ("go", "goes"), ("try", "tries"),
+                                                ("play", "plays"), ("watch", "watches"), ("am", "is")])
+def test_third_person(verb: str, expected: str) -> None:
+    assert third_person(verb) == expected

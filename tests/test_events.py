@@ -1,0 +1,43 @@
+"""Chat event validation: every rejection names the field and the problem."""
+
+import orjson
+import pytest
+
+from schemas.events import EventRejected, parse_event
+
+GOOD = {
+    "tenant_id": "t1", "session_id": "s1", "message_id": "m1", "speaker": "Jordan", "role": "user",
+    "text": "My favorite color is blue.", "ts": "2026-01-05T09:02:00Z",
+}
+
+
+def parse(raw: object) -> object:
+    return parse_event(raw if isinstance(raw, bytes | str) else orjson.dumps(raw), max_text_chars=1000, max_id_chars=64)
+
+
+def test_valid_event() -> None:
+    event = parse(GOOD)
+    assert event.session_key == "t1|s1"  # type: ignore[attr-defined]
+    assert event.ts.utcoffset() is not None  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("raw", "fragment"),
+    [
+        (b"{not json", "invalid JSON"),
+        (b"[1, 2]", "must be a JSON object"),
+        ({k: v for k, v in GOOD.items() if k != "tenant_id"}, "tenant_id: field required"),
+        ({**GOOD, "ts": "2026-01-05T09:02:00"}, "ts:"),
+        ({**GOOD, "ts": "yesterday"}, "ts:"),
+        ({**GOOD, "role": "robot"}, "role:"),
+        ({**GOOD, "speaker": "   "}, "speaker:"),
+        ({**GOOD, "text": "x" * 1001}, "text: 1001 characters"),
+        ({**GOOD, "message_id": "m" * 65}, "message_id: over 64"),
+        ({**GOOD, "surprise": 1}, "surprise:"),
+        ({**GOOD, "text": 42}, "text:"),
+    ],
+)
+def test_rejections_name_the_field(raw: object, fragment: str) -> None:
+    with pytest.raises(EventRejected) as info:
+        parse(raw)
+    assert fragment in info.value.reason
