@@ -54,7 +54,8 @@ class MiniLMEmbedder:
         kwargs = {"dtype": torch.bfloat16} if use_bf16 else {}
         self._model = SentenceTransformer(str(model_dir or shipped_model_dir()), device="cpu", model_kwargs=kwargs)
         self.dtype = "bfloat16" if use_bf16 else "float32"
-        self.dim = int(self._model.get_sentence_embedding_dimension() or 384)
+        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(getter() or 384)
         self.batch_size = batch_size
 
     def encode(self, texts: list[str]) -> Vectors:

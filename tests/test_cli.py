@@ -1,0 +1,62 @@
+"""The ``simplemem`` CLI: malformed input is rejected with reasons and the rest is ingested; JSON contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from typer.testing import CliRunner
+
+from streams.cli import app
+
+pytestmark = pytest.mark.slow
+runner = CliRunner()
+
+
+def event(i: int, text: str, **extra: object) -> bytes:
+    base = {"tenant_id": "acme", "session_id": "s1", "message_id": f"m{i}", "speaker": "Dana", "role": "user",
+            "text": text, "ts": f"2026-02-0{1 + i % 8}T10:00:00+00:00"}
+    base.update(extra)
+    return orjson.dumps({k: v for k, v in base.items() if v is not None})
+
+
+def test_malformed_lines_are_rejected_and_the_rest_ingested(tmp_path: Path) -> None:
+    lines = [
+        event(1, "I work as a pilot for Skyline Air."),
+        b"{this is not json",
+        event(2, "hello", tenant_id=None),
+        event(3, "I live in Oslo.", ts="2026-02-03T10:00:00"),
+        event(4, "x " * 600_000),
+        event(5, "My favourite food is ramen."),
+    ]
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"\n".join(lines) + b"\n")
+    store = tmp_path / "store"
+    result = runner.invoke(app, ["ingest", str(events), "--store", str(store), "--json"])
+    assert result.exit_code == 0, result.output
+    report = orjson.loads(result.stdout.strip().splitlines()[-1])
+    assert report["read"] == 6 and report["accepted"] == 2
+    reasons = {r["where"]: r["reason"] for r in report["rejected"]}
+    assert "invalid JSON" in reasons["line 2"]
+    assert "tenant_id: field required" in reasons["line 3"]
+    assert reasons["line 4"].startswith("ts:")
+    assert "text:" in reasons["line 5"] and "over the limit" in reasons["line 5"]
+    assert sum(report["outcomes"].values()) == 2
+
+    questions = tmp_path / "q.jsonl"
+    questions.write_bytes(orjson.dumps({"id": "q1", "tenant_id": "acme", "query": "What is Dana's job?"}) + b"\n"
+                          + b"not json\n"
+                          + orjson.dumps({"id": "q2", "tenant_id": "acme", "query": "What food does Dana like?",
+                                          "as_of": "2026-03-01T00:00:00+00:00"}) + b"\n")
+    result = runner.invoke(app, ["query", "--batch", str(questions), "--store", str(store), "--json"])
+    assert result.exit_code == 0, result.output
+    rows = [orjson.loads(line) for line in result.stdout.strip().splitlines()]
+    assert [r["id"] for r in rows] == ["q1", None, "q2"]
+    assert "error" in rows[1]
+    first = rows[0]
+    assert set(first) == {"id", "query", "complexity", "k", "memories", "context", "context_tokens"}
+    assert set(first["memories"][0]) == {"id", "text", "kind", "event_time", "stated_at", "source_ids", "score"}
+    assert "pilot" in first["context"]
+    assert "ramen" in rows[2]["context"]
+    assert first["memories"][0]["source_ids"] == ["m1"]
