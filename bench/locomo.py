@@ -54,8 +54,11 @@ class RawTurnBaselines:
     def bm25_top(self, query: str, k: int = 10) -> tuple[str, set[str]]:
         import bm25s
 
-        docs, _ = self.bm25.retrieve(bm25s.tokenize([query], stopwords="en", show_progress=False),
-                                     k=min(k, len(self.turns)), show_progress=False)
+        docs, _ = self.bm25.retrieve(
+            bm25s.tokenize([query], stopwords="en", show_progress=False),
+            k=min(k, len(self.turns)),
+            show_progress=False,
+        )
         return self._context([int(i) for i in docs[0]])
 
     def minilm_top(self, query: str, k: int = 10) -> tuple[str, set[str]]:
@@ -86,18 +89,24 @@ def main() -> None:
     t0 = time.perf_counter()
     report = pipeline.ingest(lines)
     ingest_s = time.perf_counter() - t0
-    print(f"ingested {report.accepted} turns in {ingest_s:.1f}s ({report.accepted / ingest_s:.0f} turns/s): "
-          f"{report.windows} windows, {report.windows_filtered} filtered, discard rate {report.discard_rate:.1%}, "
-          f"{report.units} units, {len(report.rejected)} rejected")
+    print(
+        f"ingested {report.accepted} turns in {ingest_s:.1f}s ({report.accepted / ingest_s:.0f} turns/s): "
+        f"{report.windows} windows, {report.windows_filtered} filtered, discard rate {report.discard_rate:.1%}, "
+        f"{report.units} units, {len(report.rejected)} rejected"
+    )
 
-    sums: dict[str, dict[int, dict[str, list[float]]]] = {m: defaultdict(lambda: defaultdict(list)) for m in METHODS}
+    sums: dict[str, dict[int, dict[str, list[float]]]] = {
+        m: defaultdict(lambda: defaultdict(list)) for m in METHODS
+    }
     latencies = []
     for conv in convs:
         base = RawTurnBaselines(conv, rt.embedder)
         full_tokens = count_tokens(base.full, settings.tokenizer_encoding)
         for q in conv.questions:
             t = time.perf_counter()
-            result = rt.retriever.query(QueryRequest(id=q.qid, tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
+            result = rt.retriever.query(
+                QueryRequest(id=q.qid, tenant_id=q.tenant_id, query=q.question, as_of=q.as_of)
+            )
             latencies.append(time.perf_counter() - t)
             cited = {s for m in result.memories for s in m.source_ids}
             runs = {
@@ -118,14 +127,25 @@ def main() -> None:
     table = _summarise(sums)
     _print(table)
     lat = np.array(latencies) * 1000
-    print(f"\nsimplemem query latency: p50 {np.percentile(lat, 50):.1f} ms, p95 {np.percentile(lat, 95):.1f} ms "
-          f"over {len(lat)} questions")
+    print(
+        f"\nsimplemem query latency: p50 {np.percentile(lat, 50):.1f} ms, p95 {np.percentile(lat, 95):.1f} ms "
+        f"over {len(lat)} questions"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_bytes(orjson.dumps({
-        "conversations": [c.tenant_id for c in convs], "turns": report.accepted, "ingest_seconds": ingest_s,
-        "discard_rate": report.discard_rate, "units": report.units, "table": table,
-        "query_ms": {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95))},
-    }, option=orjson.OPT_INDENT_2))
+    args.out.write_bytes(
+        orjson.dumps(
+            {
+                "conversations": [c.tenant_id for c in convs],
+                "turns": report.accepted,
+                "ingest_seconds": ingest_s,
+                "discard_rate": report.discard_rate,
+                "units": report.units,
+                "table": table,
+                "query_ms": {"p50": float(np.percentile(lat, 50)), "p95": float(np.percentile(lat, 95))},
+            },
+            option=orjson.OPT_INDENT_2,
+        )
+    )
     print(f"written {args.out}")
 
 
@@ -133,7 +153,9 @@ def _mean(values: list[float]) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def _summarise(sums: dict[str, dict[int, dict[str, list[float]]]]) -> dict[str, dict[str, dict[str, float | None]]]:
+def _summarise(
+    sums: dict[str, dict[int, dict[str, list[float]]]],
+) -> dict[str, dict[str, dict[str, float | None]]]:
     table: dict[str, dict[str, dict[str, float | None]]] = {}
     for method, cats in sums.items():
         table[method] = {}

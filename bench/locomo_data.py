@@ -56,7 +56,7 @@ class Conversation:
 
 
 def parse_session_time(value: str) -> datetime:
-    """"1:56 pm on 8 May, 2023" -> an aware datetime (LoCoMo gives no zone: UTC is assumed)."""
+    """ "1:56 pm on 8 May, 2023" -> an aware datetime (LoCoMo gives no zone: UTC is assumed)."""
     return dateparser.parse(value.replace(" on ", " ")).replace(tzinfo=UTC)
 
 
@@ -84,12 +84,21 @@ def load_conversation(path: Path) -> Conversation:
     while f"session_{n}" in conv:
         start = parse_session_time(conv[f"session_{n}_date_time"])
         for i, turn in enumerate(conv[f"session_{n}"]):
-            turns.append(Turn(turn["dia_id"], turn["speaker"], turn_text(turn), start + timedelta(seconds=30 * i)))
+            turns.append(
+                Turn(turn["dia_id"], turn["speaker"], turn_text(turn), start + timedelta(seconds=30 * i))
+            )
         n += 1
     as_of = max(t.ts for t in turns) + timedelta(days=1)
     questions = [
-        Question(f"{tenant}#q{i}", tenant, q["question"], None if q.get("answer") is None else str(q["answer"]),
-                 clean_evidence(q.get("evidence", [])), int(q["category"]), as_of)
+        Question(
+            f"{tenant}#q{i}",
+            tenant,
+            q["question"],
+            None if q.get("answer") is None else str(q["answer"]),
+            clean_evidence(q.get("evidence", [])),
+            int(q["category"]),
+            as_of,
+        )
         for i, q in enumerate(data["qa"], start=1)
     ]
     return Conversation(tenant, turns, questions)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from spacy.language import Language
 
 from processors.code_blocks import split_code
 from processors.decompose import is_informative
@@ -13,7 +14,6 @@ from processors.nlp import doc_entities, doc_sentences, pipe
 from processors.pii import PiiScrubber
 from schemas.events import ChatEvent
 from schemas.window import AnalyzedMessage
-from spacy.language import Language
 
 
 class MessageAnalyzer:
@@ -54,10 +54,19 @@ class MessageAnalyzer:
             sent_vecs = np.asarray([s.embedding for s in with_vecs if s.embedding], dtype=np.float32)
             out.append(
                 AnalyzedMessage(
-                    tenant_id=event.tenant_id, session_id=event.session_id, message_id=event.message_id,
-                    speaker=event.speaker, role=event.role, ts=event.ts, text=scrub.text,
-                    pii_types=scrub.pii_types, code_blocks=split.code_blocks, prose=split.prose,
-                    sentences=with_vecs, entities=doc_entities(doc), embedding=_mean(sent_vecs),
+                    tenant_id=event.tenant_id,
+                    session_id=event.session_id,
+                    message_id=event.message_id,
+                    speaker=event.speaker,
+                    role=event.role,
+                    ts=event.ts,
+                    text=scrub.text,
+                    pii_types=scrub.pii_types,
+                    code_blocks=split.code_blocks,
+                    prose=split.prose,
+                    sentences=with_vecs,
+                    entities=doc_entities(doc),
+                    embedding=_mean(sent_vecs),
                 )
             )
         return out

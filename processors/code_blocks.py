@@ -52,7 +52,9 @@ def split_code(text: str) -> CodeSplit:
             i += 1
             continue
         j = i
-        while j < len(lines) and (is_code[j] or (not lines[j].strip() and j + 1 < len(lines) and is_code[j + 1])):
+        while j < len(lines) and (
+            is_code[j] or (not lines[j].strip() and j + 1 < len(lines) and is_code[j + 1])
+        ):
             j += 1
         run = lines[i:j]
         if len(run) >= 2:

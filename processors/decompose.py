@@ -26,18 +26,145 @@ SECOND_POSSESSIVE = {"your", "yours"}
 THIRD_SUBJECT = {"he", "she", "him", "himself", "herself"}
 THIRD_POSSESSIVE = {"his", "hers"}
 # "you" in these fixed phrases is not the addressee.
-GENERIC_YOU = re.compile(r"\b(you know|thank you|see you|you too|you never know|if you ask me|mind you)\b", re.I)
+GENERIC_YOU = re.compile(
+    r"\b(you know|thank you|see you|you too|you never know|if you ask me|mind you)\b", re.I
+)
 CONTRACTIONS = {"'m": "is", "’m": "is", "'ve": "has", "’ve": "has", "'re": "is", "’re": "is"}
 IRREGULAR_3RD = {"am": "is", "are": "is", "have": "has", "do": "does", "'m": "is", "'re": "is", "'ve": "has"}
 
 PHATIC = frozenset(
-    """ok okay k kk sure cool great nice awesome amazing wow lol haha hahaha hehe yes yeah yep yup no nope
-    thanks thank thx ty you u so much very really good got it sounds noted will do of course right exactly
-    totally agreed same me too glad to hear that that's thats is was i i'm i'll im ill am happy for welcome
-    you're youre hi hey hello bye goodbye see later soon take care talk morning night evening and the a
-    remember telling know what's up how are doing been well fine oh ah hmm um yay congrats congratulations
-    definitely absolutely perfect sweet lovely wonderful fantastic incredible true indeed alright all
-    s 're 'm 'll 'd n't do does did too also just this sounds like fun interesting""".split()
+    [
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "sure",
+        "cool",
+        "great",
+        "nice",
+        "awesome",
+        "amazing",
+        "wow",
+        "lol",
+        "haha",
+        "hahaha",
+        "hehe",
+        "yes",
+        "yeah",
+        "yep",
+        "yup",
+        "no",
+        "nope",
+        "thanks",
+        "thank",
+        "thx",
+        "ty",
+        "you",
+        "u",
+        "so",
+        "much",
+        "very",
+        "really",
+        "good",
+        "got",
+        "it",
+        "sounds",
+        "noted",
+        "will",
+        "do",
+        "of",
+        "course",
+        "right",
+        "exactly",
+        "totally",
+        "agreed",
+        "same",
+        "me",
+        "too",
+        "glad",
+        "to",
+        "hear",
+        "that",
+        "that's",
+        "thats",
+        "is",
+        "was",
+        "i",
+        "i'm",
+        "i'll",
+        "im",
+        "ill",
+        "am",
+        "happy",
+        "for",
+        "welcome",
+        "you're",
+        "youre",
+        "hi",
+        "hey",
+        "hello",
+        "bye",
+        "goodbye",
+        "see",
+        "later",
+        "soon",
+        "take",
+        "care",
+        "talk",
+        "morning",
+        "night",
+        "evening",
+        "and",
+        "the",
+        "a",
+        "remember",
+        "telling",
+        "know",
+        "what's",
+        "up",
+        "how",
+        "are",
+        "doing",
+        "been",
+        "well",
+        "fine",
+        "oh",
+        "ah",
+        "hmm",
+        "um",
+        "yay",
+        "congrats",
+        "congratulations",
+        "definitely",
+        "absolutely",
+        "perfect",
+        "sweet",
+        "lovely",
+        "wonderful",
+        "fantastic",
+        "incredible",
+        "true",
+        "indeed",
+        "alright",
+        "all",
+        "s",
+        "'re",
+        "'m",
+        "'ll",
+        "'d",
+        "n't",
+        "do",
+        "does",
+        "did",
+        "too",
+        "also",
+        "just",
+        "this",
+        "sounds",
+        "like",
+        "fun",
+        "interesting",
+    ]
 )
 CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ", "NUM"}
 KEYWORD_POS = {"NOUN", "PROPN"}
@@ -120,11 +247,13 @@ def _person_spans(tokens: list[Token]) -> list[str]:
     return [re.sub(r"'s$|’s$", "", n) for n in names if n]
 
 
-def _entity_spans(tokens: list[Token], skip: tuple[str, ...] = ("PERSON", "CARDINAL", "ORDINAL")) -> list[tuple[str, str]]:
+def _entity_spans(
+    tokens: list[Token], skip: tuple[str, ...] = ("PERSON", "CARDINAL", "ORDINAL")
+) -> list[tuple[str, str]]:
     spans: list[tuple[str, str]] = []
     current: list[str] = []
     label = ""
-    for text, ws, _pos, _tag, ent in tokens + [("", "", "", "", "")]:
+    for text, ws, _pos, _tag, ent in [*tokens, ("", "", "", "", "")]:
         if ent and ent.startswith("I-") and current:
             current.append(text + ws)
             continue
@@ -167,10 +296,16 @@ class OfflineDecomposer:
 
     def _code_unit(self, message: AnalyzedMessage, code: str) -> MemoryUnit:
         return MemoryUnit.build(
-            tenant_id=message.tenant_id, text=code, kind=MemoryKind.CODE, source_ids=[message.message_id],
-            stated_at=message.ts.isoformat(), speaker=message.speaker, persons=[message.speaker],
+            tenant_id=message.tenant_id,
+            text=code,
+            kind=MemoryKind.CODE,
+            source_ids=[message.message_id],
+            stated_at=message.ts.isoformat(),
+            speaker=message.speaker,
+            persons=[message.speaker],
             context=f"{message.speaker}: {message.prose}" if message.prose else None,
-            session_id=message.session_id, keywords=["code"],
+            session_id=message.session_id,
+            keywords=["code"],
         )
 
     def _sentence_unit(
@@ -189,13 +324,25 @@ class OfflineDecomposer:
         entities = _unique([s for s, _ in spans])
         location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
         keywords = _unique(
-            [t[0].lower() for t in sentence.tokens if t[2] in KEYWORD_POS and t[0].lower() not in STOP_KEYWORDS]
+            [
+                t[0].lower()
+                for t in sentence.tokens
+                if t[2] in KEYWORD_POS and t[0].lower() not in STOP_KEYWORDS
+            ]
         )[:8]
         unit = MemoryUnit.build(
-            tenant_id=message.tenant_id, text=text, kind=MemoryKind.FACT, source_ids=[message.message_id],
+            tenant_id=message.tenant_id,
+            text=text,
+            kind=MemoryKind.FACT,
+            source_ids=[message.message_id],
             event_time=anchors[0].value if anchors else None,
-            stated_at=message.ts.isoformat(), speaker=message.speaker, persons=persons, entities=entities,
-            keywords=keywords, topic=keywords[0] if keywords else None, location=location,
+            stated_at=message.ts.isoformat(),
+            speaker=message.speaker,
+            persons=persons,
+            entities=entities,
+            keywords=keywords,
+            topic=keywords[0] if keywords else None,
+            location=location,
             session_id=message.session_id,
         )
         return DraftUnit(unit, sentence.embedding or None)
@@ -237,7 +384,7 @@ def rewrite_pronouns(
     out: list[str] = []
     used: list[str] = []
     agree_next = False
-    for i, (text, ws, pos, tag, _ent) in enumerate(tokens):
+    for i, (text, ws, _pos, tag, _ent) in enumerate(tokens):
         low = text.lower().replace("’", "'")
         replacement: str | None = None
         subject = False
@@ -248,7 +395,7 @@ def rewrite_pronouns(
                 replacement = f"{speaker}'s"
             elif addressee and not generic_you and low in SECOND_PERSON:
                 nxt = tokens[i + 1][3] if i + 1 < len(tokens) else ""
-                replacement, subject = addressee, nxt in ("VBP", "MD", "RB") or low == "you" and i == 0
+                replacement, subject = addressee, nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)
             elif addressee and not generic_you and low in SECOND_POSSESSIVE:
                 replacement = f"{addressee}'s"
             elif referent and (low in THIRD_SUBJECT or (low == "her" and tag == "PRP")):

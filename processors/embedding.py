@@ -31,8 +31,10 @@ def bf16_is_native() -> bool:
     try:
         import torch
 
-        return bool(torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX")
-                    and torch.cpu._is_avx512_bf16_supported())
+        return bool(
+            torch.backends.cpu.get_cpu_capability() in ("AVX512", "AVX512_BF16", "AMX")
+            and torch.cpu._is_avx512_bf16_supported()
+        )
     except (AttributeError, RuntimeError):
         return False
 
@@ -52,9 +54,14 @@ class MiniLMEmbedder:
             torch.set_num_threads(threads)
         use_bf16 = dtype == "bfloat16" or (dtype == "auto" and bf16_is_native())
         kwargs = {"dtype": torch.bfloat16} if use_bf16 else {}
-        self._model = SentenceTransformer(str(model_dir or shipped_model_dir()), device="cpu", model_kwargs=kwargs)
+        self._model = SentenceTransformer(
+            str(model_dir or shipped_model_dir()), device="cpu", model_kwargs=kwargs
+        )
         self.dtype = "bfloat16" if use_bf16 else "float32"
-        getter = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        getter = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
         self.dim = int(getter() or 384)
         self.batch_size = batch_size
 
@@ -62,8 +69,10 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         vectors = self._model.encode(  # float32 out, whatever the compute dtype
-            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
-

@@ -53,8 +53,12 @@ class EntropyFilter:
         else:
             divergence = float(np.clip(1.0 - float(w @ h), 0.0, 1.0))
         score = self.alpha * novelty + (1 - self.alpha) * divergence
-        return EntropyScore(score=round(score, 4), novelty=round(novelty, 4), divergence=round(divergence, 4),
-                            kept=score >= self.threshold)
+        return EntropyScore(
+            score=round(score, 4),
+            novelty=round(novelty, 4),
+            divergence=round(divergence, 4),
+            kept=score >= self.threshold,
+        )
 
     def remember(self, history: SessionHistory, messages: list[AnalyzedMessage]) -> SessionHistory:
         """The history after ``messages`` were seen (kept or not: history is what was said)."""

@@ -69,8 +69,12 @@ class LlmDecomposer:
     def _complete(self, messages: list[dict[str, str]]) -> str:
         response = self.client.post(
             "/chat/completions",
-            json={"model": self.settings.llm_model, "messages": messages, "temperature": 0,
-                  "response_format": {"type": "json_object"}},
+            json={
+                "model": self.settings.llm_model,
+                "messages": messages,
+                "temperature": 0,
+                "response_format": {"type": "json_object"},
+            },
         )
         response.raise_for_status()
         body: dict[str, Any] = response.json()
@@ -82,7 +86,9 @@ class LlmDecomposer:
             tag = "NEW" if i >= window.new_from else "CONTEXT"
             lines.append(f"[{tag}] id={m.message_id} time={m.ts.isoformat()} {m.speaker}: {m.prose}")
         try:
-            raw = self._call([{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}])
+            raw = self._call(
+                [{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}]
+            )
             parsed = self._parse(raw, window)
         except (MalformedOutput, httpx.HTTPError, KeyError, IndexError) as exc:
             log.warning("llm decomposition fell back to offline for %s: %s", window.window_id, exc)
@@ -99,10 +105,19 @@ class LlmDecomposer:
         for item in parsed.units:
             first = new[item.source_ids[0]]
             unit = MemoryUnit.build(
-                tenant_id=window.tenant_id, text=item.text, kind=MemoryKind.FACT, source_ids=sorted(item.source_ids),
-                event_time=item.event_time, stated_at=first.ts.isoformat(), speaker=first.speaker,
-                persons=item.persons, entities=item.entities, keywords=item.keywords, topic=item.topic,
-                location=item.location, session_id=window.session_id,
+                tenant_id=window.tenant_id,
+                text=item.text,
+                kind=MemoryKind.FACT,
+                source_ids=sorted(item.source_ids),
+                event_time=item.event_time,
+                stated_at=first.ts.isoformat(),
+                speaker=first.speaker,
+                persons=item.persons,
+                entities=item.entities,
+                keywords=item.keywords,
+                topic=item.topic,
+                location=item.location,
+                session_id=window.session_id,
             )
             result.units.append(DraftUnit(unit))
             for sid in item.source_ids:

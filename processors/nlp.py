@@ -17,8 +17,22 @@ from schemas.window import Sentence, Token
 
 # Entity labels that count as "named things" for novelty and symbolic indexing.
 NAMED_LABELS = frozenset(
-    {"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "NORP", "LANGUAGE", "DATE",
-     "TIME", "MONEY", "QUANTITY"}
+    {
+        "PERSON",
+        "ORG",
+        "GPE",
+        "LOC",
+        "FAC",
+        "PRODUCT",
+        "EVENT",
+        "WORK_OF_ART",
+        "NORP",
+        "LANGUAGE",
+        "DATE",
+        "TIME",
+        "MONEY",
+        "QUANTITY",
+    }
 )
 
 

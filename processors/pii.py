@@ -38,7 +38,7 @@ class Scrubbed:
 class PiiScrubber:
     def __init__(self, nlp: Language, entities: Sequence[str], score_threshold: float) -> None:
         engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": nlp.meta.get("name", "en")}])
-        engine.nlp = {"en": nlp}
+        engine.nlp = {"en": nlp}  # type: ignore[assignment]  # reuse the loaded pipeline
         self._engine = engine
         registry = RecognizerRegistry(supported_languages=["en"])
         registry.load_predefined_recognizers(languages=["en"], nlp_engine=engine)
@@ -57,10 +57,17 @@ class PiiScrubber:
             return Scrubbed(text, [])
         artifacts = self._engine._doc_to_nlp_artifact(doc, "en") if doc is not None else None
         results = self._analyzer.analyze(
-            text=text, language="en", entities=self._entities, score_threshold=self._threshold,
+            text=text,
+            language="en",
+            entities=self._entities,
+            score_threshold=self._threshold,
             nlp_artifacts=artifacts,
         )
         if not results:
             return Scrubbed(text, [])
-        anonymized = self._anonymizer.anonymize(text=text, analyzer_results=results, operators=self._operators)
+        anonymized = self._anonymizer.anonymize(
+            text=text,
+            analyzer_results=results,  # type: ignore[arg-type]  # the two packages' result types are twins
+            operators=self._operators,
+        )
         return Scrubbed(anonymized.text, sorted({r.entity_type for r in results}))

@@ -90,14 +90,18 @@ class Pipeline:
         self.decomposer = decomposer
         self.indexer = indexer
         self.windower = Windower(settings.window_size, settings.window_stride, settings.session_idle_seconds)
-        self.entropy = EntropyFilter(settings.entropy_threshold, settings.entropy_alpha, settings.entropy_history_messages)
+        self.entropy = EntropyFilter(
+            settings.entropy_threshold, settings.entropy_alpha, settings.entropy_history_messages
+        )
         self.clock = clock
 
     # --- stages --------------------------------------------------------------------------------
     def validate(self, raw: bytes | str, where: str, report: IngestReport) -> ChatEvent | None:
         report.read += 1
         try:
-            event = parse_event(raw, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars)
+            event = parse_event(
+                raw, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars
+            )
         except EventRejected as exc:
             report.rejected.append(Rejection(where=where, reason=exc.reason))
             return None
@@ -113,9 +117,13 @@ class Pipeline:
         except Exception as exc:  # one bad window must not stop the stream
             log.exception("decomposition failed for %s", window.window_id)
             return WindowResult(window, kept=True, score=decision.score, error=f"decomposition failed: {exc}")
-        return WindowResult(window, True, decision.score, result.units, result.units_per_message, result.fallbacks)
+        return WindowResult(
+            window, True, decision.score, result.units, result.units_per_message, result.fallbacks
+        )
 
-    def account(self, results: Sequence[WindowResult], report: IngestReport, index_error: str | None = None) -> None:
+    def account(
+        self, results: Sequence[WindowResult], report: IngestReport, index_error: str | None = None
+    ) -> None:
         for r in results:
             report.windows += 1
             report.llm_fallbacks += r.fallbacks
@@ -124,15 +132,29 @@ class Pipeline:
             error = r.error or index_error
             for m in r.window.new_messages:
                 if not r.kept:
-                    outcome = MessageOutcome(tenant_id=m.tenant_id, message_id=m.message_id, outcome=Outcome.FILTERED,
-                                             score=r.score)
+                    outcome = MessageOutcome(
+                        tenant_id=m.tenant_id,
+                        message_id=m.message_id,
+                        outcome=Outcome.FILTERED,
+                        score=r.score,
+                    )
                     report.filtered_scores.append(r.score)
                 elif error:
-                    outcome = MessageOutcome(tenant_id=m.tenant_id, message_id=m.message_id, outcome=Outcome.FAILED,
-                                             score=r.score, reason=error)
+                    outcome = MessageOutcome(
+                        tenant_id=m.tenant_id,
+                        message_id=m.message_id,
+                        outcome=Outcome.FAILED,
+                        score=r.score,
+                        reason=error,
+                    )
                 else:
-                    outcome = MessageOutcome(tenant_id=m.tenant_id, message_id=m.message_id, outcome=Outcome.INDEXED,
-                                             score=r.score, units=r.units_per_message.get(m.message_id, 0))
+                    outcome = MessageOutcome(
+                        tenant_id=m.tenant_id,
+                        message_id=m.message_id,
+                        outcome=Outcome.INDEXED,
+                        score=r.score,
+                        units=r.units_per_message.get(m.message_id, 0),
+                    )
                 report.record(outcome)
             if r.kept and not error:
                 report.units += len(r.drafts)
@@ -186,8 +208,14 @@ class Pipeline:
                 try:
                     messages.extend(self.analyzer.analyze([event]))
                 except Exception as one_exc:
-                    report.record(MessageOutcome(tenant_id=event.tenant_id, message_id=event.message_id,
-                                                 outcome=Outcome.FAILED, reason=f"analysis failed: {one_exc or exc}"))
+                    report.record(
+                        MessageOutcome(
+                            tenant_id=event.tenant_id,
+                            message_id=event.message_id,
+                            outcome=Outcome.FAILED,
+                            reason=f"analysis failed: {one_exc or exc}",
+                        )
+                    )
         report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
         windows: list[Window] = []
         now = self.clock()

@@ -104,8 +104,9 @@ class Retriever:
         pool = max(s.candidate_pool, k * 3)
 
         qvec = self.embedder.encode([request.query])[0]
-        semantic = self.vectors.search(tenant, qvec, pool, SymbolicFilter(
-            first_day=first_day, last_day=last_day, stated_before=as_of))
+        semantic = self.vectors.search(
+            tenant, qvec, pool, SymbolicFilter(first_day=first_day, last_day=last_day, stated_before=as_of)
+        )
         if names:
             allowed = self.lexical.ids_with_names(tenant, [h.id for h in semantic], names)
             semantic = [h for h in semantic if h.id in allowed]
@@ -114,15 +115,25 @@ class Retriever:
         chosen = self._select(tenant, ranked, k)
         memories = [
             RetrievedMemory(
-                id=u.id, text=u.text, kind=u.kind, event_time=u.event_time, stated_at=u.stated_at,
-                source_ids=u.source_ids, score=round(sc, 4),
+                id=u.id,
+                text=u.text,
+                kind=u.kind,
+                event_time=u.event_time,
+                stated_at=u.stated_at,
+                source_ids=u.source_ids,
+                score=round(sc, 4),
             )
             for u, sc in chosen
         ]
         ordered = sorted(chosen, key=lambda pair: (pair[0].stated_at, pair[0].id))
         context = "\n".join(context_line(u) for u, _ in ordered)
         return QueryResult(
-            id=request.id, query=request.query, complexity=score, k=k, memories=memories, context=context,
+            id=request.id,
+            query=request.query,
+            complexity=score,
+            k=k,
+            memories=memories,
+            context=context,
             context_tokens=count_tokens(context, s.tokenizer_encoding) if context else 0,
         )
 

@@ -28,8 +28,12 @@ class Runtime:
     @cached_property
     def embedder(self) -> Embedder:
         s = self.settings
-        return MiniLMEmbedder(s.embedding_model_dir, batch_size=s.embedding_batch_size, threads=s.torch_threads,
-                             dtype=s.embedding_dtype)
+        return MiniLMEmbedder(
+            s.embedding_model_dir,
+            batch_size=s.embedding_batch_size,
+            threads=s.torch_threads,
+            dtype=s.embedding_dtype,
+        )
 
     @cached_property
     def lexical(self) -> LexicalStore:

@@ -27,13 +27,37 @@ from dateutil.relativedelta import relativedelta
 
 WEEKDAYS = ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
 MONTHS = [
-    "january", "february", "march", "april", "may", "june",
-    "july", "august", "september", "october", "november", "december",
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
 ]
 MONTH_ABBR = {m[:3]: i + 1 for i, m in enumerate(MONTHS)} | {"sept": 9}
 NUMBER_WORDS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "a couple of": 2,
+    "couple of": 2,
     "a couple": 2,
 }
 
@@ -65,7 +89,10 @@ _PATTERNS: list[tuple[str, str]] = [
     ("md", rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:,\s*)?(?:19|20)\d{{2}})(?!\s*(?:am|pm|%|:))"),
     ("dm", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?!,?\s+(?:19|20)\d{{2}})"),
     ("on_weekday", rf"\b(?:on\s+)?{_WD}s?\b"),
-    ("in_month", rf"\b(?P<prep>in|since|until|by|during|early|late|mid|end of|beginning of)\s+{_MONTH}(?!\s+\d)\b"),
+    (
+        "in_month",
+        rf"\b(?P<prep>in|since|until|by|during|early|late|mid|end of|beginning of)\s+{_MONTH}(?!\s+\d)\b",
+    ),
     ("in_year", rf"\b(?P<prep>in|since|during|of|by|until)\s+{_YEAR}\b"),
 ]
 _REGEXES = [(name, re.compile(p, re.IGNORECASE)) for name, p in _PATTERNS]
@@ -94,7 +121,11 @@ def iso_value(first: date, last: date) -> str:
         return first.isoformat()
     if (first.month, first.day, last.month, last.day) == (1, 1, 12, 31) and first.year == last.year:
         return f"{first.year:04d}"
-    if first.day == 1 and (first.year, first.month) == (last.year, last.month) and (last + timedelta(days=1)).day == 1:
+    if (
+        first.day == 1
+        and (first.year, first.month) == (last.year, last.month)
+        and (last + timedelta(days=1)).day == 1
+    ):
         return f"{first.year:04d}-{first.month:02d}"
     if first.weekday() == 0 and last == first + timedelta(days=6):
         year, week, _ = first.isocalendar()
@@ -268,7 +299,9 @@ def find_anchors(text: str, ref: datetime | date, *, past: bool = False) -> list
                 continue
             if name == "on_weekday" and not (phrase[0].isupper() or phrase.lower().startswith("on ")):
                 continue
-            if name in ("on_weekday", "rel_weekday", "in_month") and _RECURRING.search(text[max(0, start - 12) : start]):
+            if name in ("on_weekday", "rel_weekday", "in_month") and _RECURRING.search(
+                text[max(0, start - 12) : start]
+            ):
                 continue  # "every Thursday", "each May": a habit, not a date
             try:
                 resolved = _resolve(name, m, ref_day, past)

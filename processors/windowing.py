@@ -58,8 +58,11 @@ class Windower:
     def _emit(self, buf: SessionBuffer, reason: CloseReason) -> Window:
         first = buf.messages[0]
         return Window(
-            tenant_id=first.tenant_id, session_id=first.session_id, messages=list(buf.messages),
-            new_from=buf.context, reason=reason,
+            tenant_id=first.tenant_id,
+            session_id=first.session_id,
+            messages=list(buf.messages),
+            new_from=buf.context,
+            reason=reason,
         )
 
     def _flush(self, key: str, reason: CloseReason) -> list[Window]:

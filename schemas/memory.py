@@ -51,7 +51,9 @@ class MemoryUnit(BaseModel):
     status: MemoryStatus = MemoryStatus.ACTIVE
 
     @classmethod
-    def build(cls, *, tenant_id: str, text: str, kind: MemoryKind, source_ids: list[str], **fields: object) -> MemoryUnit:
+    def build(
+        cls, *, tenant_id: str, text: str, kind: MemoryKind, source_ids: list[str], **fields: object
+    ) -> MemoryUnit:
         """Create a unit with its deterministic id."""
         uid = memory_id(tenant_id, kind, source_ids, text)
-        return cls(id=uid, tenant_id=tenant_id, text=text, kind=kind, source_ids=source_ids, **fields)  # type: ignore[arg-type]
+        return cls(id=uid, tenant_id=tenant_id, text=text, kind=kind, source_ids=source_ids, **fields)

@@ -24,7 +24,9 @@ class Sentence(BaseModel):
     text: str
     tokens: list[Token]
     informative: bool = Field(True, description="a statement worth a memory (not small talk, not a question)")
-    embedding: list[float] = Field(default_factory=list, description="MiniLM vector (informative sentences only)")
+    embedding: list[float] = Field(
+        default_factory=list, description="MiniLM vector (informative sentences only)"
+    )
 
 
 class AnalyzedMessage(BaseModel):
@@ -44,7 +46,9 @@ class AnalyzedMessage(BaseModel):
     prose: str = Field("", description="the scrubbed text without its code blocks")
     sentences: list[Sentence] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list, description="normalised entity strings, for novelty")
-    embedding: list[float] = Field(default_factory=list, description="mean of the informative sentences' vectors")
+    embedding: list[float] = Field(
+        default_factory=list, description="mean of the informative sentences' vectors"
+    )
 
     @property
     def session_key(self) -> str:

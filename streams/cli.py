@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
@@ -20,15 +20,22 @@ from schemas.accounting import IngestReport
 from schemas.query import QueryRequest
 from schemas.settings import Settings, get_settings
 
+if TYPE_CHECKING:
+    from processors.runtime import Runtime
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Streaming long-term memory for LLM agents.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Streaming long-term memory for LLM agents."
+)
 out = Console()
 err = Console(stderr=True)
 
-StoreOpt = Annotated[Path | None, typer.Option("--store", help="store folder (default: SIMPLEMEM_STORE or ./.simplemem)")]
+StoreOpt = Annotated[
+    Path | None, typer.Option("--store", help="store folder (default: SIMPLEMEM_STORE or ./.simplemem)")
+]
 
 
 def _quiet_libraries() -> None:
@@ -40,7 +47,7 @@ def _quiet_libraries() -> None:
     warnings.filterwarnings("ignore")
 
 
-def _runtime(store: Path | None):  # type: ignore[no-untyped-def]
+def _runtime(store: Path | None) -> Runtime:
     from processors.runtime import open_runtime
 
     _quiet_libraries()
@@ -48,8 +55,14 @@ def _runtime(store: Path | None):  # type: ignore[no-untyped-def]
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err, transient=True)
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    )
 
 
 def read_lines(path: Path) -> Iterator[tuple[str, bytes]]:
@@ -65,9 +78,13 @@ def print_report(report: IngestReport, console: Console = out) -> None:
     table.add_row("rejected", str(len(report.rejected)))
     table.add_row("accepted", str(report.accepted))
     table.add_row("windows", str(report.windows))
-    table.add_row("windows filtered", f"{report.windows_filtered} ({_share(report.windows_filtered, report.windows)})")
+    table.add_row(
+        "windows filtered", f"{report.windows_filtered} ({_share(report.windows_filtered, report.windows)})"
+    )
     table.add_row("messages indexed", str(report.outcomes["indexed"]))
-    table.add_row("messages filtered", f"{report.outcomes['filtered']} (discard rate {report.discard_rate:.1%})")
+    table.add_row(
+        "messages filtered", f"{report.outcomes['filtered']} (discard rate {report.discard_rate:.1%})"
+    )
     table.add_row("messages failed", str(report.outcomes["failed"]))
     table.add_row("units", str(report.units))
     table.add_row("code blocks", str(report.code_blocks))
@@ -89,7 +106,9 @@ def _share(part: int, whole: int) -> str:
 
 @app.command()
 def ingest(
-    events: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")],
+    events: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")
+    ],
     store: StoreOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the accounting as JSON")] = False,
 ) -> None:
@@ -105,7 +124,9 @@ def ingest(
     finally:
         rt.close()
     if json_out:
-        sys.stdout.buffer.write(orjson.dumps(report.model_dump(mode="json", exclude={"filtered_scores"})) + b"\n")
+        sys.stdout.buffer.write(
+            orjson.dumps(report.model_dump(mode="json", exclude={"filtered_scores"})) + b"\n"
+        )
     else:
         print_report(report)
 
@@ -115,9 +136,15 @@ def query(
     text: Annotated[str | None, typer.Argument(help="the question")] = None,
     tenant: Annotated[str | None, typer.Option("--tenant", help="tenant id")] = None,
     store: StoreOpt = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="ISO-8601 time the question is asked at")] = None,
-    batch: Annotated[Path | None, typer.Option("--batch", exists=True, dir_okay=False,
-                                               help="questions JSONL: {id, tenant_id, query, as_of?}")] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="ISO-8601 time the question is asked at")
+    ] = None,
+    batch: Annotated[
+        Path | None,
+        typer.Option(
+            "--batch", exists=True, dir_okay=False, help="questions JSONL: {id, tenant_id, query, as_of?}"
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON (one line per question)")] = False,
 ) -> None:
     """Answer "what does the agent need to know" for a question, from a tenant's memory."""
@@ -138,7 +165,7 @@ def query(
                 sys.stdout.buffer.write(orjson.dumps(result.model_dump(mode="json")) + b"\n")
             return
         try:
-            request = QueryRequest(tenant_id=tenant or "", query=text or "", as_of=as_of)  # type: ignore[arg-type]
+            request = QueryRequest(tenant_id=tenant or "", query=text or "", as_of=as_of)
         except ValidationError as exc:
             raise typer.BadParameter(str(exc)) from None
         result = retriever.query(request)
@@ -147,14 +174,18 @@ def query(
     if json_out:
         sys.stdout.buffer.write(orjson.dumps(result.model_dump(mode="json")) + b"\n")
         return
-    out.print(f"[bold]complexity[/bold] {result.complexity:.2f}  [bold]k[/bold] {result.k}  "
-              f"[bold]tokens[/bold] {result.context_tokens}")
+    out.print(
+        f"[bold]complexity[/bold] {result.complexity:.2f}  [bold]k[/bold] {result.k}  "
+        f"[bold]tokens[/bold] {result.context_tokens}"
+    )
     out.print(result.context or "(no memory matches)", markup=False, highlight=False)
 
 
 @app.command()
 def demo(
-    store: Annotated[Path | None, typer.Option("--store", help="store folder (default: a temporary one)")] = None,
+    store: Annotated[
+        Path | None, typer.Option("--store", help="store folder (default: a temporary one)")
+    ] = None,
 ) -> None:
     """Ingest a small sample conversation, ask a few questions, show the tokens saved."""
     import tempfile

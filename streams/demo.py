@@ -39,14 +39,17 @@ def run_demo(settings: Settings, store: Path, console: Console) -> None:
         report = rt.pipeline.ingest(read_lines(path))
         print_report(report, console)
         history = "\n".join(
-            f"{e['speaker']}: {e['text']}" for e in (orjson.loads(line) for line in path.read_bytes().splitlines() if line)
+            f"{e['speaker']}: {e['text']}"
+            for e in (orjson.loads(line) for line in path.read_bytes().splitlines() if line)
         )
         full = count_tokens(history, settings.tokenizer_encoding)
         for question in QUESTIONS:
-            result = rt.retriever.query(QueryRequest(tenant_id="demo", query=question, as_of=AS_OF))  # type: ignore[arg-type]
-            console.print(f"\n[bold cyan]Q:[/bold cyan] {question}  "
-                          f"(complexity {result.complexity:.2f}, k={result.k}, {result.context_tokens} tokens "
-                          f"vs {full} for the full history)")
+            result = rt.retriever.query(QueryRequest(tenant_id="demo", query=question, as_of=AS_OF))
+            console.print(
+                f"\n[bold cyan]Q:[/bold cyan] {question}  "
+                f"(complexity {result.complexity:.2f}, k={result.k}, {result.context_tokens} tokens "
+                f"vs {full} for the full history)"
+            )
             console.print(result.context or "(nothing)", markup=False, highlight=False)
     finally:
         rt.close()

@@ -14,7 +14,11 @@ from schemas.settings import Settings
 
 
 def sweep_thresholds(
-    settings: Settings, lines: Iterable[tuple[str, bytes]], thresholds: list[float], show: int, console: Console
+    settings: Settings,
+    lines: Iterable[tuple[str, bytes]],
+    thresholds: list[float],
+    show: int,
+    console: Console,
 ) -> None:
     from processors.runtime import open_runtime
 
@@ -28,14 +32,22 @@ def sweep_thresholds(
     for col in ("threshold", "windows", "windows dropped", "messages", "discard rate"):
         table.add_column(col)
     for r in results:
-        table.add_row(f"{r.threshold:.2f}", str(r.windows), str(len(r.dropped)), str(r.messages), f"{r.discard_rate:.1%}")
+        table.add_row(
+            f"{r.threshold:.2f}",
+            str(r.windows),
+            str(len(r.dropped)),
+            str(r.messages),
+            f"{r.discard_rate:.1%}",
+        )
     console.print(table)
     if report.rejected:
         console.print(f"{len(report.rejected)} lines rejected (see `simplemem ingest` for reasons)")
     for r in results:
         console.print(f"\n[bold]dropped at {r.threshold:.2f}[/bold] (first {show} of {len(r.dropped)})")
         for window, score in r.dropped[:show]:
-            console.print(f"  {window.window_id}  score={score.score:.3f} novelty={score.novelty:.2f} "
-                          f"divergence={score.divergence:.2f}")
+            console.print(
+                f"  {window.window_id}  score={score.score:.3f} novelty={score.novelty:.2f} "
+                f"divergence={score.divergence:.2f}"
+            )
             for m in window.new_messages:
                 console.print(f"    {m.speaker}: {m.text[:160]}", markup=False, highlight=False)

@@ -10,11 +10,25 @@ from schemas.window import AnalyzedMessage
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 
-def message(i: int, *, session: str = "s1", tenant: str = "t1", minutes: float = 1.0,
-            entities: list[str] | None = None, embedding: list[float] | None = None,
-            speaker: str = "Jordan") -> AnalyzedMessage:
+def message(
+    i: int,
+    *,
+    session: str = "s1",
+    tenant: str = "t1",
+    minutes: float = 1.0,
+    entities: list[str] | None = None,
+    embedding: list[float] | None = None,
+    speaker: str = "Jordan",
+) -> AnalyzedMessage:
     return AnalyzedMessage(
-        tenant_id=tenant, session_id=session, message_id=f"{session}:m{i}", speaker=speaker, role=Role.USER,
-        ts=T0 + timedelta(minutes=minutes * i), text=f"message {i}", prose=f"message {i}",
-        entities=entities or [], embedding=embedding or [],
+        tenant_id=tenant,
+        session_id=session,
+        message_id=f"{session}:m{i}",
+        speaker=speaker,
+        role=Role.USER,
+        ts=T0 + timedelta(minutes=minutes * i),
+        text=f"message {i}",
+        prose=f"message {i}",
+        entities=entities or [],
+        embedding=embedding or [],
     )

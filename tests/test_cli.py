@@ -15,8 +15,15 @@ runner = CliRunner()
 
 
 def event(i: int, text: str, **extra: object) -> bytes:
-    base = {"tenant_id": "acme", "session_id": "s1", "message_id": f"m{i}", "speaker": "Dana", "role": "user",
-            "text": text, "ts": f"2026-02-0{1 + i % 8}T10:00:00+00:00"}
+    base = {
+        "tenant_id": "acme",
+        "session_id": "s1",
+        "message_id": f"m{i}",
+        "speaker": "Dana",
+        "role": "user",
+        "text": text,
+        "ts": f"2026-02-0{1 + i % 8}T10:00:00+00:00",
+    }
     base.update(extra)
     return orjson.dumps({k: v for k, v in base.items() if v is not None})
 
@@ -45,10 +52,20 @@ def test_malformed_lines_are_rejected_and_the_rest_ingested(tmp_path: Path) -> N
     assert sum(report["outcomes"].values()) == 2
 
     questions = tmp_path / "q.jsonl"
-    questions.write_bytes(orjson.dumps({"id": "q1", "tenant_id": "acme", "query": "What is Dana's job?"}) + b"\n"
-                          + b"not json\n"
-                          + orjson.dumps({"id": "q2", "tenant_id": "acme", "query": "What food does Dana like?",
-                                          "as_of": "2026-03-01T00:00:00+00:00"}) + b"\n")
+    questions.write_bytes(
+        orjson.dumps({"id": "q1", "tenant_id": "acme", "query": "What is Dana's job?"})
+        + b"\n"
+        + b"not json\n"
+        + orjson.dumps(
+            {
+                "id": "q2",
+                "tenant_id": "acme",
+                "query": "What food does Dana like?",
+                "as_of": "2026-03-01T00:00:00+00:00",
+            }
+        )
+        + b"\n"
+    )
     result = runner.invoke(app, ["query", "--batch", str(questions), "--store", str(store), "--json"])
     assert result.exit_code == 0, result.output
     rows = [orjson.loads(line) for line in result.stdout.strip().splitlines()]
@@ -56,7 +73,15 @@ def test_malformed_lines_are_rejected_and_the_rest_ingested(tmp_path: Path) -> N
     assert "error" in rows[1]
     first = rows[0]
     assert set(first) == {"id", "query", "complexity", "k", "memories", "context", "context_tokens"}
-    assert set(first["memories"][0]) == {"id", "text", "kind", "event_time", "stated_at", "source_ids", "score"}
+    assert set(first["memories"][0]) == {
+        "id",
+        "text",
+        "kind",
+        "event_time",
+        "stated_at",
+        "source_ids",
+        "score",
+    }
     assert "pilot" in first["context"]
     assert "ramen" in rows[2]["context"]
     assert first["memories"][0]["source_ids"] == ["m1"]

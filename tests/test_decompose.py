@@ -21,11 +21,24 @@ def analysed(nlp, turns: list[tuple[str, str]]) -> Window:  # type: ignore[no-un
     msgs = []
     for i, (speaker, text) in enumerate(turns):
         split = split_code(text)
-        sents = [s.model_copy(update={"informative": is_informative(s, speaker)}) for s in doc_sentences(nlp(split.prose))]
-        msgs.append(AnalyzedMessage(
-            tenant_id="t", session_id="s", message_id=f"m{i}", speaker=speaker, role=Role.USER,
-            ts=T0 + timedelta(minutes=i), text=text, prose=split.prose, code_blocks=split.code_blocks, sentences=sents,
-        ))
+        sents = [
+            s.model_copy(update={"informative": is_informative(s, speaker)})
+            for s in doc_sentences(nlp(split.prose))
+        ]
+        msgs.append(
+            AnalyzedMessage(
+                tenant_id="t",
+                session_id="s",
+                message_id=f"m{i}",
+                speaker=speaker,
+                role=Role.USER,
+                ts=T0 + timedelta(minutes=i),
+                text=text,
+                prose=split.prose,
+                code_blocks=split.code_blocks,
+                sentences=sents,
+            )
+        )
     return Window(tenant_id="t", session_id="s", messages=msgs)
 
 
@@ -40,26 +53,51 @@ def texts(nlp, turns):  # type: ignore[no-untyped-def]
         ([("Jordan", "I have a dog named Max.")], "Jordan has a dog named Max."),
         ([("Jordan", "I'm allergic to peanuts.")], "Jordan is allergic to peanuts."),
         ([("Jordan", "I really love hiking in the Alps.")], "Jordan really loves hiking in the Alps."),
-        ([("Caroline", "Hi Mel!"), ("Melanie", "I painted your portrait last week.")],
-         "Melanie painted Caroline's portrait last week (the week of 2026-01-05)."),
-        ([("Caroline", "You should join the choir."), ("Melanie", "Good idea.")], "Melanie should join the choir."),
-        ([("Jordan", "My brother Tom plays bass."), ("Jordan", "He is touring Spain next month.")],
-         "Tom is touring Spain next month (2026-02)."),
-        ([("Jordan", "My boss Alicia called. She said her team is growing.")], "Alicia said Alicia's team is growing."),
+        (
+            [("Caroline", "Hi Mel!"), ("Melanie", "I painted your portrait last week.")],
+            "Melanie painted Caroline's portrait last week (the week of 2026-01-05).",
+        ),
+        (
+            [("Caroline", "You should join the choir."), ("Melanie", "Good idea.")],
+            "Melanie should join the choir.",
+        ),
+        (
+            [("Jordan", "My brother Tom plays bass."), ("Jordan", "He is touring Spain next month.")],
+            "Tom is touring Spain next month (2026-02).",
+        ),
+        (
+            [("Jordan", "My boss Alicia called. She said her team is growing.")],
+            "Alicia said Alicia's team is growing.",
+        ),
     ],
 )
 def test_statements_with_coreference(nlp, turns, expected: str) -> None:  # type: ignore[no-untyped-def]
     assert expected in texts(nlp, turns)
 
 
-@pytest.mark.parametrize("text", ["ok thanks", "sounds good", "lol yes", "Got it, I'll remember that.",
-                                  "Thanks for telling me!", "haha nice", "How are you?", "What's up with you?"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ok thanks",
+        "sounds good",
+        "lol yes",
+        "Got it, I'll remember that.",
+        "Thanks for telling me!",
+        "haha nice",
+        "How are you?",
+        "What's up with you?",
+    ],
+)
 def test_small_talk_and_questions_yield_nothing(nlp, text: str) -> None:  # type: ignore[no-untyped-def]
     assert texts(nlp, [("Jordan", text)]) == []
 
 
 def test_relative_date_anchored_and_event_time_set(nlp) -> None:  # type: ignore[no-untyped-def]
-    units = OfflineDecomposer().decompose(analysed(nlp, [("Jordan", "I ran my first half marathon yesterday!")])).units
+    units = (
+        OfflineDecomposer()
+        .decompose(analysed(nlp, [("Jordan", "I ran my first half marathon yesterday!")]))
+        .units
+    )
     assert units[0].unit.text == "Jordan ran Jordan's first half marathon yesterday (2026-01-11)!"
     assert units[0].unit.event_time == "2026-01-11"
     assert units[0].unit.persons == ["Jordan"]
@@ -88,7 +126,16 @@ def test_only_new_messages_are_decomposed(nlp) -> None:  # type: ignore[no-untyp
     assert result.units_per_message == {"m1": 1}
 
 
-@pytest.mark.parametrize(("verb", "expected"), [("have", "has"), ("go", "goes"), ("try", "tries"),
-                                                ("play", "plays"), ("watch", "watches"), ("am", "is")])
+@pytest.mark.parametrize(
+    ("verb", "expected"),
+    [
+        ("have", "has"),
+        ("go", "goes"),
+        ("try", "tries"),
+        ("play", "plays"),
+        ("watch", "watches"),
+        ("am", "is"),
+    ],
+)
 def test_third_person(verb: str, expected: str) -> None:
     assert third_person(verb) == expected

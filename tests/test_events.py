@@ -6,13 +6,20 @@ import pytest
 from schemas.events import EventRejected, parse_event
 
 GOOD = {
-    "tenant_id": "t1", "session_id": "s1", "message_id": "m1", "speaker": "Jordan", "role": "user",
-    "text": "My favorite color is blue.", "ts": "2026-01-05T09:02:00Z",
+    "tenant_id": "t1",
+    "session_id": "s1",
+    "message_id": "m1",
+    "speaker": "Jordan",
+    "role": "user",
+    "text": "My favorite color is blue.",
+    "ts": "2026-01-05T09:02:00Z",
 }
 
 
 def parse(raw: object) -> object:
-    return parse_event(raw if isinstance(raw, bytes | str) else orjson.dumps(raw), max_text_chars=1000, max_id_chars=64)
+    return parse_event(
+        raw if isinstance(raw, bytes | str) else orjson.dumps(raw), max_text_chars=1000, max_id_chars=64
+    )
 
 
 def test_valid_event() -> None:

@@ -15,11 +15,16 @@ pytestmark = pytest.mark.slow
 
 def contains(context: str, expected: str) -> bool:
     """Case-insensitive; dates match in any spelling (both sides rewritten in ISO form)."""
-    return expected.lower() in context.lower() or iso_dates(expected).strip().lower() in iso_dates(context).lower()
+    return (
+        expected.lower() in context.lower()
+        or iso_dates(expected).strip().lower() in iso_dates(context).lower()
+    )
 
 
 def run(rt, q):  # type: ignore[no-untyped-def]
-    return rt.retriever.query(QueryRequest(id=q["id"], tenant_id=q["tenant_id"], query=q["query"], as_of=q["as_of"]))
+    return rt.retriever.query(
+        QueryRequest(id=q["id"], tenant_id=q["tenant_id"], query=q["query"], as_of=q["as_of"])
+    )
 
 
 def test_every_accepted_event_is_accounted_for(golden_runtime, golden) -> None:  # type: ignore[no-untyped-def]
@@ -41,7 +46,9 @@ def test_expected_strings_are_in_the_context(golden_runtime, golden) -> None:  #
 def test_absent_strings_appear_in_no_output_and_no_store_file(golden_runtime, golden) -> None:  # type: ignore[no-untyped-def]
     absent = [a for q in golden["queries"] for a in q.get("absent", [])]
     assert absent
-    outputs = [orjson.dumps(run(golden_runtime, q).model_dump(mode="json")).decode() for q in golden["queries"]]
+    outputs = [
+        orjson.dumps(run(golden_runtime, q).model_dump(mode="json")).decode() for q in golden["queries"]
+    ]
     for secret in absent:
         assert not any(secret in o for o in outputs)
     golden_runtime.vectors.flush()
@@ -56,7 +63,7 @@ def test_absent_strings_appear_in_no_output_and_no_store_file(golden_runtime, go
 
 def test_code_block_comes_back_verbatim(golden_runtime, golden) -> None:  # type: ignore[no-untyped-def]
     source = next(e["text"] for e in golden["events"] if "```" in e["text"])
-    block = source[source.index("```"):]
+    block = source[source.index("```") :]
     q = next(q for q in golden["queries"] if "backup script" in q["query"])
     result = run(golden_runtime, q)
     assert block in [m.text for m in result.memories]
@@ -73,8 +80,12 @@ def test_replay_is_idempotent(golden_runtime, golden) -> None:  # type: ignore[n
     from processors.pipeline import Pipeline
 
     before = golden_runtime.lexical.count("golden"), golden_runtime.vectors.count("golden")
-    fresh = Pipeline(golden_runtime.settings, golden_runtime.pipeline.analyzer, golden_runtime.decomposer,
-                     golden_runtime.pipeline.indexer)
+    fresh = Pipeline(
+        golden_runtime.settings,
+        golden_runtime.pipeline.analyzer,
+        golden_runtime.decomposer,
+        golden_runtime.pipeline.indexer,
+    )
     fresh.ingest([(str(i), orjson.dumps(e)) for i, e in enumerate(golden["events"])])
     after = golden_runtime.lexical.count("golden"), golden_runtime.vectors.count("golden")
     assert before == after

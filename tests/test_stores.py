@@ -16,9 +16,18 @@ from schemas.memory import MemoryKind, MemoryUnit
 pytestmark = pytest.mark.slow
 
 
-def unit(tenant: str, text: str, event_time: str | None = None, persons: list[str] | None = None) -> MemoryUnit:
-    return MemoryUnit.build(tenant_id=tenant, text=text, kind=MemoryKind.FACT, source_ids=[f"{tenant}:{text}"],
-                            stated_at="2026-01-10T10:00:00+00:00", event_time=event_time, persons=persons or [])
+def unit(
+    tenant: str, text: str, event_time: str | None = None, persons: list[str] | None = None
+) -> MemoryUnit:
+    return MemoryUnit.build(
+        tenant_id=tenant,
+        text=text,
+        kind=MemoryKind.FACT,
+        source_ids=[f"{tenant}:{text}"],
+        stated_at="2026-01-10T10:00:00+00:00",
+        event_time=event_time,
+        persons=persons or [],
+    )
 
 
 def test_lexical_store_scoping_filters_and_idempotence(tmp_path: Path) -> None:

@@ -38,7 +38,9 @@ class MilvusVectorStore:
         self.client.load_collection(collection)
 
     def _create(self, index_type: str) -> None:
-        schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False, partition_key_field="tenant_id")
+        schema = MilvusClient.create_schema(
+            auto_id=False, enable_dynamic_field=False, partition_key_field="tenant_id"
+        )
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=64)
         schema.add_field("tenant_id", DataType.VARCHAR, max_length=256)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
@@ -59,8 +61,12 @@ class MilvusVectorStore:
             start, end = day_range(unit)
             rows.append(
                 {
-                    "id": unit.id, "tenant_id": unit.tenant_id, "vector": np.asarray(vec, dtype=np.float32).tolist(),
-                    "status": unit.status.value, "event_start": start, "event_end": end,
+                    "id": unit.id,
+                    "tenant_id": unit.tenant_id,
+                    "vector": np.asarray(vec, dtype=np.float32).tolist(),
+                    "status": unit.status.value,
+                    "event_start": start,
+                    "event_end": end,
                     "stated_at": datetime.fromisoformat(unit.stated_at).timestamp(),
                 }
             )
@@ -75,18 +81,25 @@ class MilvusVectorStore:
                 self.client.flush(self.collection)
                 self._dirty = False
 
-    def search(self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter) -> list[Hit]:
+    def search(
+        self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter
+    ) -> list[Hit]:
         expr = [f"tenant_id == {_lit(tenant_id)}"]
         if flt.active_only:
             expr.append('status == "active"')
         if flt.first_day is not None and flt.last_day is not None:
-            expr.append(f"event_end >= {flt.first_day.toordinal()} and event_start <= {flt.last_day.toordinal()}")
+            expr.append(
+                f"event_end >= {flt.first_day.toordinal()} and event_start <= {flt.last_day.toordinal()}"
+            )
         if flt.stated_before is not None:
             expr.append(f"stated_at <= {flt.stated_before.timestamp()}")
         with self._lock:
             result = self.client.search(
-                self.collection, data=[np.asarray(vector, dtype=np.float32).tolist()], limit=limit,
-                filter=" and ".join(expr), output_fields=["id"],
+                self.collection,
+                data=[np.asarray(vector, dtype=np.float32).tolist()],
+                limit=limit,
+                filter=" and ".join(expr),
+                output_fields=["id"],
             )
         return [Hit(str(r["id"]), float(r["distance"])) for r in result[0]]
 
@@ -95,12 +108,16 @@ class MilvusVectorStore:
             return
         id_list = ",".join(_lit(i) for i in ids)
         with self._lock:
-            self.client.delete(self.collection, filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]")
+            self.client.delete(
+                self.collection, filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]"
+            )
             self._dirty = True
 
     def count(self, tenant_id: str) -> int:
         with self._lock:
-            rows = self.client.query(self.collection, filter=f"tenant_id == {_lit(tenant_id)}", output_fields=["count(*)"])
+            rows = self.client.query(
+                self.collection, filter=f"tenant_id == {_lit(tenant_id)}", output_fields=["count(*)"]
+            )
         return int(rows[0]["count(*)"]) if rows else 0
 
     def close(self) -> None:

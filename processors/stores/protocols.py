@@ -33,7 +33,9 @@ class Hit:
 class VectorStore(Protocol):
     def upsert(self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]) -> None: ...
 
-    def search(self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter) -> list[Hit]: ...
+    def search(
+        self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter
+    ) -> list[Hit]: ...
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
 
@@ -81,7 +83,7 @@ def day_range(unit: MemoryUnit) -> tuple[int, int]:
 def index_names(unit: MemoryUnit) -> list[str]:
     """Lower-cased names a symbolic filter can match: persons, entities and their parts."""
     names: set[str] = set()
-    for value in (*unit.persons, *unit.entities, *(unit.location and [unit.location] or [])):
+    for value in (*unit.persons, *unit.entities, *((unit.location and [unit.location]) or [])):
         low = value.lower().strip()
         if low:
             names.add(low)

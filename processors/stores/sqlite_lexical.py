@@ -11,8 +11,8 @@ import hashlib
 import re
 import sqlite3
 import threading
-from datetime import datetime
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 import orjson
@@ -38,10 +38,89 @@ CREATE INDEX IF NOT EXISTS sources_by_id ON sources (tenant_id, id);
 """
 
 STOPWORDS = frozenset(
-    """a an the and or but of to in on at for with by from as is are was were be been being do does did
-    what when where who whom which why how that this these those it its i me my we our you your he she him
-    her his they them their there here have has had will would can could should may might must about
-    into over than then so if not no yes any some all""".split()
+    [
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "for",
+        "with",
+        "by",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "do",
+        "does",
+        "did",
+        "what",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "which",
+        "why",
+        "how",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "i",
+        "me",
+        "my",
+        "we",
+        "our",
+        "you",
+        "your",
+        "he",
+        "she",
+        "him",
+        "her",
+        "his",
+        "they",
+        "them",
+        "their",
+        "there",
+        "here",
+        "have",
+        "has",
+        "had",
+        "will",
+        "would",
+        "can",
+        "could",
+        "should",
+        "may",
+        "might",
+        "must",
+        "about",
+        "into",
+        "over",
+        "than",
+        "then",
+        "so",
+        "if",
+        "not",
+        "no",
+        "yes",
+        "any",
+        "some",
+        "all",
+    ]
 )
 _WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
 
@@ -87,7 +166,15 @@ class SqliteLexicalStore:
                     stated = datetime.fromisoformat(u.stated_at).timestamp()
                     db.execute(
                         "INSERT INTO units VALUES (?,?,?,?,?,?,?)",
-                        (u.id, u.tenant_id, orjson.dumps(u.model_dump(mode="json")), u.status.value, start, end, stated),
+                        (
+                            u.id,
+                            u.tenant_id,
+                            orjson.dumps(u.model_dump(mode="json")),
+                            u.status.value,
+                            start,
+                            end,
+                            stated,
+                        ),
                     )
                     if u.status == MemoryStatus.ACTIVE:
                         db.execute(
@@ -155,7 +242,8 @@ class SqliteLexicalStore:
         marks = ",".join("?" * len(lowered))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT DISTINCT name FROM names WHERE tenant_id=? AND name IN ({marks})", [tenant_id, *lowered]
+                f"SELECT DISTINCT name FROM names WHERE tenant_id=? AND name IN ({marks})",
+                [tenant_id, *lowered],
             ).fetchall()
         return sorted(r[0] for r in rows)
 
@@ -210,5 +298,7 @@ def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter) -> No
         args.append(flt.stated_before.timestamp())
     if flt.names:
         marks = ",".join("?" * len(flt.names))
-        sql.append(f"AND EXISTS (SELECT 1 FROM names n WHERE n.tenant_id = u.tenant_id AND n.id = u.id AND n.name IN ({marks}))")
+        sql.append(
+            f"AND EXISTS (SELECT 1 FROM names n WHERE n.tenant_id = u.tenant_id AND n.id = u.id AND n.name IN ({marks}))"
+        )
         args += [n.lower() for n in flt.names]

@@ -1,0 +1,76 @@
+"""Ingestion throughput, warm query latency and peak RSS of the embedded mode.
+
+    python -m bench.ingest [--data ../shared/data/locomo] [--limit N] [--queries 200]
+
+Turns/s counts the whole pipeline (validation, spaCy, PII, MiniLM, windows, entropy, decomposition,
+both stores) after the models are loaded; latency is measured on warm queries (after 10 warm-ups).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import orjson
+import psutil
+
+from bench.locomo_data import DEFAULT_DIR, load_all
+from schemas.query import QueryRequest
+from schemas.settings import Settings
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--queries", type=int, default=300)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from processors.runtime import open_runtime
+    from streams.cli import _quiet_libraries
+
+    _quiet_libraries()
+    convs = load_all(args.data, args.limit)
+    rt = open_runtime(Settings(), Path(tempfile.mkdtemp(prefix="simplemem-bench-")))
+    t = time.perf_counter()
+    pipeline = rt.pipeline
+    load_s = time.perf_counter() - t
+    lines = [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
+    t = time.perf_counter()
+    report = pipeline.ingest(lines)
+    ingest_s = time.perf_counter() - t
+    questions = [q for c in convs for q in c.questions][: args.queries]
+    for q in questions[:10]:
+        rt.retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
+    lat = []
+    for q in questions:
+        t = time.perf_counter()
+        rt.retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
+        lat.append((time.perf_counter() - t) * 1000)
+    rss = psutil.Process().memory_info()
+    peak_mb = getattr(rss, "peak_wset", None) or _peak_rss_mb()
+    print(f"models loaded in {load_s:.1f}s")
+    print(
+        f"ingestion: {report.accepted} turns in {ingest_s:.1f}s = {report.accepted / ingest_s:.0f} turns/s "
+        f"({report.units} units, discard rate {report.discard_rate:.1%})"
+    )
+    print(
+        f"query latency (warm, {len(lat)} queries): p50 {np.percentile(lat, 50):.1f} ms, "
+        f"p95 {np.percentile(lat, 95):.1f} ms"
+    )
+    print(f"peak RSS: {peak_mb:.0f} MB")
+    rt.close()
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+if __name__ == "__main__":
+    main()
