@@ -52,7 +52,12 @@ def doc_sentences(doc: Doc) -> list[Sentence]:
             for t in sent
         ]
         if any(t[0].strip() for t in tokens):
-            sentences.append(Sentence(text=sent.text.strip(), tokens=tokens))
+            # model_construct: the fields come straight from spaCy, validation would only cost time
+            sentences.append(
+                Sentence.model_construct(
+                    text=sent.text.strip(), tokens=tokens, informative=True, embedding=[]
+                )
+            )
     return sentences
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from processors.analysis import MessageAnalyzer
+from processors.analysis import MessageAnalyzer, PreparedMessage
 from processors.decompose import Decomposition, DraftUnit
 from processors.embedding import Embedder
 from processors.entropy import EntropyFilter
@@ -25,7 +26,7 @@ from schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
 from schemas.events import ChatEvent, EventRejected, parse_event
 from schemas.memory import MemoryKind
 from schemas.settings import Settings
-from schemas.window import Window
+from schemas.window import AnalyzedMessage, Window
 
 log = logging.getLogger(__name__)
 
@@ -178,44 +179,73 @@ class Pipeline:
         report: IngestReport | None = None,
         progress: Callable[[int], None] | None = None,
     ) -> IngestReport:
-        """Run ``(where, raw)`` lines through every stage; flush all sessions at the end."""
+        """Run ``(where, raw)`` lines through every stage; flush all sessions at the end.
+
+        The NLP half of batch N+1 runs in a helper thread while batch N is embedded, windowed and
+        indexed: spaCy and torch each keep one of the two cores busy.
+        """
         report = report or IngestReport()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlp") as pool:
+            pending: Future[list[PreparedMessage]] | None = None
+            pending_batch: list[ChatEvent] = []
+            for batch in self._batches(lines, report):
+                submitted = pool.submit(self.analyzer.prepare, batch)
+                if pending is not None:
+                    self._ingest_prepared(pending_batch, pending, report, progress)
+                pending, pending_batch = submitted, batch
+            if pending is not None:
+                self._ingest_prepared(pending_batch, pending, report, progress)
+        self.run_windows(self.windower.flush_all(), report)
+        self.indexer.vectors.flush()
+        return report
+
+    def _batches(
+        self, lines: Iterable[tuple[str, bytes | str]], report: IngestReport
+    ) -> Iterator[list[ChatEvent]]:
         batch: list[ChatEvent] = []
         for where, raw in lines:
             event = self.validate(raw, where, report)
             if event is not None:
                 batch.append(event)
             if len(batch) >= self.settings.ingest_batch_messages:
-                self._ingest_batch(batch, report)
-                if progress:
-                    progress(len(batch))
+                yield batch
                 batch = []
         if batch:
-            self._ingest_batch(batch, report)
-            if progress:
-                progress(len(batch))
-        self.run_windows(self.windower.flush_all(), report)
-        self.indexer.vectors.flush()
-        return report
+            yield batch
 
-    def _ingest_batch(self, events: list[ChatEvent], report: IngestReport) -> None:
+    def _ingest_prepared(
+        self,
+        events: list[ChatEvent],
+        prepared: Future[list[PreparedMessage]],
+        report: IngestReport,
+        progress: Callable[[int], None] | None,
+    ) -> None:
         try:
-            messages = self.analyzer.analyze(events)
-        except Exception as exc:
+            messages = self.analyzer.embed(prepared.result())
+        except Exception:
             log.exception("analysis failed for a batch; retrying one by one")
-            messages = []
-            for event in events:
-                try:
-                    messages.extend(self.analyzer.analyze([event]))
-                except Exception as one_exc:
-                    report.record(
-                        MessageOutcome(
-                            tenant_id=event.tenant_id,
-                            message_id=event.message_id,
-                            outcome=Outcome.FAILED,
-                            reason=f"analysis failed: {one_exc or exc}",
-                        )
+            messages = self._analyze_one_by_one(events, report)
+        self._window_and_index(messages, report)
+        if progress:
+            progress(len(events))
+
+    def _analyze_one_by_one(self, events: list[ChatEvent], report: IngestReport) -> list[AnalyzedMessage]:
+        messages: list[AnalyzedMessage] = []
+        for event in events:
+            try:
+                messages.extend(self.analyzer.analyze([event]))
+            except Exception as exc:
+                report.record(
+                    MessageOutcome(
+                        tenant_id=event.tenant_id,
+                        message_id=event.message_id,
+                        outcome=Outcome.FAILED,
+                        reason=f"analysis failed: {exc}",
                     )
+                )
+        return messages
+
+    def _window_and_index(self, messages: list[AnalyzedMessage], report: IngestReport) -> None:
         report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
         windows: list[Window] = []
         now = self.clock()

@@ -19,8 +19,6 @@ Token = tuple[str, str, str, str, str]
 
 
 class Sentence(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
     text: str
     tokens: list[Token]
     informative: bool = Field(True, description="a statement worth a memory (not small talk, not a question)")
