@@ -38,6 +38,7 @@ def main() -> None:
     rt = open_runtime(Settings(), Path(tempfile.mkdtemp(prefix="simplemem-bench-")))
     t = time.perf_counter()
     pipeline = rt.pipeline
+    pipeline.warm_up()
     load_s = time.perf_counter() - t
     lines = [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
     t = time.perf_counter()

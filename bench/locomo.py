@@ -85,6 +85,7 @@ def main() -> None:
     convs = load_all(args.data, args.limit)
     rt = open_runtime(settings, store)
     pipeline = rt.pipeline
+    pipeline.warm_up()
     lines = [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
     t0 = time.perf_counter()
     report = pipeline.ingest(lines)

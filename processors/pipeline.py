@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -95,6 +95,10 @@ class Pipeline:
             settings.entropy_threshold, settings.entropy_alpha, settings.entropy_history_messages
         )
         self.clock = clock
+
+    def warm_up(self) -> None:
+        """Load the models before the first batch arrives (so timings and first latencies are warm)."""
+        self.analyzer.preparer.submit([]).result()
 
     # --- stages --------------------------------------------------------------------------------
     def validate(self, raw: bytes | str, where: str, report: IngestReport) -> ChatEvent | None:
@@ -181,20 +185,19 @@ class Pipeline:
     ) -> IngestReport:
         """Run ``(where, raw)`` lines through every stage; flush all sessions at the end.
 
-        The NLP half of batch N+1 runs in a helper thread while batch N is embedded, windowed and
-        indexed: spaCy and torch each keep one of the two cores busy.
+        The NLP half of batch N+1 runs on the preparer's thread while batch N is
+        embedded, windowed and indexed: spaCy and torch each keep one of the two cores busy.
         """
         report = report or IngestReport()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlp") as pool:
-            pending: Future[list[PreparedMessage]] | None = None
-            pending_batch: list[ChatEvent] = []
-            for batch in self._batches(lines, report):
-                submitted = pool.submit(self.analyzer.prepare, batch)
-                if pending is not None:
-                    self._ingest_prepared(pending_batch, pending, report, progress)
-                pending, pending_batch = submitted, batch
+        pending: Future[list[PreparedMessage]] | None = None
+        pending_batch: list[ChatEvent] = []
+        for batch in self._batches(lines, report):
+            submitted = self.analyzer.preparer.submit(batch)
             if pending is not None:
                 self._ingest_prepared(pending_batch, pending, report, progress)
+            pending, pending_batch = submitted, batch
+        if pending is not None:
+            self._ingest_prepared(pending_batch, pending, report, progress)
         self.run_windows(self.windower.flush_all(), report)
         self.indexer.vectors.flush()
         return report

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from processors.analysis import MessageAnalyzer
+from processors.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer, ThreadPreparer
 from processors.embedding import Embedder, MiniLMEmbedder
 from processors.nlp import load_pipeline
 from processors.pii import PiiScrubber
@@ -58,11 +58,15 @@ class Runtime:
         return OfflineDecomposer()
 
     @cached_property
-    def pipeline(self) -> Pipeline:
+    def preparer(self) -> AsyncPreparer:
         s = self.settings
         nlp = load_pipeline(s.spacy_model)
-        scrubber = PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold)
-        analyzer = MessageAnalyzer(nlp, scrubber, self.embedder)
+        return ThreadPreparer(NlpPreparer(nlp, PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold)))
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        s = self.settings
+        analyzer = MessageAnalyzer(self.preparer, self.embedder)
         return Pipeline(s, analyzer, self.decomposer, Indexer(self.embedder, self.lexical, self.vectors))
 
     @cached_property
@@ -70,7 +74,7 @@ class Runtime:
         return Retriever(self.settings, self.lexical, self.vectors, self.embedder)
 
     def close(self) -> None:
-        for name in ("vectors", "lexical"):
+        for name in ("preparer", "vectors", "lexical"):
             if name in self.__dict__:
                 self.__dict__[name].close()
 
