@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from processors.temporal import anchor_text
 from schemas.memory import MemoryKind, MemoryUnit
 from schemas.window import AnalyzedMessage, Sentence, Token, Window
@@ -33,138 +35,15 @@ CONTRACTIONS = {"'m": "is", "’m": "is", "'ve": "has", "’ve": "has", "'re": "
 IRREGULAR_3RD = {"am": "is", "are": "is", "have": "has", "do": "does", "'m": "is", "'re": "is", "'ve": "has"}
 
 PHATIC = frozenset(
-    [
-        "ok",
-        "okay",
-        "k",
-        "kk",
-        "sure",
-        "cool",
-        "great",
-        "nice",
-        "awesome",
-        "amazing",
-        "wow",
-        "lol",
-        "haha",
-        "hahaha",
-        "hehe",
-        "yes",
-        "yeah",
-        "yep",
-        "yup",
-        "no",
-        "nope",
-        "thanks",
-        "thank",
-        "thx",
-        "ty",
-        "you",
-        "u",
-        "so",
-        "much",
-        "very",
-        "really",
-        "good",
-        "got",
-        "it",
-        "sounds",
-        "noted",
-        "will",
-        "do",
-        "of",
-        "course",
-        "right",
-        "exactly",
-        "totally",
-        "agreed",
-        "same",
-        "me",
-        "too",
-        "glad",
-        "to",
-        "hear",
-        "that",
-        "that's",
-        "thats",
-        "is",
-        "was",
-        "i",
-        "i'm",
-        "i'll",
-        "im",
-        "ill",
-        "am",
-        "happy",
-        "for",
-        "welcome",
-        "you're",
-        "youre",
-        "hi",
-        "hey",
-        "hello",
-        "bye",
-        "goodbye",
-        "see",
-        "later",
-        "soon",
-        "take",
-        "care",
-        "talk",
-        "morning",
-        "night",
-        "evening",
-        "and",
-        "the",
-        "a",
-        "remember",
-        "telling",
-        "know",
-        "what's",
-        "up",
-        "how",
-        "are",
-        "doing",
-        "been",
-        "well",
-        "fine",
-        "oh",
-        "ah",
-        "hmm",
-        "um",
-        "yay",
-        "congrats",
-        "congratulations",
-        "definitely",
-        "absolutely",
-        "perfect",
-        "sweet",
-        "lovely",
-        "wonderful",
-        "fantastic",
-        "incredible",
-        "true",
-        "indeed",
-        "alright",
-        "all",
-        "s",
-        "'re",
-        "'m",
-        "'ll",
-        "'d",
-        "n't",
-        "do",
-        "does",
-        "did",
-        "too",
-        "also",
-        "just",
-        "this",
-        "sounds",
-        "like",
-        "fun",
-        "interesting",
-    ]
+    """ok okay k kk sure cool great nice awesome amazing wow lol haha hahaha hehe yes yeah yep yup no nope
+    thanks thank thx ty you u so much very really good got it sounds noted will do of course right exactly
+    totally agreed same me too glad to hear that that's thats is was i i'm i'll im ill am happy for welcome
+    you're youre hi hey hello bye goodbye see later soon take care talk morning night evening and the a
+    remember telling know what's up how are doing been well fine oh ah hmm um yay congrats congratulations
+    definitely absolutely perfect sweet lovely wonderful fantastic incredible true indeed alright all
+    s 're 'm 'll 'd n't do does did too also just this sounds like fun interesting woohoo omg aww awww ooh
+    sorry man dude cute stunning gorgeous beautiful pic pics proud btw cheers hugs long time chat chatting
+    catch catching from news agree 100 yours truly keep going up there wish luck best""".split()
 )
 CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ", "NUM"}
 KEYWORD_POS = {"NOUN", "PROPN"}
@@ -281,12 +160,15 @@ class OfflineDecomposer:
                 for code in message.code_blocks:
                     result.units.append(DraftUnit(self._code_unit(message, code)))
                     count += 1
+            if is_new:
+                for group in statement_groups(message.sentences):
+                    start = next(i for i, s in enumerate(message.sentences) if s is group[0])
+                    before = [p for s in message.sentences[:start] for p in _person_spans(s.tokens)]
+                    result.units.append(
+                        self._statement_unit(message, group, addressee, recent_people + before)
+                    )
+                    count += 1
             for sentence in message.sentences:
-                if is_new:
-                    draft = self._sentence_unit(message, sentence, addressee, recent_people)
-                    if draft is not None:
-                        result.units.append(draft)
-                        count += 1
                 for person in _person_spans(sentence.tokens):
                     if person not in recent_people[-1:]:
                         recent_people.append(person)
@@ -308,27 +190,27 @@ class OfflineDecomposer:
             keywords=["code"],
         )
 
-    def _sentence_unit(
-        self, message: AnalyzedMessage, sentence: Sentence, addressee: str | None, recent_people: list[str]
-    ) -> DraftUnit | None:
-        if not sentence.informative:
-            return None
-        own_people = _person_spans(sentence.tokens)
+    def _statement_unit(
+        self, message: AnalyzedMessage, group: list[Sentence], addressee: str | None, recent_people: list[str]
+    ) -> DraftUnit:
+        tokens = [t for sentence in group for t in sentence.tokens]
+        own_people = _person_spans(tokens)
         referent = _third_person_referent(recent_people + own_people, {message.speaker, addressee or ""})
-        text, mentioned = rewrite_pronouns(sentence, message.speaker, addressee, referent)
-        text, anchors = anchor_text(text, message.ts, past=_is_past(sentence.tokens))
+        parts, mentioned, anchors = [], [], []
+        for sentence in group:
+            text, used = rewrite_pronouns(sentence, message.speaker, addressee, referent)
+            text, found = anchor_text(text, message.ts, past=_is_past(sentence.tokens))
+            parts.append(text)
+            mentioned += used
+            anchors += found
+        text = " ".join(parts)
         persons = _unique([message.speaker, *mentioned, *own_people])
         if not any(p in text for p in persons):
             text = f"{message.speaker}: {text}"
-        spans = _entity_spans(sentence.tokens)
-        entities = _unique([s for s, _ in spans])
+        spans = _entity_spans(tokens)
         location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
         keywords = _unique(
-            [
-                t[0].lower()
-                for t in sentence.tokens
-                if t[2] in KEYWORD_POS and t[0].lower() not in STOP_KEYWORDS
-            ]
+            [t[0].lower() for t in tokens if t[2] in KEYWORD_POS and t[0].lower() not in STOP_KEYWORDS]
         )[:8]
         unit = MemoryUnit.build(
             tenant_id=message.tenant_id,
@@ -339,13 +221,50 @@ class OfflineDecomposer:
             stated_at=message.ts.isoformat(),
             speaker=message.speaker,
             persons=persons,
-            entities=entities,
+            entities=_unique([s for s, _ in spans]),
             keywords=keywords,
             topic=keywords[0] if keywords else None,
             location=location,
             session_id=message.session_id,
         )
-        return DraftUnit(unit, sentence.embedding or None)
+        return DraftUnit(unit, mean_vector([s.embedding for s in group if s.embedding]))
+
+
+CONTINUATION = frozenset(
+    "it it's its this that that's these those they they're them there so and but also which plus".split()
+)
+
+
+def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
+    """Informative sentences, each with the ones that continue it ("It stands for love...").
+
+    A sentence that opens with an anaphoric or connective word, or follows one ending in a colon,
+    belongs to the statement before it: alone it would not be self-contained.
+    """
+    groups: list[list[Sentence]] = []
+    previous_kept = False
+    for sentence in sentences:
+        if not sentence.informative:
+            previous_kept = False
+            continue
+        first = sentence.tokens[0][0].lower() if sentence.tokens else ""
+        continues = previous_kept and groups and (first in CONTINUATION or groups[-1][-1].text.endswith(":"))
+        if continues:
+            groups[-1].append(sentence)
+        else:
+            groups.append([sentence])
+        previous_kept = True
+    return groups
+
+
+def mean_vector(vectors: list[list[float]]) -> list[float] | None:
+    if not vectors:
+        return None
+    if len(vectors) == 1:
+        return vectors[0]
+    m = np.asarray(vectors, dtype=np.float32).mean(axis=0)
+    norm = float(np.linalg.norm(m))
+    return (m / norm).tolist() if norm else None
 
 
 def _addressee(speakers: list[str], idx: int) -> str | None:
