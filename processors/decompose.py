@@ -231,7 +231,7 @@ class OfflineDecomposer:
 
 
 CONTINUATION = frozenset(
-    "it it's its this that that's these those they they're them there so and but also which plus".split()
+    "it it's its this that that's these those they they're them there so and but also which plus he she his her".split()
 )
 
 

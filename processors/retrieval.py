@@ -3,7 +3,8 @@
 - complexity in [0, 1] from length, named things, temporal and aggregation cues maps linearly to
   k in [k_min, k_max];
 - score = w * cosine + (1 - w) * BM25 / max BM25 of the query's candidates;
-- names in the query that the tenant's memory knows restrict candidates to memories naming them; a
+- persons named in the query that the tenant's memory knows (or whose names they abbreviate:
+  "Mel" for "Melanie") restrict candidates to memories about them; a
   date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
   memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
 - near-duplicates are dropped; the context has one line per memory with its date.
@@ -93,8 +94,6 @@ class Retriever:
         as_of = request.as_of or datetime.now(UTC)
         tenant = request.tenant_id
         names = self.lexical.known_names(tenant, name_candidates(request.query))
-        # A multi-word name known as a whole supersedes its parts.
-        names = [n for n in names if not any(n != o and n in o.split() for o in names)]
         anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)))
         first_day = min((a.first_day for a in anchors), default=None)
         last_day = max((a.last_day for a in anchors), default=None)

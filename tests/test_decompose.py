@@ -72,7 +72,7 @@ def texts(nlp, turns):  # type: ignore[no-untyped-def]
     ],
 )
 def test_statements_with_coreference(nlp, turns, expected: str) -> None:  # type: ignore[no-untyped-def]
-    assert expected in texts(nlp, turns)
+    assert any(expected in text for text in texts(nlp, turns)), texts(nlp, turns)
 
 
 @pytest.mark.parametrize(

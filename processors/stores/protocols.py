@@ -81,9 +81,13 @@ def day_range(unit: MemoryUnit) -> tuple[int, int]:
 
 
 def index_names(unit: MemoryUnit) -> list[str]:
-    """Lower-cased names a symbolic filter can match: persons, entities and their parts."""
+    """Lower-cased person names (and their parts) that the query's person filter matches.
+
+    Only persons: entity labels from a small NER model are too unstable ("LGBTQ" is an ORG in one
+    sentence and nothing in the next) to be a hard constraint; entities still count through BM25.
+    """
     names: set[str] = set()
-    for value in (*unit.persons, *unit.entities, *((unit.location and [unit.location]) or [])):
+    for value in unit.persons:
         low = value.lower().strip()
         if low:
             names.add(low)

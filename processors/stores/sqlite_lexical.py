@@ -236,14 +236,18 @@ class SqliteLexicalStore:
         return [by_id[i] for i in ids if i in by_id]
 
     def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
+        """The candidates that name persons in the tenant's memory, with the names they abbreviate
+        ("Mel" -> "mel", "melanie"): nicknames are usually prefixes."""
         lowered = sorted({c.lower() for c in candidates if c.strip()})
         if not lowered:
             return []
         marks = ",".join("?" * len(lowered))
+        prefixes = [c for c in lowered if len(c) >= 3]
+        like = "".join(" OR name LIKE ? ESCAPE '\\'" for _ in prefixes)
+        args = [tenant_id, *lowered, *(_escape_like(p) + "%" for p in prefixes)]
         with self._lock:
             rows = self._db.execute(
-                f"SELECT DISTINCT name FROM names WHERE tenant_id=? AND name IN ({marks})",
-                [tenant_id, *lowered],
+                f"SELECT DISTINCT name FROM names WHERE tenant_id=? AND (name IN ({marks}){like})", args
             ).fetchall()
         return sorted(r[0] for r in rows)
 
@@ -281,6 +285,10 @@ class SqliteLexicalStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _escape_like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _quote(term: str) -> str:
