@@ -7,7 +7,7 @@
   "Mel" for "Melanie") restrict candidates to memories about them; a
   date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
   memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
-- near-duplicates are dropped; the context has one line per memory with its date.
+- near-duplicates are dropped; the context has one line per memory, grouped under its date.
 """
 
 from __future__ import annotations
@@ -76,10 +76,24 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
 
 
 def context_line(unit: MemoryUnit) -> str:
-    day = unit.stated_at[:10]
     if unit.kind == MemoryKind.CODE:
-        return f"[{day}] code shared by {unit.speaker or 'user'}:\n{unit.text}"
-    return f"[{day}] {unit.text}"
+        return f"code shared by {unit.speaker or 'user'}:\n{unit.text}"
+    return unit.text
+
+
+def build_context(units: list[MemoryUnit]) -> str:
+    """Memories in time order, under one ``[YYYY-MM-DD]`` header per day they were stated.
+
+    A header per day rather than per line: dates cost about seven tokens each.
+    """
+    lines: list[str] = []
+    day = None
+    for unit in sorted(units, key=lambda u: (u.stated_at, u.id)):
+        if unit.stated_at[:10] != day:
+            day = unit.stated_at[:10]
+            lines.append(f"[{day}]")
+        lines.append(context_line(unit))
+    return "\n".join(lines)
 
 
 @dataclass
@@ -124,8 +138,7 @@ class Retriever:
             )
             for u, sc in chosen
         ]
-        ordered = sorted(chosen, key=lambda pair: (pair[0].stated_at, pair[0].id))
-        context = "\n".join(context_line(u) for u, _ in ordered)
+        context = build_context([u for u, _ in chosen])
         return QueryResult(
             id=request.id,
             query=request.query,
