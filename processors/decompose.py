@@ -83,8 +83,22 @@ def is_small_talk(sentence: Sentence, names: set[str]) -> bool:
     return all(w in PHATIC for w in words)
 
 
+INTERROGATIVE_OPENERS = frozenset(
+    """what what's whats when where who whom whose why how which do does did are is was were have has had
+    can could would will should shall may might am any anything got""".split()
+)
+
+
 def is_question(sentence: Sentence) -> bool:
-    return sentence.text.rstrip().endswith("?")
+    """A question in interrogative form ("What did you paint?", "Have you been?").
+
+    A statement with a tag ("Sunflowers mean warmth, right?") or an elliptic one ("For walking or
+    running?") still carries content and is kept.
+    """
+    if not sentence.text.rstrip().endswith("?"):
+        return False
+    words = [t[0].lower() for t in sentence.tokens if t[0].strip() and t[2] not in ("PUNCT", "INTJ")]
+    return not words or words[0] in INTERROGATIVE_OPENERS or (len(words) > 1 and words[1] in ("you", "u"))
 
 
 PLACEHOLDER = re.compile(r"<[A-Z_]+>")

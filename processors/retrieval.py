@@ -37,13 +37,25 @@ _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*")
 _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 
 
+# (weight, saturation) per feature: a feature counts fully at its saturation value. Calibrated on
+# the shape of questions to a multi-session memory, not on any one question: an 8-word question
+# about a named person already needs a dozen memories, since its answer may sit in any session;
+# "What is my favorite color?" stays near k_min.
+LENGTH = (0.4, 8.0)
+ENTITIES = (0.2, 1.0)
+TEMPORAL = (0.2, 1.0)
+AGGREGATION = (0.2, 1.0)
+
+
 def complexity(query: str, names: int) -> float:
-    words = len(query.split())
-    length = min(words / 20.0, 1.0)
-    entities = min(names / 3.0, 1.0)
-    temporal = min(len(TEMPORAL_CUES.findall(query)) / 2.0, 1.0)
-    aggregation = min(len(AGGREGATION_CUES.findall(query)) / 2.0, 1.0)
-    score = 0.35 * length + 0.2 * entities + 0.2 * temporal + 0.25 * aggregation
+    """Query complexity in [0, 1] from length, named persons, temporal and aggregation cues."""
+    features = (
+        (LENGTH, len(query.split())),
+        (ENTITIES, names),
+        (TEMPORAL, len(TEMPORAL_CUES.findall(query))),
+        (AGGREGATION, len(AGGREGATION_CUES.findall(query))),
+    )
+    score = sum(weight * min(value / saturation, 1.0) for (weight, saturation), value in features)
     return round(min(max(score, 0.0), 1.0), 4)
 
 
@@ -111,7 +123,9 @@ class Retriever:
         anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)))
         first_day = min((a.first_day for a in anchors), default=None)
         last_day = max((a.last_day for a in anchors), default=None)
-        score = complexity(request.query, len(names))
+        candidates = name_candidates(request.query)
+        named = sum(1 for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names))
+        score = complexity(request.query, named)
         k = k_for(score, s.k_min, s.k_max)
         flt = SymbolicFilter(names=tuple(names), first_day=first_day, last_day=last_day, stated_before=as_of)
         pool = max(s.candidate_pool, k * 3)
