@@ -1,0 +1,65 @@
+"""Every accepted message ends as indexed, filtered (with score) or failed (with reason)."""
+
+from __future__ import annotations
+
+from processors.decompose import Decomposition, OfflineDecomposer
+from processors.pipeline import Pipeline
+from schemas.accounting import IngestReport, Outcome
+from schemas.settings import Settings
+from schemas.window import Window
+from tests.helpers import message
+
+
+class RecordingIndexer:
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.indexed: list = []
+
+    def index(self, drafts: list) -> None:
+        if self.fail:
+            raise ConnectionError("store down")
+        self.indexed.extend(drafts)
+
+
+class ExplodingDecomposer:
+    def decompose(self, window: Window) -> Decomposition:
+        raise RuntimeError("boom")
+
+
+def pipeline(decomposer, indexer) -> Pipeline:  # type: ignore[no-untyped-def]
+    return Pipeline(Settings(), analyzer=None, decomposer=decomposer, indexer=indexer)  # type: ignore[arg-type]
+
+
+def windows() -> list[Window]:
+    first = Window(
+        tenant_id="t1", session_id="s1", messages=[message(0, entities=["bob"], embedding=[1.0, 0.0])]
+    )
+    repeat = Window(
+        tenant_id="t1", session_id="s1", messages=[message(1, entities=["bob"], embedding=[1.0, 0.0])]
+    )
+    return [first, repeat]
+
+
+def test_kept_and_filtered_are_counted_with_scores() -> None:
+    report = IngestReport()
+    p = pipeline(OfflineDecomposer(), RecordingIndexer())
+    p.run_windows(windows(), report)
+    assert report.outcomes[Outcome.INDEXED] == 1
+    assert report.outcomes[Outcome.FILTERED] == 1
+    assert report.filtered_scores == [0.0]
+    assert report.windows == 2 and report.windows_filtered == 1
+    assert report.discard_rate == 0.5
+
+
+def test_decomposition_failure_is_a_failed_outcome_with_reason() -> None:
+    report = IngestReport()
+    pipeline(ExplodingDecomposer(), RecordingIndexer()).run_windows(windows()[:1], report)
+    assert report.outcomes[Outcome.FAILED] == 1
+    assert "decomposition failed: boom" in (report.failures[0].reason or "")
+
+
+def test_store_failure_fails_the_batch_and_nothing_is_lost_silently() -> None:
+    report = IngestReport()
+    pipeline(OfflineDecomposer(), RecordingIndexer(fail=True)).run_windows(windows()[:1], report)
+    assert report.outcomes[Outcome.FAILED] == 1
+    assert "indexing failed: store down" in (report.failures[0].reason or "")
