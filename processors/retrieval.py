@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from processors.embedding import Embedder
@@ -76,6 +76,13 @@ def name_candidates(query: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def _without(query: str, words: list[str]) -> str:
+    if not words:
+        return query
+    pattern = r"\b(?:" + "|".join(re.escape(w) for w in words) + r")(?:['’]s)?\b"
+    return re.sub(pattern, " ", query)
+
+
 def _token_set(text: str) -> set[str]:
     return set(query_terms(text))
 
@@ -119,25 +126,25 @@ class Retriever:
         s = self.settings
         as_of = request.as_of or datetime.now(UTC)
         tenant = request.tenant_id
-        names = self.lexical.known_names(tenant, name_candidates(request.query))
+        candidates = name_candidates(request.query)
+        names = self.lexical.known_names(tenant, candidates)
         anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)))
         first_day = min((a.first_day for a in anchors), default=None)
         last_day = max((a.last_day for a in anchors), default=None)
-        candidates = name_candidates(request.query)
-        named = sum(1 for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names))
-        score = complexity(request.query, named)
+        named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]
+        score = complexity(request.query, len(named))
         k = k_for(score, s.k_min, s.k_max)
         flt = SymbolicFilter(names=tuple(names), first_day=first_day, last_day=last_day, stated_before=as_of)
-        pool = max(s.candidate_pool, k * 3)
+        # With a person filter, part of the semantic pool is filtered out afterwards: fetch more.
+        pool = max(s.candidate_pool, k * 3) * (2 if names else 1)
 
         qvec = self.embedder.encode([request.query])[0]
-        semantic = self.vectors.search(
-            tenant, qvec, pool, SymbolicFilter(first_day=first_day, last_day=last_day, stated_before=as_of)
-        )
+        semantic = self.vectors.search(tenant, qvec, pool, replace(flt, names=()))
         if names:
             allowed = self.lexical.ids_with_names(tenant, [h.id for h in semantic], names)
             semantic = [h for h in semantic if h.id in allowed]
-        lexical = self.lexical.search(tenant, request.query, pool, flt)
+        # The filter already guarantees the persons: their names would only add noise to BM25.
+        lexical = self.lexical.search(tenant, _without(request.query, named), pool, flt)
         ranked = self._fuse(semantic, lexical)
         chosen = self._select(tenant, ranked, k)
         memories = [
