@@ -17,6 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from processors.analysis import MessageAnalyzer, PreparedMessage
+from processors.buffer import RecentTurnBuffer
 from processors.decompose import Decomposition, DraftUnit
 from processors.embedding import Embedder
 from processors.entropy import EntropyFilter
@@ -26,7 +27,7 @@ from schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
 from schemas.events import ChatEvent, EventRejected, parse_event
 from schemas.memory import MemoryKind
 from schemas.settings import Settings
-from schemas.window import AnalyzedMessage, Window
+from schemas.window import AnalyzedMessage, BufferedTurn, Window
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class Pipeline:
         decomposer: Decomposer,
         indexer: Indexer,
         clock: Callable[[], float] = time.time,
+        buffer: RecentTurnBuffer | None = None,
     ) -> None:
         self.settings = settings
         self.analyzer = analyzer
@@ -95,6 +97,7 @@ class Pipeline:
             settings.entropy_threshold, settings.entropy_alpha, settings.entropy_history_messages
         )
         self.clock = clock
+        self.buffer = buffer
 
     def warm_up(self) -> None:
         """Load the models before the first batch arrives (so timings and first latencies are warm)."""
@@ -198,9 +201,18 @@ class Pipeline:
             pending, pending_batch = submitted, batch
         if pending is not None:
             self._ingest_prepared(pending_batch, pending, report, progress)
+        self.flush(report)
+        return report
+
+    def feed(self, events: list[ChatEvent], report: IngestReport) -> None:
+        """Process validated events as they arrive (streams): windows close when full or idle."""
+        if events:
+            self._ingest_prepared(events, self.analyzer.preparer.submit(events), report, None)
+
+    def flush(self, report: IngestReport) -> None:
+        """Close every open window (end of input, shutdown) and seal the vector store."""
         self.run_windows(self.windower.flush_all(), report)
         self.indexer.vectors.flush()
-        return report
 
     def _batches(
         self, lines: Iterable[tuple[str, bytes | str]], report: IngestReport
@@ -250,6 +262,22 @@ class Pipeline:
 
     def _window_and_index(self, messages: list[AnalyzedMessage], report: IngestReport) -> None:
         report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
+        if self.buffer is not None:
+            self.buffer.push(
+                [
+                    BufferedTurn(
+                        tenant_id=m.tenant_id,
+                        session_id=m.session_id,
+                        message_id=m.message_id,
+                        speaker=m.speaker,
+                        text=m.prose,
+                        ts=m.ts,
+                        vector=m.embedding,
+                    )
+                    for m in messages
+                    if m.embedding
+                ]
+            )
         windows: list[Window] = []
         now = self.clock()
         for message in messages:

@@ -7,6 +7,7 @@
   "Mel" for "Melanie") restrict candidates to memories about them; a
   date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
   memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
+- recent turns from the lookaside buffer that are not indexed yet compete with the memories;
 - near-duplicates are dropped; the context has one line per memory, grouped under its date.
 """
 
@@ -16,6 +17,9 @@ import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+import numpy as np
+
+from processors.buffer import RecentTurnBuffer
 from processors.embedding import Embedder
 from processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
 from processors.stores.sqlite_lexical import STOPWORDS, query_terms
@@ -121,6 +125,7 @@ class Retriever:
     lexical: LexicalStore
     vectors: VectorStore
     embedder: Embedder
+    buffer: RecentTurnBuffer | None = None
 
     def query(self, request: QueryRequest) -> QueryResult:
         s = self.settings
@@ -146,7 +151,12 @@ class Retriever:
         # The filter already guarantees the persons: their names would only add noise to BM25.
         lexical = self.lexical.search(tenant, _without(request.query, named), pool, flt)
         ranked = self._fuse(semantic, lexical)
-        chosen = self._select(tenant, ranked, k)
+        recent = self._buffer_hits(tenant, request.query, qvec, named and names, as_of) if self.buffer else {}
+        if recent:
+            ranked = sorted(
+                [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
+            )
+        chosen = self._select(tenant, ranked, k, {uid: u for uid, (u, _) in recent.items()})
         memories = [
             RetrievedMemory(
                 id=u.id,
@@ -181,9 +191,61 @@ class Retriever:
             scores[h.id] = scores.get(h.id, 0.0) + (1 - w) * norm
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
-    def _select(self, tenant: str, ranked: list[tuple[str, float]], k: int) -> list[tuple[MemoryUnit, float]]:
+    def _buffer_hits(
+        self, tenant: str, query: str, qvec: np.ndarray, names: list[str], as_of: datetime
+    ) -> dict[str, tuple[MemoryUnit, float]]:
+        """Recent turns not yet indexed, scored like memories (cosine + query-term overlap)."""
+        assert self.buffer is not None
+        turns = [t for t in self.buffer.recent(tenant) if t.vector and t.ts <= as_of]
+        if not turns:
+            return {}
+        indexed = {
+            sid
+            for u in self.lexical.units_from_sources(tenant, [t.message_id for t in turns])
+            for sid in u.source_ids
+        }
+        terms = set(query_terms(query))
+        w = self.settings.semantic_weight
+        hits: dict[str, tuple[MemoryUnit, float]] = {}
+        for t in turns:
+            if t.message_id in indexed:
+                continue
+            text = f"{t.speaker}: {t.text}"
+            if names and not any(n in text.lower() for n in names):
+                continue
+            overlap = len(terms & set(query_terms(text))) / len(terms) if terms else 0.0
+            score = (
+                w * max(float(np.dot(qvec, np.asarray(t.vector, dtype=np.float32))), 0.0) + (1 - w) * overlap
+            )
+            if score >= self.settings.buffer_min_score:
+                unit = MemoryUnit.build(
+                    tenant_id=tenant,
+                    text=text,
+                    kind=MemoryKind.FACT,
+                    source_ids=[t.message_id],
+                    stated_at=t.ts.isoformat(),
+                    speaker=t.speaker,
+                    session_id=t.session_id,
+                )
+                hits[f"buffer:{t.message_id}"] = (
+                    unit.model_copy(update={"id": f"buffer:{t.message_id}"}),
+                    score,
+                )
+        return hits
+
+    def _select(
+        self,
+        tenant: str,
+        ranked: list[tuple[str, float]],
+        k: int,
+        transient: dict[str, MemoryUnit] | None = None,
+    ) -> list[tuple[MemoryUnit, float]]:
         head = ranked[: k * 3]
-        units = {u.id: u for u in self.lexical.get(tenant, [uid for uid, _ in head])}
+        units = {
+            u.id: u
+            for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (transient or {})])
+        }
+        units.update(transient or {})
         chosen: list[tuple[MemoryUnit, float]] = []
         for uid, sc in head:
             unit = units.get(uid)

@@ -1,4 +1,9 @@
-"""Builds the pipeline and the retriever from settings: the embedded default or the service stores."""
+"""Builds the pipeline and the retriever from settings: the embedded default or the service stores.
+
+``SIMPLEMEM_MODE=embedded``: SQLite FTS5 + Milvus Lite files under the store folder, an in-process
+buffer. ``SIMPLEMEM_MODE=services``: OpenSearch, a Milvus server and Redis at their configured
+endpoints. The processors are the same in both.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ from functools import cached_property
 from pathlib import Path
 
 from processors.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer, ThreadPreparer
+from processors.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
 from processors.embedding import Embedder, MiniLMEmbedder
 from processors.nlp import load_pipeline
 from processors.pii import PiiScrubber
@@ -37,15 +43,31 @@ class Runtime:
 
     @cached_property
     def lexical(self) -> LexicalStore:
+        s = self.settings
+        if s.mode == "services":
+            from processors.stores.opensearch_lexical import OpenSearchLexicalStore
+
+            return OpenSearchLexicalStore(s.opensearch_url, s.opensearch_index)
         return SqliteLexicalStore(self.store_dir / "lexical.sqlite")
 
     @cached_property
     def vectors(self) -> VectorStore:
         s = self.settings
+        if s.mode == "services":
+            uri = s.milvus_uri or "http://127.0.0.1:19530"
+            return MilvusVectorStore(
+                uri, s.milvus_collection, s.embedding_dim, index_type=s.milvus_index_type
+            )
+        self.store_dir.mkdir(parents=True, exist_ok=True)
         uri = s.milvus_uri or str(self.store_dir / "vectors.db")
-        if not s.milvus_uri:
-            self.store_dir.mkdir(parents=True, exist_ok=True)
-        return MilvusVectorStore(uri, s.milvus_collection, s.embedding_dim)
+        return MilvusVectorStore(uri, s.milvus_collection, s.embedding_dim, index_type=s.milvus_index_type)
+
+    @cached_property
+    def buffer(self) -> RecentTurnBuffer:
+        s = self.settings
+        if s.mode == "services":
+            return RedisBuffer(s.redis_url, s.buffer_turns, s.buffer_ttl_seconds)
+        return InMemoryBuffer(s.buffer_turns, s.buffer_ttl_seconds)
 
     @cached_property
     def decomposer(self) -> Decomposer:
@@ -67,14 +89,15 @@ class Runtime:
     def pipeline(self) -> Pipeline:
         s = self.settings
         analyzer = MessageAnalyzer(self.preparer, self.embedder)
-        return Pipeline(s, analyzer, self.decomposer, Indexer(self.embedder, self.lexical, self.vectors))
+        indexer = Indexer(self.embedder, self.lexical, self.vectors)
+        return Pipeline(s, analyzer, self.decomposer, indexer, buffer=self.buffer)
 
     @cached_property
     def retriever(self) -> Retriever:
-        return Retriever(self.settings, self.lexical, self.vectors, self.embedder)
+        return Retriever(self.settings, self.lexical, self.vectors, self.embedder, self.buffer)
 
     def close(self) -> None:
-        for name in ("preparer", "vectors", "lexical"):
+        for name in ("preparer", "vectors", "lexical", "buffer"):
             if name in self.__dict__:
                 self.__dict__[name].close()
 

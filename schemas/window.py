@@ -83,3 +83,15 @@ class EntropyScore(BaseModel):
     novelty: float
     divergence: float
     kept: bool
+
+
+class BufferedTurn(BaseModel):
+    """A recent turn in the lookaside buffer: scrubbed, with its vector, queryable before indexing."""
+
+    tenant_id: str
+    session_id: str
+    message_id: str
+    speaker: str
+    text: str
+    ts: datetime
+    vector: list[float] = Field(default_factory=list)

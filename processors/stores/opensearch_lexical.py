@@ -1,0 +1,224 @@
+"""OpenSearch lexical + symbolic store (services mode), behind the same protocol as the SQLite one.
+
+Tenant isolation: one shared index, every document routed by ``tenant_id`` (a tenant's memory lives
+on one shard) and every request carries a mandatory ``tenant_id`` term filter plus that routing.
+An index per tenant would give physical isolation but costs a shard set per tenant: past a few
+hundred tenants the cluster state and heap grow with the tenant count. Routing keeps the shard
+count fixed; its limit is a very large tenant, which would make its shard hot (then give that
+tenant an index of its own, or use routing partitions: ``index.routing_partition_size``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date
+from typing import Any
+
+from opensearchpy import OpenSearch, helpers
+
+from processors.stores.protocols import Hit, SymbolicFilter, day_range, index_names
+from processors.stores.sqlite_lexical import query_terms
+from schemas.memory import MemoryStatus, MemoryUnit
+
+MAPPING: dict[str, Any] = {
+    "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}},
+    "mappings": {
+        "dynamic": "strict",
+        "properties": {
+            "tenant_id": {"type": "keyword"},
+            "text": {"type": "text", "analyzer": "english"},
+            "context": {"type": "text", "analyzer": "english"},
+            "keywords": {"type": "text", "analyzer": "english"},
+            "kind": {"type": "keyword"},
+            "status": {"type": "keyword"},
+            "persons": {"type": "keyword"},
+            "person_names": {"type": "keyword"},
+            "entities": {"type": "keyword"},
+            "source_ids": {"type": "keyword"},
+            "event_time": {"type": "keyword"},
+            "event_start": {"type": "date", "format": "strict_date"},
+            "event_end": {"type": "date", "format": "strict_date"},
+            "stated_at": {"type": "date"},
+            "doc": {"type": "object", "enabled": False},
+        },
+    },
+}
+
+
+def _day(ordinal: int) -> str:
+    return date.fromordinal(ordinal).isoformat()
+
+
+class OpenSearchLexicalStore:
+    def __init__(self, url: str, index: str, *, client: OpenSearch | None = None) -> None:
+        self.client = client or OpenSearch(hosts=[url], timeout=30)
+        self.index = index
+        if not self.client.indices.exists(index=index):
+            self.client.indices.create(index=index, body=MAPPING)
+
+    # --- writes ---------------------------------------------------------------------------------
+    def upsert(self, units: Sequence[MemoryUnit]) -> None:
+        if not units:
+            return
+        actions = []
+        for u in units:
+            start, end = day_range(u)
+            actions.append(
+                {
+                    "_op_type": "index",
+                    "_index": self.index,
+                    "_id": u.id,
+                    "_routing": u.tenant_id,
+                    "_source": {
+                        "tenant_id": u.tenant_id,
+                        "text": u.text,
+                        "context": u.context or "",
+                        "keywords": " ".join(u.keywords),
+                        "kind": u.kind.value,
+                        "status": u.status.value,
+                        "persons": u.persons,
+                        "person_names": index_names(u),
+                        "entities": u.entities,
+                        "source_ids": u.source_ids,
+                        "event_time": u.event_time,
+                        "event_start": _day(start),
+                        "event_end": _day(end),
+                        "stated_at": u.stated_at,
+                        "doc": u.model_dump(mode="json"),
+                    },
+                }
+            )
+        # refresh=wait_for: a write is visible to the next query, without forcing a refresh per call.
+        helpers.bulk(self.client, actions, refresh="wait_for")
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        actions = [{"_op_type": "delete", "_index": self.index, "_id": i, "_routing": tenant_id} for i in ids]
+        helpers.bulk(self.client, actions, refresh="wait_for", raise_on_error=False)
+
+    # --- reads ----------------------------------------------------------------------------------
+    def _filters(self, tenant_id: str, flt: SymbolicFilter | None = None) -> list[dict[str, Any]]:
+        filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
+        if flt is None:
+            return filters
+        if flt.active_only:
+            filters.append({"term": {"status": MemoryStatus.ACTIVE.value}})
+        if flt.first_day is not None and flt.last_day is not None:
+            filters.append({"range": {"event_end": {"gte": flt.first_day.isoformat()}}})
+            filters.append({"range": {"event_start": {"lte": flt.last_day.isoformat()}}})
+        if flt.stated_before is not None:
+            filters.append({"range": {"stated_at": {"lte": flt.stated_before.isoformat()}}})
+        if flt.names:
+            filters.append({"terms": {"person_names": [n.lower() for n in flt.names]}})
+        return filters
+
+    def _search(self, tenant_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self.client.search(index=self.index, body=body, routing=tenant_id)
+        return result
+
+    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]:
+        terms = query_terms(query)
+        if not terms:
+            return []
+        body = {
+            "size": limit,
+            "_source": False,
+            "query": {
+                "bool": {
+                    "must": {
+                        "multi_match": {
+                            "query": " ".join(terms),
+                            "fields": ["text", "context", "keywords"],
+                            "type": "most_fields",
+                            "operator": "or",
+                        }
+                    },
+                    "filter": self._filters(tenant_id, flt),
+                }
+            },
+        }
+        hits = self._search(tenant_id, body)["hits"]["hits"]
+        return [Hit(h["_id"], float(h["_score"])) for h in hits]
+
+    def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]:
+        if not ids:
+            return []
+        body = {
+            "size": len(ids),
+            "_source": ["doc"],
+            "query": {"bool": {"filter": [*self._filters(tenant_id), {"ids": {"values": list(ids)}}]}},
+        }
+        found = {
+            h["_id"]: MemoryUnit.model_validate(h["_source"]["doc"])
+            for h in self._search(tenant_id, body)["hits"]["hits"]
+        }
+        return [found[i] for i in ids if i in found]
+
+    def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
+        lowered = sorted({c.lower() for c in candidates if c.strip()})
+        if not lowered:
+            return []
+        should: list[dict[str, Any]] = [{"terms": {"person_names": lowered}}]
+        should += [{"prefix": {"person_names": c}} for c in lowered if len(c) >= 3]
+        body = {
+            "size": 0,
+            "query": {
+                "bool": {"filter": self._filters(tenant_id), "should": should, "minimum_should_match": 1}
+            },
+            "aggs": {"names": {"terms": {"field": "person_names", "size": 1000}}},
+        }
+        buckets = self._search(tenant_id, body)["aggregations"]["names"]["buckets"]
+        names = {b["key"] for b in buckets}
+        return sorted(
+            n for n in names if n in lowered or any(len(c) >= 3 and n.startswith(c) for c in lowered)
+        )
+
+    def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
+        if not ids or not names:
+            return set()
+        body = {
+            "size": len(ids),
+            "_source": False,
+            "query": {
+                "bool": {
+                    "filter": [
+                        *self._filters(tenant_id),
+                        {"ids": {"values": list(ids)}},
+                        {"terms": {"person_names": [n.lower() for n in names]}},
+                    ]
+                }
+            },
+        }
+        return {h["_id"] for h in self._search(tenant_id, body)["hits"]["hits"]}
+
+    def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]:
+        if not source_ids:
+            return []
+        body = {
+            "size": 10_000,
+            "_source": ["doc"],
+            "query": {
+                "bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": list(source_ids)}}]}
+            },
+        }
+        return [
+            MemoryUnit.model_validate(h["_source"]["doc"])
+            for h in self._search(tenant_id, body)["hits"]["hits"]
+        ]
+
+    def count(self, tenant_id: str) -> int:
+        body = {"query": {"bool": {"filter": self._filters(tenant_id)}}}
+        return int(self.client.count(index=self.index, body=body, routing=tenant_id)["count"])
+
+    def raw_search(self, tenant_id: str | None, text: str) -> list[dict[str, Any]]:
+        """Full-text search over every stored field (for audits such as "is this string stored?")."""
+        query: dict[str, Any] = {"query_string": {"query": f'"{text}"', "fields": ["*"]}}
+        if tenant_id:
+            query = {"bool": {"must": query, "filter": self._filters(tenant_id)}}
+        result = self.client.search(index=self.index, body={"query": query, "size": 100})
+        hits: list[dict[str, Any]] = result["hits"]["hits"]
+        return hits
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,76 @@
+"""Lookaside buffer: a fact stated a moment ago is answerable before its window is indexed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from processors.buffer import InMemoryBuffer
+from schemas.accounting import IngestReport
+from schemas.events import ChatEvent
+from schemas.query import QueryRequest
+from schemas.window import BufferedTurn
+
+pytestmark = pytest.mark.slow
+
+
+def turn(i: int, session: str = "s", tenant: str = "t") -> BufferedTurn:
+    return BufferedTurn(
+        tenant_id=tenant,
+        session_id=session,
+        message_id=f"m{i}",
+        speaker="Ana",
+        text=f"fact {i}",
+        ts=datetime(2026, 1, 1, tzinfo=UTC),
+        vector=[1.0],
+    )
+
+
+def test_in_memory_buffer_keeps_last_n_per_session_and_expires() -> None:
+    now = [1000.0]
+    buf = InMemoryBuffer(turns=2, ttl_seconds=60, clock=lambda: now[0])
+    buf.push([turn(1), turn(2), turn(3), turn(4, session="other"), turn(5, tenant="t2")])
+    assert sorted(t.message_id for t in buf.recent("t")) == ["m2", "m3", "m4"]
+    assert [t.message_id for t in buf.recent("t2")] == ["m5"]
+    now[0] += 61
+    assert buf.recent("t") == []
+
+
+def test_fresh_fact_answered_from_buffer_then_from_memory(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(settings, tmp_path)
+    try:
+        report = IngestReport()
+        events = [
+            ChatEvent(
+                tenant_id="acme",
+                session_id="s1",
+                message_id=f"m{i}",
+                speaker="Ana",
+                role="user",
+                text=text,
+                ts=datetime(2026, 3, 1, 10, i, tzinfo=UTC),
+            )
+            for i, text in enumerate(
+                ["Hi there!", "My locker code room is B12 on the third floor.", "ok thanks"]
+            )
+        ]
+        rt.pipeline.feed(events, report)
+        assert report.windows == 0  # the window (10 messages) is still open: nothing is indexed yet
+        request = QueryRequest(tenant_id="acme", query="Where is Ana's locker room?")
+        before = rt.retriever.query(request)
+        assert [m.id for m in before.memories] == ["buffer:m1"]
+        assert "B12" in before.context
+        assert (
+            rt.retriever.query(QueryRequest(tenant_id="other", query="Where is the locker room?")).memories
+            == []
+        )
+        rt.pipeline.flush(report)
+        after = rt.retriever.query(request)
+        assert "B12" in after.context
+        assert all(not m.id.startswith("buffer:") for m in after.memories)
+        assert after.memories[0].source_ids == ["m1"]
+    finally:
+        rt.close()
