@@ -66,7 +66,7 @@ class Runtime:
     def buffer(self) -> RecentTurnBuffer:
         s = self.settings
         if s.mode == "services":
-            return RedisBuffer(s.redis_url, s.buffer_turns, s.buffer_ttl_seconds)
+            return RedisBuffer(s.redis_url, s.buffer_turns, s.buffer_ttl_seconds, prefix=s.redis_key_prefix)
         return InMemoryBuffer(s.buffer_turns, s.buffer_ttl_seconds)
 
     @cached_property

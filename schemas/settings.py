@@ -99,6 +99,7 @@ class Settings(BaseSettings):
     opensearch_url: str = "http://127.0.0.1:9200"
     opensearch_index: str = "simplemem-units"
     redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_key_prefix: str = "simplemem"
     kafka_bootstrap: str = "127.0.0.1:9092"
 
     # --- recent-turn buffer (lookaside) ---------------------------------------------------------

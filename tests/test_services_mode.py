@@ -1,0 +1,142 @@
+"""Services mode against the real OpenSearch, Milvus server and Redis started by infra/.
+
+Skipped when the services are not reachable, unless SIMPLEMEM_INTEGRATION=1 (as in CI), where an
+unreachable service fails the run.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+import pytest
+
+from schemas.query import QueryRequest
+from schemas.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def _reachable(settings: Settings) -> str | None:
+    import redis
+    from opensearchpy import OpenSearch
+    from pymilvus import MilvusClient
+
+    try:
+        OpenSearch(hosts=[settings.opensearch_url], timeout=3).cluster.health()
+        MilvusClient(settings.milvus_uri or "http://127.0.0.1:19530", timeout=3).list_collections()
+        redis.Redis.from_url(settings.redis_url, socket_timeout=3).ping()
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def services_settings() -> Settings:
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(
+        mode="services",
+        opensearch_index=f"simplemem-test-{suffix}",
+        milvus_collection=f"simplemem_test_{suffix}",
+        milvus_index_type="HNSW",
+        redis_key_prefix=f"simplemem-test-{suffix}",
+    )
+    problem = _reachable(settings)
+    if problem:
+        if os.environ.get("SIMPLEMEM_INTEGRATION") == "1":
+            pytest.fail(f"services not reachable: {problem}")
+        pytest.skip(f"services not reachable: {problem}")
+    return settings
+
+
+@pytest.fixture(scope="module")
+def services_runtime(services_settings, tmp_path_factory, golden) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(services_settings, tmp_path_factory.mktemp("services"))
+    rt.report = rt.pipeline.ingest([(str(i), orjson.dumps(e)) for i, e in enumerate(golden["events"])])
+    yield rt
+    rt.lexical.client.indices.delete(index=services_settings.opensearch_index)
+    rt.vectors.client.drop_collection(services_settings.milvus_collection)
+    for key in rt.buffer.r.scan_iter(f"{services_settings.redis_key_prefix}:*"):
+        rt.buffer.r.delete(key)
+    rt.close()
+
+
+def _ask(rt, q):  # type: ignore[no-untyped-def]
+    return rt.retriever.query(
+        QueryRequest(id=q["id"], tenant_id=q["tenant_id"], query=q["query"], as_of=q["as_of"])
+    )
+
+
+def _all_ids(rt, tenant: str) -> set[str]:  # type: ignore[no-untyped-def]
+    units = rt.lexical.units_from_sources(tenant, [f"golden:m{i}" for i in range(1, 200)])
+    return {u.id for u in units}
+
+
+def test_same_memory_as_embedded(services_runtime, golden_runtime) -> None:  # type: ignore[no-untyped-def]
+    assert services_runtime.report.units == golden_runtime.report.units
+    assert _all_ids(services_runtime, "golden") == _all_ids(golden_runtime, "golden")
+    assert services_runtime.vectors.count("golden") == golden_runtime.vectors.count("golden")
+
+
+def test_same_retrieval_as_embedded(services_runtime, golden_runtime, golden) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_golden import contains
+
+    overlaps = []
+    for q in golden["queries"]:
+        a, b = _ask(services_runtime, q), _ask(golden_runtime, q)
+        assert a.k == b.k and a.complexity == b.complexity
+        ids_a, ids_b = {m.id for m in a.memories}, {m.id for m in b.memories}
+        overlaps.append(len(ids_a & ids_b) / max(len(ids_a | ids_b), 1))
+        for expected in q.get("expected", []):
+            assert contains(a.context, expected), (q["query"], expected)
+        # The best memory is the same whichever BM25 implementation ranks the rest.
+        assert a.memories[0].id == b.memories[0].id, q["query"]
+    assert sum(overlaps) / len(overlaps) >= 0.8
+
+
+def test_tenant_isolation_in_both_stores(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    rt = services_runtime
+    event = {
+        "tenant_id": "intruder",
+        "session_id": "x",
+        "message_id": "x1",
+        "speaker": "Eve",
+        "role": "user",
+        "text": "My favorite color is blue and I have a dog named Max.",
+        "ts": "2026-03-01T10:00:00Z",
+    }
+    rt.pipeline.ingest([("x", orjson.dumps(event))])
+    request = QueryRequest(tenant_id="intruder", query="What is my favorite color?")
+    result = rt.retriever.query(request)
+    assert result.memories and all(m.source_ids == ["x1"] for m in result.memories)
+    qvec = rt.embedder.encode(["favorite color blue"])[0]
+    from processors.stores.protocols import SymbolicFilter
+
+    golden_ids = _all_ids(rt, "golden")
+    assert not {h.id for h in rt.vectors.search("intruder", qvec, 100, SymbolicFilter())} & golden_ids
+    assert (
+        not {h.id for h in rt.lexical.search("intruder", "favorite color blue dog", 100, SymbolicFilter())}
+        & golden_ids
+    )
+    assert rt.lexical.get("intruder", sorted(golden_ids)) == []
+
+
+def test_pii_is_absent_from_the_stores(services_runtime, golden) -> None:  # type: ignore[no-untyped-def]
+    rt = services_runtime
+    absent = [a for q in golden["queries"] for a in q.get("absent", [])]
+    for secret in absent:
+        assert rt.lexical.raw_search(None, secret) == [], secret
+    rows = rt.vectors.client.query(
+        rt.vectors.collection, filter='tenant_id == "golden"', output_fields=["*"], limit=1000
+    )
+    blob = orjson.dumps(rows, option=orjson.OPT_SERIALIZE_NUMPY, default=str)
+    for secret in absent:
+        assert secret.encode() not in blob
+    for turn in rt.buffer.recent("golden"):
+        for secret in absent:
+            assert secret not in turn.text
