@@ -1,0 +1,44 @@
+"""docker-compose.yml is well formed and agrees with the settings (it cannot run here: no Docker engine)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from schemas.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def compose() -> dict:
+    return yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+
+
+def test_services_present_with_health_checks() -> None:
+    services = compose()["services"]
+    assert {"kafka", "opensearch", "milvus", "etcd", "minio", "redis", "prometheus", "worker", "query"} <= set(services)
+    for name in ("kafka", "opensearch", "milvus", "etcd", "minio", "redis"):
+        assert "healthcheck" in services[name], name
+
+
+def test_environment_names_are_settings() -> None:
+    fields = {f"SIMPLEMEM_{name.upper()}" for name in Settings.model_fields}
+    for name in ("worker", "query"):
+        env = compose()["services"][name]["environment"]
+        unknown = set(env) - fields
+        assert not unknown, f"{name}: {unknown} are not settings"
+        assert env["SIMPLEMEM_MODE"] == "services"
+
+
+def test_ports_match_the_defaults() -> None:
+    s = Settings()
+    services = compose()["services"]
+    env = services["worker"]["environment"]
+    assert env["SIMPLEMEM_OPENSEARCH_URL"].endswith(f":{s.opensearch_url.rsplit(':', 1)[1]}")
+    assert env["SIMPLEMEM_REDIS_URL"].split(":")[-1].startswith(s.redis_url.rsplit(":", 1)[1].split("/")[0])
+    assert env["SIMPLEMEM_KAFKA_BOOTSTRAP"].endswith(s.kafka_bootstrap.rsplit(":", 1)[1])
+    published = {p.split(":")[0] for svc in services.values() for p in svc.get("ports", [])}
+    assert {"9092", "9200", "19530", "6379"} <= published
+    assert (ROOT / "Dockerfile").exists()
+    assert (ROOT / services["prometheus"]["volumes"][0].split(":")[0]).exists()
