@@ -143,13 +143,16 @@ class Retriever:
         # With a person filter, part of the semantic pool is filtered out afterwards: fetch more.
         pool = max(s.candidate_pool, k * 3) * (2 if names else 1)
 
-        qvec = self.embedder.encode([request.query])[0]
+        # Unit vectors come from the sentences as said ("I made a bowl"), without the speaker's name;
+        # the person filter already holds the names, so the query is embedded without them too.
+        stripped = _without(request.query, named)
+        qvec = self.embedder.encode([stripped])[0]
         semantic = self.vectors.search(tenant, qvec, pool, replace(flt, names=()))
         if names:
             allowed = self.lexical.ids_with_names(tenant, [h.id for h in semantic], names)
             semantic = [h for h in semantic if h.id in allowed]
         # The filter already guarantees the persons: their names would only add noise to BM25.
-        lexical = self.lexical.search(tenant, _without(request.query, named), pool, flt)
+        lexical = self.lexical.search(tenant, stripped, pool, flt)
         ranked = self._fuse(semantic, lexical)
         recent = self._buffer_hits(tenant, request.query, qvec, named and names, as_of) if self.buffer else {}
         if recent:
