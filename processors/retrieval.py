@@ -133,7 +133,7 @@ class Retriever:
         tenant = request.tenant_id
         candidates = name_candidates(request.query)
         names = self.lexical.known_names(tenant, candidates)
-        anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)))
+        anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)), loose=True)
         first_day = min((a.first_day for a in anchors), default=None)
         last_day = max((a.last_day for a in anchors), default=None)
         named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]

@@ -11,7 +11,7 @@ Conventions for the ambiguous cases (reference = the message time, or the query'
   latest past Friday in a past-tense sentence and the next Friday otherwise;
 - "this weekend" is the Saturday..Sunday of the reference's week; "last weekend" the one before it
   (when said on a weekend day, "last weekend" is the weekend a week earlier);
-- "N weeks ago" is a day (reference - 7N); "N months ago" / "N years ago" are a month / a year;
+- "N weeks ago" is a day (reference - 7N); "N months ago" and "N years ago" are a month;
 - a date or month without a year ("June 14", "in September") is placed in the year that puts it on
   or before the reference in a past-tense sentence, and on or after it otherwise;
 - "last night" is the day before the reference; "tonight", "this morning" are the reference day.
@@ -175,14 +175,15 @@ def _weekend(saturday: date) -> tuple[str, date, date]:
     return f"the weekend of {saturday.isoformat()}", saturday, saturday + timedelta(days=1)
 
 
-def _shift(ref: date, n: int, unit: str) -> tuple[str, date, date]:
-    """``n`` units from ``ref`` (negative: ago) at the unit's own resolution."""
+def _shift(ref: date, n: int, unit: str, loose: bool = False) -> tuple[str, date, date]:
+    """``n`` units from ``ref`` (negative: ago): days and weeks to the day, months and years to the
+    month ("a year ago" said in August 2023 is 2022-08, more useful than all of 2022)."""
     if unit in ("day", "week"):
         return _day(ref + timedelta(days=n * (7 if unit == "week" else 1)))
-    if unit == "month":
-        d = ref + relativedelta(months=n)
-        return _month(d.year, d.month)
-    return _year(ref.year + n)
+    if unit == "year" and loose:
+        return _year(ref.year + n)
+    d = ref + relativedelta(months=n * (12 if unit == "year" else 1))
+    return _month(d.year, d.month)
 
 
 def _place_year(ref: date, month: int, day: int | None, past: bool) -> int:
@@ -201,7 +202,9 @@ def _place_year(ref: date, month: int, day: int | None, past: bool) -> int:
     return ref.year if this_year >= ref else ref.year + 1
 
 
-def _resolve(name: str, m: re.Match[str], ref: date, past: bool) -> tuple[str, date, date] | None:
+def _resolve(
+    name: str, m: re.Match[str], ref: date, past: bool, loose: bool = False
+) -> tuple[str, date, date] | None:
     g = m.groupdict()
     if name == "iso":
         d = date.fromisoformat(g["iso"])
@@ -225,9 +228,9 @@ def _resolve(name: str, m: re.Match[str], ref: date, past: bool) -> tuple[str, d
     if name == "day_after_tomorrow":
         return _day(ref + timedelta(days=2))
     if name == "ago":
-        return _shift(ref, -_num(g["num"]), g["unit"].lower())
+        return _shift(ref, -_num(g["num"]), g["unit"].lower(), loose)
     if name in ("in_n", "from_now"):
-        return _shift(ref, _num(g["num"]), g["unit"].lower())
+        return _shift(ref, _num(g["num"]), g["unit"].lower(), loose)
     rel = (g.get("rel") or "").lower()
     if name == "rel_unit":
         unit = g["unit"].lower()
@@ -283,8 +286,11 @@ _RECURRING = re.compile(r"\b(every|each)\s*$", re.IGNORECASE)
 _ABSOLUTE = {"iso", "dmy", "mdy", "my", "in_year"}
 
 
-def find_anchors(text: str, ref: datetime | date, *, past: bool = False) -> list[Anchor]:
-    """All non-overlapping temporal expressions in ``text``, anchored to ``ref``."""
+def find_anchors(text: str, ref: datetime | date, *, past: bool = False, loose: bool = False) -> list[Anchor]:
+    """All non-overlapping temporal expressions in ``text``, anchored to ``ref``.
+
+    ``loose`` (for queries, where a range is a filter): "N years ago" covers the whole year.
+    """
     ref_day = ref.date() if isinstance(ref, datetime) else ref
     taken: list[tuple[int, int]] = []
     anchors: list[Anchor] = []
@@ -304,7 +310,7 @@ def find_anchors(text: str, ref: datetime | date, *, past: bool = False) -> list
             ):
                 continue  # "every Thursday", "each May": a habit, not a date
             try:
-                resolved = _resolve(name, m, ref_day, past)
+                resolved = _resolve(name, m, ref_day, past, loose)
             except (ValueError, KeyError):
                 resolved = None
             if resolved is None:

@@ -23,7 +23,7 @@ CASES = [
     ("I got promoted two weeks ago", True, "2025-12-31"),
     ("a week ago I started", True, "2026-01-07"),
     ("I quit 2 months ago", True, "2025-11"),
-    ("we married five years ago", True, "2021"),
+    ("we married five years ago", True, "2021-01"),
     ("a couple of days ago it rained", True, "2026-01-12"),
     ("in 3 days I leave", False, "2026-01-17"),
     ("in two weeks the course starts", False, "2026-01-28"),
@@ -107,3 +107,7 @@ def test_absolute_iso_is_not_repeated() -> None:
 )
 def test_iso_spans(value: str, first: date, last: date) -> None:
     assert iso_span(value) == (first, last)
+
+
+def test_queries_read_years_ago_as_the_whole_year() -> None:
+    assert find_anchors("what did I do two years ago?", REF, past=True, loose=True)[0].value == "2024"
