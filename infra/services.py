@@ -661,7 +661,8 @@ class Milvus(Service):
         package (a `uv pip install --dry-run` tells); otherwise into its own venv in the cache folder.
         """
         requirement = f"milvus=={self.settings.milvus_version}"
-        if self._has_milvus(sys.executable):
+        own_venv = self.settings.milvus_own_venv
+        if not own_venv and self._has_milvus(sys.executable):
             self.python = sys.executable
             return
         venv_python = self.venv / "bin" / "python"
@@ -681,7 +682,7 @@ class Milvus(Service):
                 for line in (dry.stdout + dry.stderr).splitlines()
                 if line.startswith((" + ", " - "))
             ]
-            if dry.returncode == 0 and changes == [f"+ {requirement}"]:
+            if not own_venv and dry.returncode == 0 and changes == [f"+ {requirement}"]:
                 log.info(
                     "milvus: installing %s into %s (it changes no other package)", requirement, sys.prefix
                 )
@@ -694,10 +695,11 @@ class Milvus(Service):
                 self.python = sys.executable
                 return
             log.info(
-                "milvus: installing %s into its own venv %s (changes here: %s)",
+                "milvus: installing %s into its own venv %s (in %s it would change: %s)",
                 requirement,
                 self.venv,
-                changes,
+                sys.prefix,
+                "forced by SIMPLEMEM_MILVUS_OWN_VENV" if own_venv else changes,
             )
             shutil.rmtree(self.venv, ignore_errors=True)
             self.venv.parent.mkdir(parents=True, exist_ok=True)
@@ -711,6 +713,16 @@ class Milvus(Service):
             )
         self.python = str(venv_python)
 
+    def other_services_ports(self) -> list[int]:
+        s = self.settings
+        return [
+            s.kafka_port,
+            s.kafka_controller_port,
+            s.opensearch_port,
+            s.opensearch_transport_port,
+            s.redis_port,
+        ]
+
     def prepare(self) -> Launch:
         assert self.python is not None, "install() first"
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -722,6 +734,10 @@ class Milvus(Service):
             str(self.data_dir),
             "--port",
             str(self.settings.milvus_port),
+            "--metrics-port",
+            str(self.settings.milvus_metrics_port),
+            "--avoid-ports",
+            ",".join(str(p) for p in self.other_services_ports()),
             "--stop-grace",
             str(max(1.0, self.settings.infra_stop_grace - 5)),
         ]
@@ -816,22 +832,32 @@ def _select(names: Sequence[str] | None, settings: InfraSettings) -> list[Servic
 # --------------------------------------------------------------------------------------------------
 
 
+@dataclass
+class _Starting:
+    svc: Service
+    pid: int
+    since: float
+    launched_now: bool  # False: it was already running (maybe still starting) before this `up`
+
+
 def up(names: list[str] | None = None, settings: InfraSettings | None = None) -> list[ServiceStatus]:
     """Starts the named services (default: all) and waits until each one answers a real request.
 
-    A service that is already running (by its pid file) is left alone. Each one is installed if
-    needed, launched as a detached process group, and waited for up to `infra_ready_timeout` seconds;
-    the services start in parallel. Raises InfraError naming every service that failed and its log.
+    A service that is already running (by its pid file) is left alone, only waited for. Each other one
+    is installed if needed, launched as a detached process group and waited for, up to
+    `infra_ready_timeout` seconds (the services start in parallel). Raises InfraError naming every
+    service that failed and its log file; one that started but never became ready is stopped again.
     """
     settings = settings or InfraSettings()
     services = _select(names, settings)
-    launched: list[tuple[Service, int, float]] = []
+    waiting: list[_Starting] = []
     errors: list[str] = []
     for svc in services:
         with svc.lock():
             pid = svc.running_pid()
             if pid is not None:
                 log.info("%s: already running (pid %d) at %s", svc.name, pid, svc.endpoint)
+                waiting.append(_Starting(svc, pid, time.monotonic(), launched_now=False))
                 continue
             svc.pid_file.unlink(missing_ok=True)  # stale
             try:
@@ -840,9 +866,11 @@ def up(names: list[str] | None = None, settings: InfraSettings | None = None) ->
                 installed = time.monotonic()
                 svc.check_ports_free()
                 launch = svc.prepare()
-                prepared = time.monotonic()
-                log.debug(
-                    "%s: install %.1f s, prepare %.1f s", svc.name, installed - began, prepared - installed
+                log.info(
+                    "%s: install/check %.1f s, prepare %.1f s",
+                    svc.name,
+                    installed - began,
+                    time.monotonic() - installed,
                 )
                 pid = svc.spawn(launch)
             except InfraError as exc:
@@ -851,34 +879,38 @@ def up(names: list[str] | None = None, settings: InfraSettings | None = None) ->
             except OSError as exc:
                 errors.append(f"{svc.name}: could not start ({exc}); see {svc.log_file}")
                 continue
-            launched.append((svc, pid, time.monotonic()))
+            waiting.append(_Starting(svc, pid, time.monotonic(), launched_now=True))
             log.info(
                 "%s: started pid %d, waiting for %s (log: %s)", svc.name, pid, svc.endpoint, svc.log_file
             )
 
-    pending = list(launched)
-    while pending:
-        for item in list(pending):
-            svc, pid, started = item
+    while waiting:
+        for item in list(waiting):
+            svc = item.svc
             if svc.probe(timeout=2.0):
-                log.info("%s: ready in %.1f s at %s", svc.name, time.monotonic() - started, svc.endpoint)
-                pending.remove(item)
-            elif not _alive(pid):
-                pending.remove(item)
+                waiting.remove(item)
+                if item.launched_now:
+                    log.info(
+                        "%s: ready in %.1f s at %s", svc.name, time.monotonic() - item.since, svc.endpoint
+                    )
+            elif not _alive(item.pid):
+                waiting.remove(item)
                 svc.pid_file.unlink(missing_ok=True)
                 errors.append(
                     f"{svc.name}: exited while starting; see {svc.log_file}:\n{_tail(svc.log_file)}"
                 )
-            elif time.monotonic() - started > settings.infra_ready_timeout:
-                pending.remove(item)
+            elif time.monotonic() - item.since > settings.infra_ready_timeout:
+                waiting.remove(item)
+                if item.launched_now:
+                    with svc.lock():
+                        _terminate(item.pid, settings.infra_stop_grace)
+                        svc.pid_file.unlink(missing_ok=True)
                 errors.append(
-                    f"{svc.name}: not ready after {settings.infra_ready_timeout:.0f} s (stopped it again); "
+                    f"{svc.name}: not ready after {settings.infra_ready_timeout:.0f} s"
+                    f"{' (stopped it again)' if item.launched_now else f' (pid {item.pid} left running)'}; "
                     f"see {svc.log_file}:\n{_tail(svc.log_file)}"
                 )
-                with svc.lock():
-                    _terminate(pid, settings.infra_stop_grace)
-                    svc.pid_file.unlink(missing_ok=True)
-        if pending:
+        if waiting:
             time.sleep(0.1)
     if errors:
         raise InfraError("\n".join(errors))

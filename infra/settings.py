@@ -36,6 +36,9 @@ class InfraSettings(BaseSettings):
     opensearch_port: int = Field(9200, ge=1, le=65535)
     opensearch_transport_port: int = Field(9300, ge=1, le=65535)
     milvus_port: int = Field(19530, ge=1, le=65535)
+    milvus_metrics_port: int = Field(
+        9091, ge=1, le=65535, description="its /healthz; the next free port if taken (its components too)"
+    )
     redis_port: int = Field(6379, ge=1, le=65535)
 
     # --- processes --------------------------------------------------------------------------------
@@ -44,6 +47,9 @@ class InfraSettings(BaseSettings):
     kafka_heap: str = Field("-Xms256m -Xmx512m", description="JVM heap options of the Kafka broker")
     opensearch_heap: str = Field("-Xms512m -Xmx512m", description="JVM heap options of the OpenSearch node")
     milvus_version: str = "2.3.5"
+    milvus_own_venv: bool = Field(
+        False, description="always run Milvus from its own venv in the cache, never the project's"
+    )
 
     def service_dir(self, name: str) -> Path:
         return self.infra_dir.resolve() / name

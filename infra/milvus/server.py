@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -39,12 +40,39 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data-dir", required=True, help="Milvus data, config, logs and unpacked binaries")
     parser.add_argument("--port", type=int, default=19530, help="the gRPC/HTTP port clients use")
+    parser.add_argument("--metrics-port", type=int, default=9091, help="its /healthz and /metrics port")
+    parser.add_argument(
+        "--avoid-ports",
+        default="",
+        help="comma-separated ports of other services: never given to a component",
+    )
     parser.add_argument("--stop-grace", type=float, default=20.0)
     args = parser.parse_args()
 
     from milvus import default_server  # the PyPI package `milvus`, not pymilvus
 
     server = default_server
+    # Milvus gives each internal component (and its metrics server) the first port that binds, counting
+    # up from the component's default. Two fixes to how the package tests a port: SO_REUSEADDR, as the
+    # server's own listeners have (otherwise a port left in TIME_WAIT by the previous run's health checks
+    # looks taken, and 9091 moves to Kafka's 9092), and the other services' ports are never handed out.
+    avoid = {int(p) for p in args.avoid_ports.split(",") if p.strip()}
+
+    def try_bind_port(port: int) -> socket.socket | None:
+        if port in avoid:
+            return None
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+            sock.listen()
+        except OSError:
+            sock.close()
+            return None
+        return sock
+
+    server.config.try_bind_port = try_bind_port
+    server.webservice_port = args.metrics_port
     # `update` (not `set`): a port in the explicit configs must bind or the start fails, instead of
     # silently moving to the next free port.
     server.config.update(data_dir=args.data_dir, proxy_port=args.port)
