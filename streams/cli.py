@@ -21,6 +21,7 @@ from schemas.query import QueryRequest
 from schemas.settings import Settings, get_settings
 
 if TYPE_CHECKING:
+    from infra.services import ServiceStatus
     from processors.runtime import Runtime
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -209,6 +210,58 @@ def tune_threshold(
     _quiet_libraries()
     values = [float(v) for v in thresholds.split(",") if v.strip()]
     sweep_thresholds(get_settings(), read_lines(events), values, show, out)
+
+
+infra_app = typer.Typer(no_args_is_help=True, help="Start, stop and inspect the local services (infra/).")
+app.add_typer(infra_app, name="infra")
+ServicesArg = Annotated[
+    list[str] | None,
+    typer.Argument(help="kafka, opensearch, milvus, redis (default: all)", show_default=False),
+]
+
+
+def _print_statuses(statuses: list[ServiceStatus], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.buffer.write(orjson.dumps([s.to_dict() for s in statuses]) + b"\n")
+        return
+    table = Table(title="services")
+    for col in ("service", "state", "endpoint", "pid"):
+        table.add_column(col)
+    for st in statuses:
+        table.add_row(st.name, st.state, st.endpoint, str(st.pid or "-"))
+    out.print(table)
+
+
+@infra_app.command("up")
+def infra_up(services: ServicesArg = None, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Install what is missing, start the services, wait until each answers a real request."""
+    from infra.services import InfraError, up
+
+    try:
+        _print_statuses(up(services or None), json_out)
+    except InfraError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from None
+
+
+@infra_app.command("down")
+def infra_down(
+    services: ServicesArg = None, json_out: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """Stop what `up` started (pid files)."""
+    from infra.services import down
+
+    _print_statuses(down(services or None), json_out)
+
+
+@infra_app.command("status")
+def infra_status(
+    services: ServicesArg = None, json_out: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """What runs where: endpoint, pid and state of each service."""
+    from infra.services import status
+
+    _print_statuses(status(services or None), json_out)
 
 
 def main() -> None:  # pragma: no cover

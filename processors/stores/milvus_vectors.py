@@ -70,8 +70,19 @@ class MilvusVectorStore:
                     "stated_at": datetime.fromisoformat(unit.stated_at).timestamp(),
                 }
             )
+        # Delete-then-insert rather than upsert: against a Milvus 2.3 server, upsert into a collection
+        # with a partition key reports success and stores nothing. Ids are deterministic, so a replay
+        # rewrites the same rows: idempotent either way.
+        by_tenant: dict[str, list[str]] = {}
+        for unit in units:
+            by_tenant.setdefault(unit.tenant_id, []).append(unit.id)
         with self._lock:
-            self.client.upsert(self.collection, rows)
+            for tenant_id, ids in by_tenant.items():
+                id_list = ",".join(_lit(i) for i in ids)
+                self.client.delete(
+                    self.collection, filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]"
+                )
+            self.client.insert(self.collection, rows)
             self._dirty = True
 
     def flush(self) -> None:
