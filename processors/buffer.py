@@ -1,14 +1,15 @@
 """Recent-turn lookaside buffer: the last N scrubbed turns per (tenant, session), with a TTL.
 
 A fact stated a moment ago is answerable before its window closes and is indexed: retrieval merges
-buffer hits with long-term hits. Redis in services mode, a process-local dict in embedded mode.
+buffer hits with long-term hits. Once a turn's window is decided (indexed or filtered) the pipeline
+discards it, so the buffer holds only what the stores cannot answer yet and stays small. Redis in
+services mode, a process-local dict in embedded mode.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -22,6 +23,8 @@ class RecentTurnBuffer(Protocol):
 
     def recent(self, tenant_id: str) -> list[BufferedTurn]: ...
 
+    def discard(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -30,7 +33,7 @@ class InMemoryBuffer:
         self.turns = turns
         self.ttl = ttl_seconds
         self.clock = clock
-        self._sessions: dict[str, dict[str, tuple[float, deque[BufferedTurn]]]] = {}
+        self._sessions: dict[str, dict[str, tuple[float, dict[str, BufferedTurn]]]] = {}
         self._lock = threading.Lock()
 
     def push(self, turns: Sequence[BufferedTurn]) -> None:
@@ -38,9 +41,11 @@ class InMemoryBuffer:
         with self._lock:
             for t in turns:
                 sessions = self._sessions.setdefault(t.tenant_id, {})
-                _, queue = sessions.get(t.session_id, (now, deque(maxlen=self.turns)))
-                queue.append(t)
-                sessions[t.session_id] = (now, queue)
+                _, recent = sessions.get(t.session_id, (now, {}))
+                recent[t.message_id] = t
+                while len(recent) > self.turns:
+                    del recent[next(iter(recent))]
+                sessions[t.session_id] = (now, recent)
 
     def recent(self, tenant_id: str) -> list[BufferedTurn]:
         now = self.clock()
@@ -48,14 +53,22 @@ class InMemoryBuffer:
             sessions = self._sessions.get(tenant_id, {})
             for sid in [s for s, (seen, _) in sessions.items() if now - seen > self.ttl]:
                 del sessions[sid]
-            return [t for _, queue in sessions.values() for t in queue]
+            return [t for _, recent in sessions.values() for t in recent.values()]
+
+    def discard(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> None:
+        with self._lock:
+            entry = self._sessions.get(tenant_id, {}).get(session_id)
+            if entry is not None:
+                for mid in message_ids:
+                    entry[1].pop(mid, None)
 
     def close(self) -> None:
         pass
 
 
 class RedisBuffer:
-    """One list per session (LPUSH + LTRIM + EXPIRE) and a per-tenant sorted set of live sessions."""
+    """Per session a hash (message id -> turn) and a sorted set (message id by time, for trimming);
+    per tenant a sorted set of live sessions. Every key expires after the TTL."""
 
     def __init__(self, url: str, turns: int, ttl_seconds: int, prefix: str = "simplemem") -> None:
         import redis
@@ -65,8 +78,9 @@ class RedisBuffer:
         self.ttl = ttl_seconds
         self.prefix = prefix
 
-    def _session_key(self, tenant_id: str, session_id: str) -> str:
-        return f"{self.prefix}:buf:{tenant_id}:{session_id}"
+    def _keys(self, tenant_id: str, session_id: str) -> tuple[str, str]:
+        base = f"{self.prefix}:buf:{tenant_id}:{session_id}"
+        return f"{base}:turns", f"{base}:order"
 
     def _index_key(self, tenant_id: str) -> str:
         return f"{self.prefix}:buf-sessions:{tenant_id}"
@@ -76,26 +90,44 @@ class RedisBuffer:
             return
         now = time.time()
         pipe = self.r.pipeline(transaction=False)
+        sessions = set()
         for t in turns:
-            key = self._session_key(t.tenant_id, t.session_id)
-            pipe.lpush(key, orjson.dumps(t.model_dump(mode="json")))
-            pipe.ltrim(key, 0, self.turns - 1)
-            pipe.expire(key, self.ttl)
+            turns_key, order_key = self._keys(t.tenant_id, t.session_id)
+            pipe.hset(turns_key, t.message_id, orjson.dumps(t.model_dump(mode="json")))
+            pipe.zadd(order_key, {t.message_id: t.ts.timestamp()})
             pipe.zadd(self._index_key(t.tenant_id), {t.session_id: now})
-            pipe.expire(self._index_key(t.tenant_id), self.ttl)
+            sessions.add((t.tenant_id, t.session_id))
         pipe.execute()
+        for tenant_id, session_id in sessions:
+            turns_key, order_key = self._keys(tenant_id, session_id)
+            old = self.r.zrange(order_key, 0, -(self.turns + 1))
+            pipe = self.r.pipeline(transaction=False)
+            if old:
+                pipe.zrem(order_key, *old)
+                pipe.hdel(turns_key, *old)
+            for key in (turns_key, order_key, self._index_key(tenant_id)):
+                pipe.expire(key, self.ttl)
+            pipe.execute()
 
     def recent(self, tenant_id: str) -> list[BufferedTurn]:
         index = self._index_key(tenant_id)
-        now = time.time()
-        self.r.zremrangebyscore(index, "-inf", now - self.ttl)
+        self.r.zremrangebyscore(index, "-inf", time.time() - self.ttl)
         sessions = [s.decode() if isinstance(s, bytes) else str(s) for s in self.r.zrange(index, 0, -1)]
         if not sessions:
             return []
         pipe = self.r.pipeline(transaction=False)
         for sid in sessions:
-            pipe.lrange(self._session_key(tenant_id, sid), 0, -1)
+            pipe.hvals(self._keys(tenant_id, sid)[0])
         return [BufferedTurn.model_validate(orjson.loads(raw)) for rows in pipe.execute() for raw in rows]
+
+    def discard(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> None:
+        if not message_ids:
+            return
+        turns_key, order_key = self._keys(tenant_id, session_id)
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hdel(turns_key, *message_ids)
+        pipe.zrem(order_key, *message_ids)
+        pipe.execute()
 
     def close(self) -> None:
         self.r.close()

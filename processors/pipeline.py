@@ -178,6 +178,11 @@ class Pipeline:
             log.exception("indexing failed")
             index_error = f"indexing failed: {exc}"
         self.account(results, report, index_error)
+        if self.buffer is not None:
+            for r in results:
+                if not (r.error or index_error):  # decided: the stores now answer for these turns
+                    ids = [m.message_id for m in r.window.new_messages]
+                    self.buffer.discard(r.window.tenant_id, r.window.session_id, ids)
 
     # --- batch driver (embedded mode and replay) ----------------------------------------------
     def ingest(

@@ -17,7 +17,17 @@ def compose() -> dict:
 
 def test_services_present_with_health_checks() -> None:
     services = compose()["services"]
-    assert {"kafka", "opensearch", "milvus", "etcd", "minio", "redis", "prometheus", "worker", "query"} <= set(services)
+    assert {
+        "kafka",
+        "opensearch",
+        "milvus",
+        "etcd",
+        "minio",
+        "redis",
+        "prometheus",
+        "worker",
+        "query",
+    } <= set(services)
     for name in ("kafka", "opensearch", "milvus", "etcd", "minio", "redis"):
         assert "healthcheck" in services[name], name
 

@@ -140,3 +140,33 @@ def test_pii_is_absent_from_the_stores(services_runtime, golden) -> None:  # typ
     for turn in rt.buffer.recent("golden"):
         for secret in absent:
             assert secret not in turn.text
+
+
+def test_redis_buffer_trims_discards_and_scopes_by_tenant(services_settings) -> None:  # type: ignore[no-untyped-def]
+    from datetime import UTC, datetime
+
+    from processors.buffer import RedisBuffer
+    from schemas.window import BufferedTurn
+
+    buf = RedisBuffer(
+        services_settings.redis_url, turns=2, ttl_seconds=60, prefix=services_settings.redis_key_prefix
+    )
+
+    def turn(i: int, tenant: str = "t") -> BufferedTurn:
+        return BufferedTurn(
+            tenant_id=tenant,
+            session_id="s",
+            message_id=f"m{i}",
+            speaker="Ana",
+            text=f"fact {i}",
+            ts=datetime(2026, 1, 1, 0, i, tzinfo=UTC),
+            vector=[1.0],
+        )
+
+    buf.push([turn(1), turn(2), turn(3), turn(4, tenant="t2")])
+    assert sorted(t.message_id for t in buf.recent("t")) == ["m2", "m3"]
+    buf.discard("t", "s", ["m2"])
+    assert [t.message_id for t in buf.recent("t")] == ["m3"]
+    assert [t.message_id for t in buf.recent("t2")] == ["m4"]
+    assert 0 < buf.r.ttl(f"{services_settings.redis_key_prefix}:buf:t:s:turns") <= 60
+    buf.close()

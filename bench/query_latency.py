@@ -1,0 +1,78 @@
+"""Warm query latency, embedded mode next to services mode (OpenSearch + Milvus server + Redis).
+
+    python -m bench.query_latency [--limit N]        # the services must be up: simplemem infra up
+
+Both modes ingest the same LoCoMo conversations, then answer every question of them; the services
+mode writes into a fresh OpenSearch index and Milvus collection, removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from bench.locomo_data import DEFAULT_DIR, load_all
+from schemas.query import QueryRequest
+from schemas.settings import Settings
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DIR)
+    ap.add_argument("--limit", type=int, default=2)
+    args = ap.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from processors.runtime import open_runtime
+    from streams.cli import _quiet_libraries
+
+    _quiet_libraries()
+    convs = load_all(args.data, args.limit)
+    lines = [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
+    questions = [q for c in convs for q in c.questions]
+    suffix = uuid.uuid4().hex[:8]
+    modes = {
+        "embedded": Settings(),
+        "services": Settings(
+            mode="services",
+            opensearch_index=f"simplemem-bench-{suffix}",
+            milvus_collection=f"simplemem_bench_{suffix}",
+            milvus_index_type="HNSW",
+            redis_key_prefix=f"simplemem-bench-{suffix}",
+        ),
+    }
+    for name, settings in modes.items():
+        rt = open_runtime(settings, Path(tempfile.mkdtemp(prefix=f"simplemem-{name}-")))
+        try:
+            rt.pipeline.warm_up()
+            t = time.perf_counter()
+            report = rt.pipeline.ingest(lines)
+            ingest_s = time.perf_counter() - t
+            for q in questions[:10]:
+                rt.retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
+            lat = []
+            for q in questions:
+                t = time.perf_counter()
+                rt.retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
+                lat.append((time.perf_counter() - t) * 1000)
+            print(
+                f"{name:<9} ingest {report.accepted / ingest_s:5.0f} turns/s   query p50 {np.percentile(lat, 50):5.1f} ms"
+                f"   p95 {np.percentile(lat, 95):5.1f} ms   ({len(lat)} questions, {report.units} units)"
+            )
+        finally:
+            if name == "services":
+                rt.lexical.client.indices.delete(index=settings.opensearch_index)  # type: ignore[attr-defined]
+                rt.vectors.client.drop_collection(settings.milvus_collection)  # type: ignore[attr-defined]
+                for key in rt.buffer.r.scan_iter(f"{settings.redis_key_prefix}:*"):  # type: ignore[attr-defined]
+                    rt.buffer.r.delete(key)  # type: ignore[attr-defined]
+            rt.close()
+
+
+if __name__ == "__main__":
+    main()
