@@ -8,39 +8,31 @@ both stores) after the models are loaded; latency is measured on warm queries (a
 
 from __future__ import annotations
 
-import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import orjson
 import psutil
 
-from bench.locomo_data import DEFAULT_DIR, load_all
+from bench.common import conversations, event_lines, parser
 from schemas.query import QueryRequest
 from schemas.settings import Settings
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DEFAULT_DIR)
-    ap.add_argument("--limit", type=int, default=None)
+    ap = parser(__doc__, None)
     ap.add_argument("--queries", type=int, default=300)
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    convs = conversations(args)
     from processors.runtime import open_runtime
-    from streams.cli import _quiet_libraries
 
-    _quiet_libraries()
-    convs = load_all(args.data, args.limit)
     rt = open_runtime(Settings(), Path(tempfile.mkdtemp(prefix="simplemem-bench-")))
     t = time.perf_counter()
     pipeline = rt.pipeline
     pipeline.warm_up()
     load_s = time.perf_counter() - t
-    lines = [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
+    lines = event_lines(convs)
     t = time.perf_counter()
     report = pipeline.ingest(lines)
     ingest_s = time.perf_counter() - t

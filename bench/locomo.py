@@ -9,8 +9,6 @@ Category 5 (adversarial) has no answer: only its evidence recall and tokens are 
 
 from __future__ import annotations
 
-import argparse
-import os
 import tempfile
 import time
 from collections import defaultdict
@@ -19,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from bench.locomo_data import DEFAULT_DIR, Conversation, Turn, load_all
+from bench.common import conversations, event_lines, parser
+from bench.locomo_data import Conversation, Turn
 from bench.metrics import answer_recall, evidence_recall
 from processors.tokens import count_tokens
 from schemas.query import QueryRequest
@@ -68,25 +67,19 @@ class RawTurnBaselines:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DEFAULT_DIR)
-    ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
+    ap = parser(__doc__, None)
     ap.add_argument("--store", type=Path, default=None, help="store folder (default: a fresh temporary one)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-
     from processors.runtime import open_runtime
-    from streams.cli import _quiet_libraries
 
-    _quiet_libraries()
     settings = Settings()
     store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-locomo-"))
-    convs = load_all(args.data, args.limit)
+    convs = conversations(args)
     rt = open_runtime(settings, store)
     pipeline = rt.pipeline
     pipeline.warm_up()
-    lines = [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
+    lines = event_lines(convs)
     t0 = time.perf_counter()
     report = pipeline.ingest(lines)
     ingest_s = time.perf_counter() - t0

@@ -8,33 +8,25 @@ mode writes into a fresh OpenSearch index and Milvus collection, removed at the 
 
 from __future__ import annotations
 
-import argparse
-import os
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
 import numpy as np
-import orjson
 
-from bench.locomo_data import DEFAULT_DIR, load_all
+from bench.common import conversations, event_lines, parser
 from schemas.query import QueryRequest
 from schemas.settings import Settings
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=DEFAULT_DIR)
-    ap.add_argument("--limit", type=int, default=2)
+    ap = parser(__doc__, 2)
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    convs = conversations(args)
     from processors.runtime import open_runtime
-    from streams.cli import _quiet_libraries
 
-    _quiet_libraries()
-    convs = load_all(args.data, args.limit)
-    lines = [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
+    lines = event_lines(convs)
     questions = [q for c in convs for q in c.questions]
     suffix = uuid.uuid4().hex[:8]
     modes = {

@@ -1,0 +1,31 @@
+"""What every benchmark script does first: arguments, offline model loading, quiet libraries."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+import orjson
+
+from bench.locomo_data import DEFAULT_DIR, Conversation, load_all
+
+
+def parser(doc: str | None, limit: int | None) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_DIR, help="the LoCoMo folder")
+    ap.add_argument("--limit", type=int, default=limit, help="first N conversations only")
+    return ap
+
+
+def conversations(args: argparse.Namespace) -> list[Conversation]:
+    """Load the conversations and prepare the process (offline models, quiet third-party logs)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from streams.cli import _quiet_libraries
+
+    _quiet_libraries()
+    return load_all(args.data, args.limit)
+
+
+def event_lines(convs: list[Conversation]) -> list[tuple[str, bytes]]:
+    return [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
