@@ -20,6 +20,7 @@ import orjson
 from bench.common import conversations, event_lines, parser
 from bench.locomo_data import Conversation, Turn
 from bench.metrics import answer_recall, evidence_recall
+from processors.embedding import Embedder
 from processors.tokens import count_tokens
 from schemas.query import QueryRequest
 from schemas.settings import Settings
@@ -35,7 +36,7 @@ def turn_line(t: Turn) -> str:
 class RawTurnBaselines:
     """Retrieval over the raw turns of one conversation, for comparison."""
 
-    def __init__(self, conv: Conversation, embedder) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, conv: Conversation, embedder: Embedder) -> None:
         import bm25s
 
         self.turns = conv.turns

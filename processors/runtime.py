@@ -47,14 +47,14 @@ class Runtime:
         if s.mode == "services":
             from processors.stores.opensearch_lexical import OpenSearchLexicalStore
 
-            return OpenSearchLexicalStore(s.opensearch_url, s.opensearch_index)
+            return OpenSearchLexicalStore(s.opensearch_endpoint, s.opensearch_index)
         return SqliteLexicalStore(self.store_dir / "lexical.sqlite")
 
     @cached_property
     def vectors(self) -> VectorStore:
         s = self.settings
         if s.mode == "services":
-            uri = s.milvus_uri or "http://127.0.0.1:19530"
+            uri = s.milvus_server_uri
             return MilvusVectorStore(
                 uri, s.milvus_collection, s.embedding_dim, index_type=s.milvus_index_type
             )
@@ -66,7 +66,9 @@ class Runtime:
     def buffer(self) -> RecentTurnBuffer:
         s = self.settings
         if s.mode == "services":
-            return RedisBuffer(s.redis_url, s.buffer_turns, s.buffer_ttl_seconds, prefix=s.redis_key_prefix)
+            return RedisBuffer(
+                s.redis_endpoint, s.buffer_turns, s.buffer_ttl_seconds, prefix=s.redis_key_prefix
+            )
         return InMemoryBuffer(s.buffer_turns, s.buffer_ttl_seconds)
 
     @cached_property

