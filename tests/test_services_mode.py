@@ -35,7 +35,7 @@ def _reachable(settings: Settings) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def services_settings() -> Settings:
+def services_settings() -> Iterator[Settings]:
     suffix = uuid.uuid4().hex[:8]
     settings = Settings(
         mode="services",
@@ -49,7 +49,18 @@ def services_settings() -> Settings:
         if os.environ.get("SIMPLEMEM_INTEGRATION") == "1":
             pytest.fail(f"services not reachable: {problem}")
         pytest.skip(f"services not reachable: {problem}")
-    return settings
+    yield settings
+    import redis
+    from opensearchpy import OpenSearch
+    from pymilvus import MilvusClient
+
+    OpenSearch(hosts=[settings.opensearch_endpoint]).indices.delete(
+        index=settings.opensearch_index, ignore=[404]
+    )
+    MilvusClient(settings.milvus_server_uri).drop_collection(settings.milvus_collection)
+    r = redis.Redis.from_url(settings.redis_endpoint)
+    for key in r.scan_iter(f"{settings.redis_key_prefix}:*"):
+        r.delete(key)
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +70,6 @@ def services_runtime(services_settings, tmp_path_factory, golden) -> Iterator[An
     rt = open_runtime(services_settings, tmp_path_factory.mktemp("services"))
     rt.report = rt.pipeline.ingest([(str(i), orjson.dumps(e)) for i, e in enumerate(golden["events"])])
     yield rt
-    rt.lexical.client.indices.delete(index=services_settings.opensearch_index)
-    rt.vectors.client.drop_collection(services_settings.milvus_collection)
-    for key in rt.buffer.r.scan_iter(f"{services_settings.redis_key_prefix}:*"):
-        rt.buffer.r.delete(key)
     rt.close()
 
 
@@ -170,3 +177,47 @@ def test_redis_buffer_trims_discards_and_scopes_by_tenant(services_settings) -> 
     assert [t.message_id for t in buf.recent("t2")] == ["m4"]
     assert 0 < buf.r.ttl(f"{services_settings.redis_key_prefix}:buf:t:s:turns") <= 60
     buf.close()
+
+
+def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_factory, settings) -> None:  # type: ignore[no-untyped-def]
+    """A whole LoCoMo conversation: the same memory, and the same best memory for each question."""
+    from bench.common import event_lines
+    from bench.locomo_data import DEFAULT_DIR, load_conversation
+    from processors.runtime import open_runtime
+
+    path = DEFAULT_DIR / "30.json"
+    if not path.exists():
+        pytest.skip("../shared/data/locomo is not present")
+    conv = load_conversation(path)
+    lines = event_lines([conv])
+    runtimes = [
+        open_runtime(s, tmp_path_factory.mktemp(f"locomo-{s.mode}")) for s in (settings, services_settings)
+    ]
+    try:
+        reports = [rt.pipeline.ingest(lines) for rt in runtimes]
+        assert reports[0].units == reports[1].units > 0
+        sources = [t.dia_id for t in conv.turns]
+        ids = [{u.id for u in rt.lexical.units_from_sources(conv.tenant_id, sources)} for rt in runtimes]
+        assert ids[0] == ids[1]
+        same_top, overlaps = 0, []
+        for q in conv.questions:
+            request = QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of)
+            a, b = (rt.retriever.query(request) for rt in runtimes)
+            assert a.k == b.k
+            got_a, got_b = {m.id for m in a.memories}, {m.id for m in b.memories}
+            overlaps.append(len(got_a & got_b) / max(len(got_a | got_b), 1))
+            same_top += bool(a.memories and b.memories and a.memories[0].id == b.memories[0].id)
+        # BM25 differs in detail between SQLite FTS5 (Porter) and OpenSearch (english analyzer).
+        assert same_top / len(conv.questions) >= 0.8
+        assert sum(overlaps) / len(overlaps) >= 0.7
+    finally:
+        services = runtimes[1]
+        services.lexical.client.delete_by_query(  # type: ignore[attr-defined]
+            index=services_settings.opensearch_index,
+            body={"query": {"term": {"tenant_id": conv.tenant_id}}},
+            routing=conv.tenant_id,
+            refresh=True,
+        )
+        services.vectors.delete(conv.tenant_id, sorted(ids[1]) if "ids" in locals() else [])
+        for rt in runtimes:
+            rt.close()
