@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 
 import orjson
 
-from bench.locomo_data import DEFAULT_DIR, Conversation, load_all
+from bench.locomo_data import DEFAULT_DIR, Conversation, Question, load_all
+from processors.retrieval import Retriever
+from schemas.query import QueryRequest
 
 
 def parser(doc: str | None, limit: int | None) -> argparse.ArgumentParser:
@@ -29,3 +32,16 @@ def conversations(args: argparse.Namespace) -> list[Conversation]:
 
 def event_lines(convs: list[Conversation]) -> list[tuple[str, bytes]]:
     return [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
+
+
+def warm_latencies_ms(retriever: Retriever, questions: list[Question], warm_up: int = 10) -> list[float]:
+    """Per-question query time after ``warm_up`` untimed queries (caches and lazy loads settled)."""
+    requests = [QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of) for q in questions]
+    for request in requests[:warm_up]:
+        retriever.query(request)
+    latencies = []
+    for request in requests:
+        start = time.perf_counter()
+        retriever.query(request)
+        latencies.append((time.perf_counter() - start) * 1000)
+    return latencies

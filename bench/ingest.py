@@ -15,8 +15,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from bench.common import conversations, event_lines, parser
-from schemas.query import QueryRequest
+from bench.common import conversations, event_lines, parser, warm_latencies_ms
 from schemas.settings import Settings
 
 
@@ -37,13 +36,7 @@ def main() -> None:
     report = pipeline.ingest(lines)
     ingest_s = time.perf_counter() - t
     questions = [q for c in convs for q in c.questions][: args.queries]
-    for q in questions[:10]:
-        rt.retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
-    lat = []
-    for q in questions:
-        t = time.perf_counter()
-        rt.retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
-        lat.append((time.perf_counter() - t) * 1000)
+    lat = warm_latencies_ms(rt.retriever, questions)
     rss = psutil.Process().memory_info()
     peak_mb = getattr(rss, "peak_wset", None) or _peak_rss_mb()
     print(f"models loaded in {load_s:.1f}s")

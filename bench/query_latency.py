@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import conversations, event_lines, parser
-from schemas.query import QueryRequest
+from bench.common import conversations, event_lines, parser, warm_latencies_ms
 from schemas.settings import Settings
 
 
@@ -46,13 +45,7 @@ def main() -> None:
             t = time.perf_counter()
             report = rt.pipeline.ingest(lines)
             ingest_s = time.perf_counter() - t
-            for q in questions[:10]:
-                rt.retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
-            lat = []
-            for q in questions:
-                t = time.perf_counter()
-                rt.retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
-                lat.append((time.perf_counter() - t) * 1000)
+            lat = warm_latencies_ms(rt.retriever, questions)
             print(
                 f"{name:<9} ingest {report.accepted / ingest_s:5.0f} turns/s   query p50 {np.percentile(lat, 50):5.1f} ms"
                 f"   p95 {np.percentile(lat, 95):5.1f} ms   ({len(lat)} questions, {report.units} units)"

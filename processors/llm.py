@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx
 import orjson
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from processors.decompose import Decomposition, DraftUnit, OfflineDecomposer
-from schemas.memory import MemoryKind, MemoryUnit
+from schemas.memory import MemoryKind, MemoryUnit, UnitContent
 from schemas.settings import Settings
 from schemas.window import Window
 
@@ -30,19 +30,8 @@ comes from. Answer with JSON only: {"units": [{"text": str, "event_time": str|nu
 "entities": [str], "keywords": [str], "topic": str|null, "location": str|null, "source_ids": [str]}]}"""
 
 
-class LlmUnit(BaseModel):
-    text: str = Field(min_length=1)
-    event_time: str | None = None
-    persons: list[str] = Field(default_factory=list)
-    entities: list[str] = Field(default_factory=list)
-    keywords: list[str] = Field(default_factory=list)
-    topic: str | None = None
-    location: str | None = None
-    source_ids: list[str] = Field(min_length=1)
-
-
 class LlmOutput(BaseModel):
-    units: list[LlmUnit]
+    units: list[UnitContent]
 
 
 class MalformedOutput(ValueError):

@@ -28,24 +28,29 @@ def memory_id(tenant_id: str, kind: MemoryKind | str, source_ids: list[str], tex
     return h.hexdigest()[:32]
 
 
-class MemoryUnit(BaseModel):
-    """One atomic memory. ``source_ids`` are the exact messages it came from (provenance, forgetting)."""
+class UnitContent(BaseModel):
+    """What a decomposer says about one statement (also the LLM decomposer's output contract)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    id: str
-    tenant_id: str
-    text: str
-    kind: MemoryKind = MemoryKind.FACT
+    text: str = Field(min_length=1)
     event_time: str | None = Field(None, description="ISO-8601 date/week/month/year the fact refers to")
-    stated_at: str = Field(description="ISO-8601 time of the message that stated it")
-    speaker: str | None = None
     persons: list[str] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list)
     keywords: list[str] = Field(default_factory=list)
     topic: str | None = None
     location: str | None = None
-    source_ids: list[str] = Field(default_factory=list)
+    source_ids: list[str] = Field(min_length=1, description="the exact messages it came from")
+
+
+class MemoryUnit(UnitContent):
+    """One atomic memory, as stored. ``source_ids`` give provenance (and what to forget with a message)."""
+
+    id: str
+    tenant_id: str
+    kind: MemoryKind = MemoryKind.FACT
+    stated_at: str = Field(description="ISO-8601 time of the message that stated it")
+    speaker: str | None = None
     context: str | None = Field(None, description="for code: the prose around it, searched but not returned")
     session_id: str | None = None
     status: MemoryStatus = MemoryStatus.ACTIVE
