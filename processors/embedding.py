@@ -47,7 +47,11 @@ class MiniLMEmbedder:
     ) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         import torch
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
         from sentence_transformers import SentenceTransformer
 
         if threads:

@@ -56,6 +56,10 @@ class PiiScrubber:
         if not text.strip():
             return Scrubbed(text, [])
         artifacts = self._engine._doc_to_nlp_artifact(doc, "en") if doc is not None else None
+        if artifacts is not None and doc is not None:
+            # The pipeline runs without a lemmatizer; lower-cased words serve Presidio's context
+            # words ("phone", "card") as well, and keep "my phone is ..." a <PHONE_NUMBER>.
+            artifacts.lemmas = [t.lower_ for t in doc]
         results = self._analyzer.analyze(
             text=text,
             language="en",

@@ -43,6 +43,8 @@ def _quiet_libraries() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     for name in ("presidio-analyzer", "sentence_transformers", "transformers", "pymilvus", "milvus_lite"):
         logging.getLogger(name).setLevel(logging.ERROR)
+    # Milvus Lite's embedded gRPC server logs an unimplemented optional call on every start.
+    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
     import warnings
 
     warnings.filterwarnings("ignore")
