@@ -240,6 +240,7 @@ class OfflineDecomposer:
             topic=keywords[0] if keywords else None,
             location=location,
             session_id=message.session_id,
+            context=message.prose if len(group) < len(message.sentences) else None,
         )
         return DraftUnit(unit, mean_vector([s.embedding for s in group if s.embedding]))
 

@@ -51,7 +51,9 @@ class MemoryUnit(UnitContent):
     kind: MemoryKind = MemoryKind.FACT
     stated_at: str = Field(description="ISO-8601 time of the message that stated it")
     speaker: str | None = None
-    context: str | None = Field(None, description="for code: the prose around it, searched but not returned")
+    context: str | None = Field(
+        None, description="the message around the statement (for code: its prose); searched, not returned"
+    )
     session_id: str | None = None
     status: MemoryStatus = MemoryStatus.ACTIVE
 

@@ -41,7 +41,14 @@ StoreOpt = Annotated[
 
 def _quiet_libraries() -> None:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for name in ("presidio-analyzer", "sentence_transformers", "transformers", "pymilvus", "milvus_lite"):
+    for name in (
+        "presidio-analyzer",
+        "sentence_transformers",
+        "transformers",
+        "pymilvus",
+        "milvus_lite",
+        "bm25s",
+    ):
         logging.getLogger(name).setLevel(logging.ERROR)
     # Milvus Lite's embedded gRPC server logs an unimplemented optional call on every start.
     logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
