@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates (or reuses) the project's virtualenv and links it at ./.venv.
+# Creates (or reuses) the project's virtualenv (third-party packages only) and links it at ./.venv.
 # The venv is cached on the machine, keyed by the hash of requirements.lock + pyproject.toml,
 # so a fresh clone on a warm machine is ready in seconds; only the first run downloads.
 set -euo pipefail
@@ -23,7 +23,11 @@ if [ ! -f "$venv/.complete" ]; then
   VIRTUAL_ENV="$venv" uv pip install --quiet -r requirements.lock
   touch "$venv/.complete"
 fi
-# The project itself: an editable install pointing at this clone (cheap, redone every time).
-VIRTUAL_ENV="$venv" uv pip install --quiet --no-deps -e .
+# The project itself is NOT installed into the shared venv (an editable install would point every
+# clone on the machine at whichever clone bootstrapped last): bin/simplemem and bin/test put this
+# clone on PYTHONPATH instead.
+if VIRTUAL_ENV="$venv" uv pip show --quiet simplemem >/dev/null 2>&1; then
+  VIRTUAL_ENV="$venv" uv pip uninstall --quiet simplemem
+fi
 ln -sfn "$venv" .venv
 echo "$venv"

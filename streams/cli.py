@@ -279,7 +279,7 @@ def main() -> None:  # pragma: no cover
     except ValidationError as exc:
         err.print(f"[red]invalid SIMPLEMEM_* settings:[/red] {exc}")
         raise SystemExit(2) from None
-    app()
+    app(prog_name="simplemem")
 
 
 if __name__ == "__main__":  # pragma: no cover
