@@ -199,7 +199,9 @@ def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_fact
         sources = [t.dia_id for t in conv.turns]
         ids = [{u.id for u in rt.lexical.units_from_sources(conv.tenant_id, sources)} for rt in runtimes]
         assert ids[0] == ids[1]
-        same_top, overlaps = 0, []
+        from bench.metrics import evidence_recall
+
+        same_top, overlaps, recall = 0, [], ([], [])
         for q in conv.questions:
             request = QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of)
             a, b = (rt.retriever.query(request) for rt in runtimes)
@@ -207,17 +209,20 @@ def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_fact
             got_a, got_b = {m.id for m in a.memories}, {m.id for m in b.memories}
             overlaps.append(len(got_a & got_b) / max(len(got_a | got_b), 1))
             same_top += bool(a.memories and b.memories and a.memories[0].id == b.memories[0].id)
-        # BM25 differs in detail between SQLite FTS5 (Porter) and OpenSearch (english analyzer).
-        assert same_top / len(conv.questions) >= 0.8
-        assert sum(overlaps) / len(overlaps) >= 0.7
-    finally:
-        services = runtimes[1]
-        services.lexical.client.delete_by_query(  # type: ignore[attr-defined]
-            index=services_settings.opensearch_index,
-            body={"query": {"term": {"tenant_id": conv.tenant_id}}},
-            routing=conv.tenant_id,
-            refresh=True,
+            for side, result in enumerate((a, b)):
+                cited = {s for m in result.memories for s in m.source_ids}
+                recall[side].append(evidence_recall(q.evidence, cited))
+        n = len(conv.questions)
+        mean_a, mean_b = sum(recall[0]) / n, sum(recall[1]) / n
+        print(
+            f"same best memory {same_top / n:.2f}, id overlap {sum(overlaps) / n:.2f}, "
+            f"evidence recall embedded {mean_a:.3f} services {mean_b:.3f}"
         )
-        services.vectors.delete(conv.tenant_id, sorted(ids[1]) if "ids" in locals() else [])
+        # BM25 differs in detail between SQLite FTS5 (Porter) and OpenSearch (english analyzer), so
+        # ranks below the top differ a little; what the answers need must not.
+        assert abs(mean_a - mean_b) <= 0.05
+        assert same_top / n >= 0.7
+        assert sum(overlaps) / n >= 0.6
+    finally:
         for rt in runtimes:
             rt.close()
