@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -85,7 +84,3 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
         return ChatEvent.model_validate(data)
     except ValidationError as exc:
         raise EventRejected(_describe(exc)) from None
-
-
-def event_day(ts: datetime) -> str:
-    return ts.date().isoformat()
