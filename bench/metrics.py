@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from processors.stores.sqlite_lexical import STOPWORDS
 from processors.temporal import find_anchors
+from processors.text import STOPWORDS
 
 _TOKEN = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|[a-z0-9]+")
 STOP = STOPWORDS | frozenset({"also", "just", "very"})

@@ -17,7 +17,7 @@ from typing import Any
 from opensearchpy import OpenSearch, helpers
 
 from processors.stores.protocols import Hit, SymbolicFilter, day_range, index_names
-from processors.stores.sqlite_lexical import query_terms
+from processors.text import query_terms
 from schemas.memory import MemoryStatus, MemoryUnit
 
 MAPPING: dict[str, Any] = {

@@ -8,7 +8,6 @@ names they mention (symbolic filter) and their source message ids (provenance, f
 from __future__ import annotations
 
 import hashlib
-import re
 import sqlite3
 import threading
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from processors.stores.protocols import Hit, SymbolicFilter, day_range, index_names
+from processors.text import query_terms
 from schemas.memory import MemoryStatus, MemoryUnit
 
 _SCHEMA = """
@@ -37,27 +37,10 @@ CREATE INDEX IF NOT EXISTS sources_by_source ON sources (tenant_id, source_id);
 CREATE INDEX IF NOT EXISTS sources_by_id ON sources (tenant_id, id);
 """
 
-STOPWORDS = frozenset(
-    """a an the and or but of to in on at for with by from as is are was were be been being do does did
-    what when where who whom which why how that this these those it its i me my we our you your he she him
-    her his they them their there here have has had will would can could should may might must about into
-    over than then so if not no yes any some all""".split()
-)
-_WORD = re.compile(r"[\w][\w'-]*", re.UNICODE)
-
 
 def tenant_token(tenant_id: str) -> str:
     """An opaque FTS token for the tenant (tenant ids may hold characters FTS would split)."""
     return "t" + hashlib.sha1(tenant_id.encode("utf-8")).hexdigest()[:20]
-
-
-def query_terms(text: str) -> list[str]:
-    terms = []
-    for w in _WORD.findall(text.lower()):
-        w = w.strip("'-").removesuffix("'s")
-        if w and w not in STOPWORDS and w not in terms:
-            terms.append(w)
-    return terms
 
 
 def _body(unit: MemoryUnit) -> str:
