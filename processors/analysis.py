@@ -13,12 +13,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-import numpy as np
 from spacy.language import Language
 
 from processors.code_blocks import split_code
 from processors.decompose import is_informative
-from processors.embedding import Embedder
+from processors.embedding import Embedder, unit_mean
 from processors.nlp import doc_entities, doc_sentences, pipe
 from processors.pii import PiiScrubber
 from schemas.events import ChatEvent
@@ -112,7 +111,7 @@ class MessageAnalyzer:
                 if s.informative:
                     s.embedding = vectors[row].tolist()
                     row += 1
-            sent_vecs = np.asarray([s.embedding for s in p.sentences if s.embedding], dtype=np.float32)
+            mean = unit_mean([s.embedding for s in p.sentences])
             e = p.event
             out.append(
                 AnalyzedMessage(
@@ -128,15 +127,7 @@ class MessageAnalyzer:
                     prose=p.prose,
                     sentences=p.sentences,
                     entities=p.entities,
-                    embedding=_mean(sent_vecs),
+                    embedding=mean.tolist() if mean is not None else [],
                 )
             )
         return out
-
-
-def _mean(vectors: np.ndarray) -> list[float]:
-    if len(vectors) == 0:
-        return []
-    m = vectors.mean(axis=0)
-    norm = float(np.linalg.norm(m))
-    return (m / norm).tolist() if norm else m.tolist()

@@ -1,4 +1,7 @@
-"""Atomic decomposition, offline and deterministic: each informative sentence becomes one memory unit.
+"""Atomic decomposition, offline and deterministic: each informative statement becomes one memory unit.
+
+A statement is an informative sentence with the sentences that continue it ("... a necklace from my
+grandma. It stands for love, faith and strength.").
 
 Operations, on the tokens the analysis pass already produced (no second NLP pass):
 - statement extraction: questions and small talk ("ok thanks", "sounds good") yield nothing;
@@ -15,8 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-import numpy as np
-
+from processors.embedding import unit_mean
 from processors.temporal import anchor_text
 from schemas.memory import MemoryKind, MemoryUnit
 from schemas.window import AnalyzedMessage, Sentence, Token, Window
@@ -242,7 +244,8 @@ class OfflineDecomposer:
             session_id=message.session_id,
             context=message.prose if len(group) < len(message.sentences) else None,
         )
-        return DraftUnit(unit, mean_vector([s.embedding for s in group if s.embedding]))
+        vector = unit_mean([s.embedding for s in group])
+        return DraftUnit(unit, vector.tolist() if vector is not None else None)
 
 
 CONTINUATION = frozenset(
@@ -270,16 +273,6 @@ def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
             groups.append([sentence])
         previous_kept = True
     return groups
-
-
-def mean_vector(vectors: list[list[float]]) -> list[float] | None:
-    if not vectors:
-        return None
-    if len(vectors) == 1:
-        return vectors[0]
-    m = np.asarray(vectors, dtype=np.float32).mean(axis=0)
-    norm = float(np.linalg.norm(m))
-    return (m / norm).tolist() if norm else None
 
 
 def _addressee(speakers: list[str], idx: int) -> str | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -18,6 +19,16 @@ class Embedder(Protocol):
     def encode(self, texts: list[str]) -> Vectors:
         """Unit-normalised vectors, one row per text."""
         ...
+
+
+def unit_mean(vectors: Sequence[Sequence[float]]) -> npt.NDArray[np.float32] | None:
+    """Normalised mean of the non-empty vectors: None when there are none (or they cancel out)."""
+    rows = [v for v in vectors if len(v)]
+    if not rows:
+        return None
+    m = np.asarray(rows, dtype=np.float32).mean(axis=0)
+    norm = float(np.linalg.norm(m))
+    return m / norm if norm else None
 
 
 def shipped_model_dir() -> Path:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, Field
 
+from processors.embedding import unit_mean
 from schemas.window import AnalyzedMessage, EntropyScore, Window
 
 
@@ -20,15 +21,6 @@ class SessionHistory(BaseModel):
 
     vectors: list[list[float]] = Field(default_factory=list)
     entities: list[list[str]] = Field(default_factory=list)
-
-
-def _unit_mean(vectors: list[list[float]]) -> np.ndarray | None:
-    rows = [v for v in vectors if v]
-    if not rows:
-        return None
-    m = np.asarray(rows, dtype=np.float32).mean(axis=0)
-    n = float(np.linalg.norm(m))
-    return m / n if n else None
 
 
 class EntropyFilter:
@@ -44,8 +36,8 @@ class EntropyFilter:
         window_entities = {e for m in window.new_messages for e in m.entities}
         seen = {e for ents in history.entities for e in ents}
         novelty = len(window_entities - seen) / len(window_entities) if window_entities else 0.0
-        w = _unit_mean([m.embedding for m in window.new_messages])
-        h = _unit_mean(history.vectors)
+        w = unit_mean([m.embedding for m in window.new_messages])
+        h = unit_mean(history.vectors)
         if h is None:
             divergence, novelty = 1.0, 1.0 if window_entities else novelty
         elif w is None:

@@ -22,8 +22,8 @@ import numpy as np
 from processors.buffer import RecentTurnBuffer
 from processors.embedding import Embedder
 from processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
-from processors.stores.sqlite_lexical import STOPWORDS, query_terms
 from processors.temporal import find_anchors
+from processors.text import STOPWORDS, query_terms
 from processors.tokens import count_tokens
 from schemas.memory import MemoryKind, MemoryUnit
 from schemas.query import QueryRequest, QueryResult, RetrievedMemory
@@ -154,7 +154,7 @@ class Retriever:
         # The filter already guarantees the persons: their names would only add noise to BM25.
         lexical = self.lexical.search(tenant, stripped, pool, flt)
         ranked = self._fuse(semantic, lexical)
-        recent = self._buffer_hits(tenant, request.query, qvec, named and names, as_of) if self.buffer else {}
+        recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
         if recent:
             ranked = sorted(
                 [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
@@ -221,19 +221,17 @@ class Retriever:
                 w * max(float(np.dot(qvec, np.asarray(t.vector, dtype=np.float32))), 0.0) + (1 - w) * overlap
             )
             if score >= self.settings.buffer_min_score:
-                unit = MemoryUnit.build(
+                uid = f"buffer:{t.message_id}"
+                unit = MemoryUnit(
+                    id=uid,
                     tenant_id=tenant,
                     text=text,
-                    kind=MemoryKind.FACT,
                     source_ids=[t.message_id],
                     stated_at=t.ts.isoformat(),
                     speaker=t.speaker,
                     session_id=t.session_id,
                 )
-                hits[f"buffer:{t.message_id}"] = (
-                    unit.model_copy(update={"id": f"buffer:{t.message_id}"}),
-                    score,
-                )
+                hits[uid] = (unit, score)
         return hits
 
     def _select(
