@@ -1,8 +1,10 @@
 """One pass per message: spaCy, PII scrub, code split, sentence embeddings. Shared by every stage.
 
-The work has two halves: :class:`NlpPreparer` (spaCy, Presidio, code split, statement flags) and
-:meth:`MessageAnalyzer.embed` (MiniLM). The first runs on a helper thread for the next batch while
-the second embeds the current one. (Running spaCy in a child process instead was measured: no faster
+The work has two halves: :class:`NlpPreparer` (spaCy, Presidio, code split, statement flags) gives an
+:class:`AnalyzedMessage` without vectors (already scrubbed: it may travel on a topic), and
+:meth:`MessageAnalyzer.embed` (MiniLM) fills the vectors in. In a batch run the first half runs on a
+helper thread for the next batch while the second embeds the current one; in the streams they are
+two agents. (Running spaCy in a child process instead was measured: no faster
 on 2 cores, since MiniLM needs both, and 15 s slower to start.)
 """
 
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Protocol
 
 from spacy.language import Language
@@ -21,18 +22,7 @@ from processors.embedding import Embedder, unit_mean
 from processors.nlp import doc_entities, doc_sentences, pipe
 from processors.pii import PiiScrubber
 from schemas.events import ChatEvent
-from schemas.window import AnalyzedMessage, Sentence
-
-
-@dataclass
-class PreparedMessage:
-    event: ChatEvent
-    text: str
-    pii_types: list[str]
-    code_blocks: list[str]
-    prose: str
-    sentences: list[Sentence]
-    entities: list[str]
+from schemas.window import AnalyzedMessage
 
 
 class NlpPreparer:
@@ -42,7 +32,8 @@ class NlpPreparer:
         self.nlp = nlp
         self.scrubber = scrubber
 
-    def prepare(self, events: Sequence[ChatEvent]) -> list[PreparedMessage]:
+    def prepare(self, events: Sequence[ChatEvent]) -> list[AnalyzedMessage]:
+        """Scrubbed and analysed messages, without vectors; the raw text goes no further."""
         raw_docs = pipe(self.nlp, (e.text for e in events))
         scrubbed = [self.scrubber.scrub(e.text, d) for e, d in zip(events, raw_docs, strict=True)]
         splits = [split_code(s.text) for s in scrubbed]
@@ -57,21 +48,26 @@ class NlpPreparer:
             for s in sentences:
                 s.informative = is_informative(s, event.speaker)
             prepared.append(
-                PreparedMessage(
-                    event,
-                    scrub.text,
-                    scrub.pii_types,
-                    split.code_blocks,
-                    split.prose,
-                    sentences,
-                    doc_entities(doc),
+                AnalyzedMessage(
+                    tenant_id=event.tenant_id,
+                    session_id=event.session_id,
+                    message_id=event.message_id,
+                    speaker=event.speaker,
+                    role=event.role,
+                    ts=event.ts,
+                    text=scrub.text,
+                    pii_types=scrub.pii_types,
+                    code_blocks=split.code_blocks,
+                    prose=split.prose,
+                    sentences=sentences,
+                    entities=doc_entities(doc),
                 )
             )
         return prepared
 
 
 class AsyncPreparer(Protocol):
-    def submit(self, events: list[ChatEvent]) -> Future[list[PreparedMessage]]: ...
+    def submit(self, events: list[ChatEvent]) -> Future[list[AnalyzedMessage]]: ...
 
     def close(self) -> None: ...
 
@@ -83,7 +79,7 @@ class ThreadPreparer:
         self.preparer = preparer
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="nlp")
 
-    def submit(self, events: list[ChatEvent]) -> Future[list[PreparedMessage]]:
+    def submit(self, events: list[ChatEvent]) -> Future[list[AnalyzedMessage]]:
         return self._pool.submit(self.preparer.prepare, events)
 
     def close(self) -> None:
@@ -100,11 +96,10 @@ class MessageAnalyzer:
     def analyze(self, events: Sequence[ChatEvent]) -> list[AnalyzedMessage]:
         return self.embed(self.preparer.submit(list(events)).result())
 
-    def embed(self, prepared: Sequence[PreparedMessage]) -> list[AnalyzedMessage]:
-        """The MiniLM half: one batch over the informative sentences of all messages."""
+    def embed(self, prepared: Sequence[AnalyzedMessage]) -> list[AnalyzedMessage]:
+        """The MiniLM half: one batch over the informative sentences of all messages (filled in place)."""
         # Small talk and questions never become units: skipping them saves a third of the MiniLM time.
         vectors = self.embedder.encode([s.text for p in prepared for s in p.sentences if s.informative])
-        out: list[AnalyzedMessage] = []
         row = 0
         for p in prepared:
             for s in p.sentences:
@@ -112,22 +107,5 @@ class MessageAnalyzer:
                     s.embedding = vectors[row].tolist()
                     row += 1
             mean = unit_mean([s.embedding for s in p.sentences])
-            e = p.event
-            out.append(
-                AnalyzedMessage(
-                    tenant_id=e.tenant_id,
-                    session_id=e.session_id,
-                    message_id=e.message_id,
-                    speaker=e.speaker,
-                    role=e.role,
-                    ts=e.ts,
-                    text=p.text,
-                    pii_types=p.pii_types,
-                    code_blocks=p.code_blocks,
-                    prose=p.prose,
-                    sentences=p.sentences,
-                    entities=p.entities,
-                    embedding=mean.tolist() if mean is not None else [],
-                )
-            )
-        return out
+            p.embedding = mean.tolist() if mean is not None else []
+        return list(prepared)

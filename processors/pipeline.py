@@ -16,11 +16,11 @@ from typing import Protocol
 
 import numpy as np
 
-from processors.analysis import MessageAnalyzer, PreparedMessage
+from processors.analysis import MessageAnalyzer
 from processors.buffer import RecentTurnBuffer
 from processors.decompose import Decomposition, DraftUnit
 from processors.embedding import Embedder
-from processors.entropy import EntropyFilter
+from processors.entropy import EntropyFilter, SessionHistory
 from processors.stores.protocols import LexicalStore, VectorStore
 from processors.windowing import Windower
 from schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
@@ -117,21 +117,34 @@ class Pipeline:
         return event
 
     def process_window(self, window: Window) -> WindowResult:
-        decision = self.entropy.decide(window)
+        """Judge and decompose a window against this process's history for its session."""
+        key = f"{window.tenant_id}|{window.session_id}"
+        result, self.entropy.histories[key] = self.judge(
+            window, self.entropy.histories.get(key, SessionHistory())
+        )
+        return result
+
+    def judge(self, window: Window, history: SessionHistory) -> tuple[WindowResult, SessionHistory]:
+        """Entropy decision, then decomposition if kept; returns the session's next history (pure)."""
+        decision = self.entropy.score(window, history)
+        history = self.entropy.remember(history, window.new_messages)
         if not decision.kept:
-            return WindowResult(window, kept=False, score=decision.score)
+            return WindowResult(window, kept=False, score=decision.score), history
         try:
             result = self.decomposer.decompose(window)
         except Exception as exc:  # one bad window must not stop the stream
             log.exception("decomposition failed for %s", window.window_id)
-            return WindowResult(window, kept=True, score=decision.score, error=f"decomposition failed: {exc}")
+            error = f"decomposition failed: {exc}"
+            return WindowResult(window, kept=True, score=decision.score, error=error), history
         return WindowResult(
             window, True, decision.score, result.units, result.units_per_message, result.fallbacks
-        )
+        ), history
 
     def account(
         self, results: Sequence[WindowResult], report: IngestReport, index_error: str | None = None
-    ) -> None:
+    ) -> list[MessageOutcome]:
+        """Count the windows and decide each new message's outcome (returned, for the outcomes topic)."""
+        outcomes: list[MessageOutcome] = []
         for r in results:
             report.windows += 1
             report.llm_fallbacks += r.fallbacks
@@ -139,50 +152,55 @@ class Pipeline:
                 report.windows_filtered += 1
             error = r.error or index_error
             for m in r.window.new_messages:
+                outcome = MessageOutcome(
+                    tenant_id=m.tenant_id,
+                    session_id=m.session_id,
+                    message_id=m.message_id,
+                    outcome=Outcome.INDEXED,
+                    score=r.score,
+                )
                 if not r.kept:
-                    outcome = MessageOutcome(
-                        tenant_id=m.tenant_id,
-                        message_id=m.message_id,
-                        outcome=Outcome.FILTERED,
-                        score=r.score,
-                    )
+                    outcome.outcome = Outcome.FILTERED
                     report.filtered_scores.append(r.score)
                 elif error:
-                    outcome = MessageOutcome(
-                        tenant_id=m.tenant_id,
-                        message_id=m.message_id,
-                        outcome=Outcome.FAILED,
-                        score=r.score,
-                        reason=error,
-                    )
+                    outcome.outcome, outcome.reason = Outcome.FAILED, error
                 else:
-                    outcome = MessageOutcome(
-                        tenant_id=m.tenant_id,
-                        message_id=m.message_id,
-                        outcome=Outcome.INDEXED,
-                        score=r.score,
-                        units=r.units_per_message.get(m.message_id, 0),
-                    )
+                    outcome.units = r.units_per_message.get(m.message_id, 0)
                 report.record(outcome)
+                outcomes.append(outcome)
             if r.kept and not error:
                 report.units += len(r.drafts)
                 report.code_blocks += sum(1 for d in r.drafts if d.unit.kind == MemoryKind.CODE)
+        return outcomes
 
-    def run_windows(self, windows: Sequence[Window], report: IngestReport) -> None:
-        results = [self.process_window(w) for w in windows]
+    def run_windows(self, windows: Sequence[Window], report: IngestReport) -> list[MessageOutcome]:
+        return self.commit([self.process_window(w) for w in windows], report)
+
+    def commit(
+        self,
+        results: Sequence[WindowResult],
+        report: IngestReport,
+        write: Callable[[Callable[[], None]], None] | None = None,
+    ) -> list[MessageOutcome]:
+        """Index the kept windows' units, account for every message, clear the decided turns from the
+        buffer. ``write`` wraps each store call (the streams retry it through a store outage)."""
+        write = write or (lambda call: call())
         drafts = [d for r in results if r.kept and not r.error for d in r.drafts]
         index_error = None
         try:
-            self.indexer.index(drafts)
+            write(lambda: self.indexer.index(drafts))
         except Exception as exc:
             log.exception("indexing failed")
             index_error = f"indexing failed: {exc}"
-        self.account(results, report, index_error)
-        if self.buffer is not None:
+        outcomes = self.account(results, report, index_error)
+        buffer = self.buffer
+        if buffer is not None:
             for r in results:
                 if not (r.error or index_error):  # decided: the stores now answer for these turns
-                    ids = [m.message_id for m in r.window.new_messages]
-                    self.buffer.discard(r.window.tenant_id, r.window.session_id, ids)
+                    w = r.window
+                    ids = [m.message_id for m in w.new_messages]
+                    write(lambda w=w, ids=ids: buffer.discard(w.tenant_id, w.session_id, ids))  # type: ignore[misc]
+        return outcomes
 
     # --- batch driver (embedded mode and replay) ----------------------------------------------
     def ingest(
@@ -197,7 +215,7 @@ class Pipeline:
         embedded, windowed and indexed: spaCy and torch each keep one of the two cores busy.
         """
         report = report or IngestReport()
-        pending: Future[list[PreparedMessage]] | None = None
+        pending: Future[list[AnalyzedMessage]] | None = None
         pending_batch: list[ChatEvent] = []
         for batch in self._batches(lines, report):
             submitted = self.analyzer.preparer.submit(batch)
@@ -236,7 +254,7 @@ class Pipeline:
     def _ingest_prepared(
         self,
         events: list[ChatEvent],
-        prepared: Future[list[PreparedMessage]],
+        prepared: Future[list[AnalyzedMessage]],
         report: IngestReport,
         progress: Callable[[int], None] | None,
     ) -> None:
@@ -268,23 +286,26 @@ class Pipeline:
     def _window_and_index(self, messages: list[AnalyzedMessage], report: IngestReport) -> None:
         report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
         if self.buffer is not None:
-            self.buffer.push(
-                [
-                    BufferedTurn(
-                        tenant_id=m.tenant_id,
-                        session_id=m.session_id,
-                        message_id=m.message_id,
-                        speaker=m.speaker,
-                        text=m.prose,
-                        ts=m.ts,
-                        vector=m.embedding,
-                    )
-                    for m in messages
-                    if m.embedding
-                ]
-            )
+            self.buffer.push(buffered_turns(messages))
         windows: list[Window] = []
         now = self.clock()
         for message in messages:
             windows.extend(self.windower.add(message, now))
         self.run_windows(windows, report)
+
+
+def buffered_turns(messages: Sequence[AnalyzedMessage]) -> list[BufferedTurn]:
+    """The lookaside copies of analysed turns (the ones with a vector: something to find)."""
+    return [
+        BufferedTurn(
+            tenant_id=m.tenant_id,
+            session_id=m.session_id,
+            message_id=m.message_id,
+            speaker=m.speaker,
+            text=m.prose,
+            ts=m.ts,
+            vector=m.embedding,
+        )
+        for m in messages
+        if m.embedding
+    ]

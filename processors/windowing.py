@@ -39,21 +39,31 @@ class Windower:
     def add(self, message: AnalyzedMessage, now: float = 0.0) -> list[Window]:
         """Buffer one message; return the windows it closes (an idle gap first, then a full window)."""
         key = message.session_key
+        buf, emitted = self.step(self.buffers.get(key), message, now)
+        self.buffers[key] = buf
+        return emitted
+
+    def step(
+        self, buf: SessionBuffer | None, message: AnalyzedMessage, now: float = 0.0
+    ) -> tuple[SessionBuffer, list[Window]]:
+        """One session's buffer after ``message`` (pure: a stream keeps the buffer in a table)."""
         emitted: list[Window] = []
-        buf = self.buffers.get(key)
         if buf is not None and buf.pending and message.ts - buf.messages[-1].ts > self.idle:
-            emitted.extend(self._flush(key, CloseReason.IDLE))
+            emitted.append(self._emit(buf, CloseReason.IDLE))
             buf = None
-        if buf is None:
-            buf = self.buffers.setdefault(key, SessionBuffer())
-        buf.messages.append(message)
+        buf = SessionBuffer() if buf is None else buf.model_copy()
+        buf.messages = [*buf.messages, message]
         buf.last_seen = now
         if len(buf.messages) >= self.window_size:
             emitted.append(self._emit(buf, CloseReason.FULL))
             keep = self.window_size - self.stride
             buf.messages = buf.messages[len(buf.messages) - keep :] if keep else []
             buf.context = len(buf.messages)
-        return emitted
+        return buf, emitted
+
+    def close(self, buf: SessionBuffer, reason: CloseReason) -> tuple[SessionBuffer | None, list[Window]]:
+        """Close a session's open window (idle or end); its buffer is then empty (pure)."""
+        return None, ([self._emit(buf, reason)] if buf.pending else [])
 
     def _emit(self, buf: SessionBuffer, reason: CloseReason) -> Window:
         first = buf.messages[0]
@@ -67,9 +77,7 @@ class Windower:
 
     def _flush(self, key: str, reason: CloseReason) -> list[Window]:
         buf = self.buffers.pop(key, None)
-        if buf is None or not buf.pending:
-            return []
-        return [self._emit(buf, reason)]
+        return [] if buf is None else self.close(buf, reason)[1]
 
     def end_session(self, key: str) -> list[Window]:
         return self._flush(key, CloseReason.END)

@@ -16,6 +16,7 @@ class Outcome(StrEnum):
 
 class MessageOutcome(BaseModel):
     tenant_id: str
+    session_id: str | None = None
     message_id: str
     outcome: Outcome
     units: int = 0
