@@ -24,9 +24,9 @@ def parser(doc: str | None, limit: int | None) -> argparse.ArgumentParser:
 def conversations(args: argparse.Namespace) -> list[Conversation]:
     """Load the conversations and prepare the process (offline models, quiet third-party logs)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from streams.cli import _quiet_libraries
+    from streams.console import quiet_libraries
 
-    _quiet_libraries()
+    quiet_libraries()
     return load_all(args.data, args.limit)
 
 

@@ -13,13 +13,13 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from processors.embedding import unit_mean
-from schemas.window import AnalyzedMessage, EntropyScore, Window
+from schemas.window import AnalyzedMessage, EntropyScore, Vector, Window
 
 
 class SessionHistory(BaseModel):
     """The recent messages' vectors and entities (bounded), as plain data for a state table."""
 
-    vectors: list[list[float]] = Field(default_factory=list)
+    vectors: list[Vector] = Field(default_factory=list)
     entities: list[list[str]] = Field(default_factory=list)
 
 

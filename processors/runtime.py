@@ -82,10 +82,14 @@ class Runtime:
         return OfflineDecomposer()
 
     @cached_property
-    def preparer(self) -> AsyncPreparer:
+    def nlp_preparer(self) -> NlpPreparer:
         s = self.settings
         nlp = load_pipeline(s.spacy_model)
-        return ThreadPreparer(NlpPreparer(nlp, PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold)))
+        return NlpPreparer(nlp, PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold))
+
+    @cached_property
+    def preparer(self) -> AsyncPreparer:
+        return ThreadPreparer(self.nlp_preparer)
 
     @cached_property
     def pipeline(self) -> Pipeline:

@@ -44,11 +44,13 @@ class ChatEvent(BaseModel):
 
 
 class EventRejected(ValueError):
-    """A raw event that cannot be accepted; ``reason`` names the field and the problem."""
+    """A raw event that cannot be accepted; ``reason`` names the field and the problem, ``code`` is
+    its class (``invalid_json``, ``not_an_object``, ``too_large``, ``schema``) for metrics."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, code: str = "schema") -> None:
         super().__init__(reason)
         self.reason = reason
+        self.code = code
 
 
 def _describe(error: ValidationError) -> str:
@@ -70,16 +72,16 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
         try:
             data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise EventRejected(f"invalid JSON: {exc}") from None
+            raise EventRejected(f"invalid JSON: {exc}", "invalid_json") from None
     if not isinstance(data, dict):
-        raise EventRejected(f"event must be a JSON object, got {type(data).__name__}")
+        raise EventRejected(f"event must be a JSON object, got {type(data).__name__}", "not_an_object")
     text = data.get("text")
     if isinstance(text, str) and len(text) > max_text_chars:
-        raise EventRejected(f"text: {len(text)} characters, over the limit of {max_text_chars}")
+        raise EventRejected(f"text: {len(text)} characters, over the limit of {max_text_chars}", "too_large")
     for field in ("tenant_id", "session_id", "message_id"):
         value = data.get(field)
         if isinstance(value, str) and len(value) > max_id_chars:
-            raise EventRejected(f"{field}: over {max_id_chars} characters")
+            raise EventRejected(f"{field}: over {max_id_chars} characters", "too_large")
     try:
         return ChatEvent.model_validate(data)
     except ValidationError as exc:

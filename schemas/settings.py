@@ -106,6 +106,28 @@ class Settings(BaseSettings):
     redis_key_prefix: str = "simplemem"
     kafka_bootstrap: str | None = None
 
+    # --- streams (Kafka topics, Faust workers) --------------------------------------------------
+    topic_prefix: str = "simplemem."
+    turns_topic: str = Field("turns", description="input: chat events keyed tenant_id|session_id")
+    scrubbed_topic: str = Field("scrubbed", description="internal: scrubbed, analysed turns (no raw text)")
+    units_topic: str = Field("units", description="memory units as indexed, for consumers and audit")
+    outcomes_topic: str = Field("outcomes", description="per-turn outcome: indexed, filtered or failed")
+    deletions_topic: str = Field("deletions", description="forget requests (the consolidation issue)")
+    dlq_topic: str = Field("dlq", description="dead letters: bad input and stage failures, with reasons")
+    topic_partitions: int = Field(8, ge=1, description="partitions of every topic; workers share them")
+    topic_replication: int = Field(1, ge=1)
+    stream_app_id: str = Field("simplemem", description="Faust app id: the consumer group and table prefix")
+    stream_batch_messages: int = Field(64, ge=1, description="turns a stage takes at once (MiniLM batch)")
+    stream_batch_seconds: float = Field(0.2, gt=0, description="a stage's batch closes after this wait")
+    stream_commit_seconds: float = Field(1.0, gt=0, description="offset commit interval")
+    idle_check_seconds: float = Field(10.0, gt=0, description="how often workers look for idle sessions")
+    worker_web_port: int = Field(6066, ge=1, le=65535, description="a worker's /metrics (and Faust web)")
+    stage_retry_attempts: int = Field(5, ge=1, description="tries before a failing store call dead-letters")
+    stage_retry_max_seconds: float = Field(10.0, gt=0, description="cap of the exponential backoff")
+    legacy_history_dir: Path | None = Field(
+        None, description="lazy migration: <tenant_id>.jsonl chat events imported on the tenant's first query"
+    )
+
     # --- local services (infra/services.py; all bound to 127.0.0.1) -----------------------------
     infra_dir: Path = Field(
         REPO_ROOT / ".infra", description="per-service data, logs and pid files (<infra_dir>/<service>/...)"
@@ -155,6 +177,10 @@ class Settings(BaseSettings):
     @property
     def milvus_server_uri(self) -> str:
         return self.milvus_uri or f"http://{LOCAL_HOST}:{self.milvus_port}"
+
+    def topic(self, name: str) -> str:
+        """Full topic name: ``topic("turns")`` is ``simplemem.turns`` by default."""
+        return f"{self.topic_prefix}{name}"
 
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:

@@ -7,12 +7,34 @@ Nothing here holds raw PII: these objects are what window state (and its changel
 
 from __future__ import annotations
 
+import base64
 from datetime import datetime
 from enum import StrEnum
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from schemas.events import Role
+
+
+def _vector_to_text(vector: list[float]) -> str:
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def _vector_from_any(value: Any) -> Any:
+    if isinstance(value, str):
+        return np.frombuffer(base64.b64decode(value), dtype="<f4").tolist()
+    return value
+
+
+# A MiniLM vector: a list of floats in Python, base64 little-endian float32 in JSON (a quarter of the
+# bytes of a float list, and exact), since state tables and topics carry many of them.
+Vector = Annotated[
+    list[float],
+    BeforeValidator(_vector_from_any),
+    PlainSerializer(_vector_to_text, return_type=str, when_used="json"),
+]
 
 # One token: (text, trailing whitespace, coarse POS, fine tag, entity label as "B-PERSON"/"I-GPE"/"")
 Token = tuple[str, str, str, str, str]
@@ -22,9 +44,7 @@ class Sentence(BaseModel):
     text: str
     tokens: list[Token]
     informative: bool = Field(True, description="a statement worth a memory (not small talk, not a question)")
-    embedding: list[float] = Field(
-        default_factory=list, description="MiniLM vector (informative sentences only)"
-    )
+    embedding: Vector = Field(default_factory=list, description="MiniLM vector (informative sentences only)")
 
 
 class AnalyzedMessage(BaseModel):
@@ -44,9 +64,7 @@ class AnalyzedMessage(BaseModel):
     prose: str = Field("", description="the scrubbed text without its code blocks")
     sentences: list[Sentence] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list, description="normalised entity strings, for novelty")
-    embedding: list[float] = Field(
-        default_factory=list, description="mean of the informative sentences' vectors"
-    )
+    embedding: Vector = Field(default_factory=list, description="mean of the informative sentences' vectors")
 
     @property
     def session_key(self) -> str:
@@ -94,4 +112,4 @@ class BufferedTurn(BaseModel):
     speaker: str
     text: str
     ts: datetime
-    vector: list[float] = Field(default_factory=list)
+    vector: Vector = Field(default_factory=list)

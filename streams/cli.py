@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -13,12 +11,13 @@ import orjson
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from schemas.accounting import IngestReport
 from schemas.query import QueryRequest
 from schemas.settings import Settings, get_settings
+from streams.console import err, out, progress_bar, quiet_libraries, read_lines
+from streams.stream_cli import register as register_stream_commands
 
 if TYPE_CHECKING:
     from infra.services import ServiceStatus
@@ -31,55 +30,17 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Streaming long-term memory for LLM agents."
 )
-out = Console()
-err = Console(stderr=True)
 
 StoreOpt = Annotated[
     Path | None, typer.Option("--store", help="store folder (default: SIMPLEMEM_STORE or ./.simplemem)")
 ]
 
 
-def _quiet_libraries() -> None:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for name in (
-        "presidio-analyzer",
-        "sentence_transformers",
-        "transformers",
-        "pymilvus",
-        "milvus_lite",
-        "bm25s",
-    ):
-        logging.getLogger(name).setLevel(logging.ERROR)
-    # Milvus Lite's embedded gRPC server logs an unimplemented optional call on every start.
-    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)
-    import warnings
-
-    warnings.filterwarnings("ignore")
-
-
 def _runtime(store: Path | None) -> Runtime:
     from processors.runtime import open_runtime
 
-    _quiet_libraries()
+    quiet_libraries()
     return open_runtime(get_settings(), store)
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    )
-
-
-def read_lines(path: Path) -> Iterator[tuple[str, bytes]]:
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, start=1):
-            if line.strip():
-                yield f"line {n}", line
 
 
 def print_report(report: IngestReport, console: Console = out) -> None:
@@ -126,7 +87,7 @@ def ingest(
     rt = _runtime(store)
     total = sum(1 for _ in read_lines(events))
     try:
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task("loading models", total=total)
             pipeline = rt.pipeline
             progress.update(task, description="ingesting")
@@ -202,7 +163,7 @@ def demo(
 
     from streams.demo import run_demo
 
-    _quiet_libraries()
+    quiet_libraries()
     target = store or Path(tempfile.mkdtemp(prefix="simplemem-demo-"))
     run_demo(get_settings(), target, out)
 
@@ -216,7 +177,7 @@ def tune_threshold(
     """Discard rate and the windows dropped at each threshold (the A/B procedure), writing nothing."""
     from streams.tuning import sweep_thresholds
 
-    _quiet_libraries()
+    quiet_libraries()
     values = [float(v) for v in thresholds.split(",") if v.strip()]
     sweep_thresholds(get_settings(), read_lines(events), values, show, out)
 
@@ -271,6 +232,9 @@ def infra_status(
     from infra.services import status
 
     _print_statuses(status(services or None), json_out)
+
+
+register_stream_commands(app)
 
 
 def main() -> None:  # pragma: no cover

@@ -30,7 +30,8 @@ def sample_path() -> Path:
 
 def run_demo(settings: Settings, store: Path, console: Console) -> None:
     from processors.runtime import open_runtime
-    from streams.cli import print_report, read_lines
+    from streams.cli import print_report
+    from streams.console import read_lines
 
     path = sample_path()
     rt = open_runtime(settings, store)

@@ -1,0 +1,251 @@
+"""The two stream stages as plain functions over batches: no Kafka here, the Faust agents call them.
+
+* :class:`ScrubStage` (turns -> scrubbed): validate, PII-scrub and analyse with spaCy. Invalid input
+  becomes a dead letter with its exact bytes; nothing after this stage sees the raw text.
+* :class:`MemoryStage` (scrubbed -> stores): MiniLM vectors, the recent-turn buffer, windows and
+  entropy history kept per session in a :class:`SessionState` (a Faust table holds it), decomposition,
+  indexing. Returns what to publish (units, outcomes, dead letters) and the sessions' next states.
+
+Replays are harmless: a session remembers the position of the last turn it applied (sessions are
+ordered on one partition) and skips anything at or before it, and memory ids are deterministic.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from processors.analysis import NlpPreparer
+from processors.entropy import SessionHistory
+from processors.pipeline import Pipeline, WindowResult, buffered_turns
+from processors.windowing import SessionBuffer
+from schemas.accounting import IngestReport, MessageOutcome, Outcome
+from schemas.events import ChatEvent, EventRejected, parse_event
+from schemas.memory import MemoryUnit
+from schemas.settings import Settings
+from schemas.stream import DeadLetter, DeadLetterStage, SourceRef, StageRecord
+from schemas.window import AnalyzedMessage, CloseReason, Window
+
+log = logging.getLogger(__name__)
+
+Write = Callable[[Callable[[], None]], None]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass
+class ScrubResult:
+    records: list[StageRecord] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+    failed: list[MessageOutcome] = field(default_factory=list)
+
+
+class ScrubStage:
+    def __init__(self, settings: Settings, preparer: NlpPreparer) -> None:
+        self.settings = settings
+        self.preparer = preparer
+
+    def run(self, batch: Sequence[tuple[SourceRef, bytes]]) -> ScrubResult:
+        out = ScrubResult()
+        accepted: list[tuple[SourceRef, ChatEvent]] = []
+        for source, raw in batch:
+            try:
+                event = parse_event(
+                    raw, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars
+                )
+            except EventRejected as exc:
+                out.dead.append(
+                    DeadLetter(
+                        stage=DeadLetterStage.VALIDATE,
+                        code=exc.code,
+                        reason=exc.reason,
+                        source=source,
+                        original=base64.b64encode(raw).decode("ascii"),
+                        failed_at=_now(),
+                    )
+                )
+                continue
+            accepted.append((source, event))
+        for (source, event), message in zip(accepted, self._prepare(accepted, out), strict=True):
+            if message is not None:
+                out.records.append(StageRecord(session_key=event.session_key, message=message, source=source))
+        return out
+
+    def _prepare(
+        self, accepted: list[tuple[SourceRef, ChatEvent]], out: ScrubResult
+    ) -> list[AnalyzedMessage | None]:
+        events = [e for _, e in accepted]
+        try:
+            return list(self.preparer.prepare(events))
+        except Exception:
+            log.exception("analysis failed for a batch; retrying one by one")
+        messages: list[AnalyzedMessage | None] = []
+        for source, event in accepted:
+            try:
+                messages.append(self.preparer.prepare([event])[0])
+            except Exception as exc:
+                reason = f"analysis failed: {exc}"
+                out.dead.append(_dead_turn(DeadLetterStage.ANALYZE, "analysis_error", reason, source, event))
+                out.failed.append(_failed(event, reason))
+                messages.append(None)
+        return messages
+
+
+class SessionState(BaseModel):
+    """What a stream remembers about one session between batches (a Faust table value)."""
+
+    buffer: SessionBuffer | None = Field(None, description="the open window's messages")
+    history: SessionHistory = Field(default_factory=SessionHistory, description="for the entropy filter")
+    sources: dict[str, SourceRef] = Field(
+        default_factory=dict, description="turn positions of the undecided messages (for dead letters)"
+    )
+    source_partition: int | None = None
+    source_offset: int = Field(-1, description="position of the last turn applied; replays skip to it")
+
+    def applied(self, source: SourceRef) -> bool:
+        return source.partition == self.source_partition and source.offset <= self.source_offset
+
+
+@dataclass
+class MemoryResult:
+    states: dict[str, SessionState]
+    units: list[MemoryUnit] = field(default_factory=list)
+    outcomes: list[MessageOutcome] = field(default_factory=list)
+    dead: list[DeadLetter] = field(default_factory=list)
+    report: IngestReport = field(default_factory=IngestReport)
+    turns: int = 0
+    duplicates: int = 0
+    windows: list[WindowResult] = field(default_factory=list)
+
+
+class MemoryStage:
+    def __init__(self, pipeline: Pipeline, clock: Callable[[], float]) -> None:
+        self.pipeline = pipeline
+        self.windower = pipeline.windower
+        self.idle_seconds = pipeline.settings.session_idle_seconds
+        self.clock = clock
+
+    def run(
+        self, records: Sequence[StageRecord], states: dict[str, SessionState], write: Write
+    ) -> MemoryResult:
+        """Apply a batch to the sessions' states; every store write goes through ``write``."""
+        result = MemoryResult(states=dict(states))
+        fresh = self._fresh_turns(records, result)
+        messages = [r.message for r in fresh if r.message is not None]
+        self.pipeline.analyzer.embed(messages)
+        turns = buffered_turns(messages)
+        buffer = self.pipeline.buffer
+        if turns and buffer is not None:
+            write(lambda: buffer.push(turns))
+        windows = self._window(records, {id(r) for r in fresh}, result)
+        judged = []
+        for window in windows:
+            key = f"{window.tenant_id}|{window.session_id}"
+            decided, history = self.pipeline.judge(window, result.states[key].history)
+            result.states[key] = result.states[key].model_copy(update={"history": history})
+            judged.append(decided)
+        result.windows = judged
+        result.outcomes = self.pipeline.commit(judged, result.report, write)
+        self._collect(judged, result)
+        return result
+
+    def _fresh_turns(self, records: Sequence[StageRecord], result: MemoryResult) -> list[StageRecord]:
+        """The batch's turns not applied before (a restart or an upstream replay re-sends some)."""
+        fresh: list[StageRecord] = []
+        last: dict[str, SourceRef] = {}
+        for record in records:
+            if record.message is None or record.source is None:
+                continue
+            result.turns += 1
+            src, state = record.source, result.states.get(record.session_key)
+            prev = last.get(record.session_key)
+            if (state is not None and state.applied(src)) or (
+                prev is not None and prev.partition == src.partition and src.offset <= prev.offset
+            ):
+                result.duplicates += 1
+                continue
+            last[record.session_key] = src
+            fresh.append(record)
+        return fresh
+
+    def _window(self, records: Sequence[StageRecord], fresh: set[int], result: MemoryResult) -> list[Window]:
+        """Advance each session's open window; idle checks close the windows of silent sessions."""
+        now = self.clock()
+        windows: list[Window] = []
+        for record in records:
+            state = result.states.get(record.session_key) or SessionState()
+            if record.message is not None and record.source is not None:
+                if id(record) not in fresh:
+                    continue
+                buf, closed = self.windower.step(state.buffer, record.message, now)
+                src = record.source
+                state = state.model_copy(
+                    update={
+                        "buffer": buf,
+                        "sources": {**state.sources, record.message.message_id: src},
+                        "source_partition": src.partition,
+                        "source_offset": src.offset,
+                    }
+                )
+            elif state.buffer is not None and now - state.buffer.last_seen >= self.idle_seconds:
+                _, closed = self.windower.close(state.buffer, CloseReason.IDLE)
+                state = state.model_copy(update={"buffer": None})
+            else:
+                continue
+            windows.extend(closed)
+            result.states[record.session_key] = state
+        return windows
+
+    def _collect(self, judged: list[WindowResult], result: MemoryResult) -> None:
+        """Units to publish, dead letters for failed turns; decided turns leave ``sources``."""
+        failed = {o.message_id: o for o in result.outcomes if o.outcome == Outcome.FAILED}
+        for r in judged:
+            key = f"{r.window.tenant_id}|{r.window.session_id}"
+            state = result.states[key]
+            sources = dict(state.sources)
+            if r.kept and not any(m.message_id in failed for m in r.window.new_messages):
+                result.units.extend(d.unit for d in r.drafts)
+            for m in r.window.new_messages:
+                source = sources.pop(m.message_id, None) or SourceRef(topic="", partition=-1, offset=-1)
+                outcome = failed.get(m.message_id)
+                if outcome is not None:
+                    stage = DeadLetterStage.DECOMPOSE if r.error else DeadLetterStage.INDEX
+                    code = "decomposition_error" if r.error else "store_error"
+                    result.dead.append(_dead_turn(stage, code, outcome.reason or "", source, m))
+            result.states[key] = state.model_copy(update={"sources": sources})
+
+
+def _dead_turn(
+    stage: DeadLetterStage,
+    code: str,
+    reason: str,
+    source: SourceRef,
+    message: ChatEvent | AnalyzedMessage,
+) -> DeadLetter:
+    return DeadLetter(
+        stage=stage,
+        code=code,
+        reason=reason,
+        source=source,
+        tenant_id=message.tenant_id,
+        session_id=message.session_id,
+        message_id=message.message_id,
+        failed_at=_now(),
+    )
+
+
+def _failed(event: ChatEvent, reason: str) -> MessageOutcome:
+    return MessageOutcome(
+        tenant_id=event.tenant_id,
+        session_id=event.session_id,
+        message_id=event.message_id,
+        outcome=Outcome.FAILED,
+        reason=reason,
+    )

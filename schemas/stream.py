@@ -1,0 +1,65 @@
+"""The records on the internal and output topics (besides the chat event and the memory unit).
+
+``simplemem.scrubbed`` carries :class:`StageRecord` (a scrubbed turn, or an idle check for a
+session), ``simplemem.dlq`` carries :class:`DeadLetter`, ``simplemem.outcomes`` carries
+:class:`schemas.accounting.MessageOutcome`, ``simplemem.deletions`` carries :class:`DeletionRequest`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+
+from schemas.window import AnalyzedMessage
+
+
+class SourceRef(BaseModel):
+    """Where a record came from: a replayed record keeps the position of its original turn."""
+
+    topic: str
+    partition: int
+    offset: int
+
+
+class StageRecord(BaseModel):
+    """One item for the memory stage, keyed ``tenant_id|session_id`` like the turn it came from."""
+
+    session_key: str
+    message: AnalyzedMessage | None = Field(None, description="a scrubbed, analysed turn (no vectors yet)")
+    source: SourceRef | None = Field(None, description="the turn's position on the turns topic")
+    idle_check_at: float | None = Field(
+        None, description="wall-clock time of an idle check (then ``message`` is empty)"
+    )
+
+
+class DeadLetterStage(StrEnum):
+    VALIDATE = "validate"
+    ANALYZE = "analyze"
+    DECOMPOSE = "decompose"
+    INDEX = "index"
+
+
+class DeadLetter(BaseModel):
+    """A turn that could not be processed: why, where it was, and (for bad input) its exact bytes."""
+
+    stage: DeadLetterStage
+    code: str = Field(description="reason class, for metrics and filters (invalid_json, store_error, ...)")
+    reason: str
+    source: SourceRef = Field(description="the turn's topic/partition/offset (re-read by `dlq replay`)")
+    original: str | None = Field(
+        None, description="the raw bytes as received (base64), for input that never became a turn"
+    )
+    tenant_id: str | None = None
+    session_id: str | None = None
+    message_id: str | None = None
+    failed_at: datetime
+
+
+class DeletionRequest(BaseModel):
+    """Forget these messages and everything derived from them (consumed by the forget issue)."""
+
+    tenant_id: str
+    message_ids: list[str] = Field(min_length=1)
+    requested_at: datetime

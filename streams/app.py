@@ -1,0 +1,247 @@
+"""The Faust app: two agents, one table, one timer and ``/metrics``. Thin: the stages live in
+:mod:`processors.streaming`; this module moves bytes between topics, the table and those stages.
+
+``turns`` -> **scrub** (validate, PII scrub, spaCy) -> ``scrubbed`` -> **memorize** (MiniLM, buffer,
+windows, entropy, decomposition, indexing) -> stores, ``units``, ``outcomes``; bad input and failed
+turns -> ``dlq``. Both agents take batches; each runs its stage on its own thread, so spaCy and MiniLM
+overlap. A batch's offsets are committed only after the agent finished it: the stores acknowledged the
+writes and Faust flushed what the agent produced (changelog included) before it commits.
+
+The ``sessions`` table (changelog-backed) holds each session's open window and entropy history, keyed
+``tenant_id|session_id`` and partitioned like ``scrubbed``, so a restarted or rebalanced worker resumes
+where the last one stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+from typing import Any, TypeVar
+
+import faust
+from faust.types import EventT
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from processors.retry import StoreRetry
+from processors.runtime import Runtime, open_runtime
+from processors.streaming import MemoryResult, MemoryStage, ScrubResult, ScrubStage, SessionState
+from schemas.accounting import Outcome
+from schemas.codec import dumps
+from schemas.settings import Settings
+from schemas.stream import SourceRef, StageRecord
+from streams import metrics
+from streams.topics import MAX_RECORD_BYTES
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Worker:
+    """One worker process's components: built on first use, so `--help` loads no model."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.scrub_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub")
+        self.memory_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorize")
+        self.decided = {Outcome.INDEXED: 0, Outcome.FILTERED: 0}
+        self.pending_since: dict[str, float] = {}  # sessions with an open window -> last turn (wall clock)
+        self.processed: dict[tuple[str, int], int] = {}  # (topic, partition) -> next offset to process
+
+    @cached_property
+    def runtime(self) -> Runtime:
+        return open_runtime(self.settings)
+
+    @cached_property
+    def scrub_stage(self) -> ScrubStage:
+        return ScrubStage(self.settings, self.runtime.nlp_preparer)
+
+    @cached_property
+    def memory_stage(self) -> MemoryStage:
+        return MemoryStage(self.runtime.pipeline, time.time)
+
+    @cached_property
+    def retry(self) -> StoreRetry:
+        s = self.settings
+        return StoreRetry(
+            s.stage_retry_attempts,
+            s.stage_retry_max_seconds,
+            lambda down: metrics.STORE_BLOCKED.set(int(down)),
+        )
+
+    def write(self, call: Callable[[], None]) -> None:
+        """One store write, timed, retried through outages."""
+        start = time.perf_counter()
+        self.retry(call)
+        metrics.STORE_WRITE_SECONDS.observe(time.perf_counter() - start)
+
+    def warm_up(self) -> None:
+        self.scrub_stage.run([])
+        self.memory_stage.pipeline.warm_up()
+        self.runtime.embedder.encode(["warm up"])
+
+    def scrub(self, batch: list[tuple[SourceRef, bytes]]) -> ScrubResult:
+        with metrics.STAGE_SECONDS.labels("scrub").time():
+            return self.scrub_stage.run(batch)
+
+    def memorize(self, records: list[StageRecord], states: dict[str, SessionState]) -> MemoryResult:
+        with metrics.STAGE_SECONDS.labels("memorize").time():
+            return self.memory_stage.run(records, states, self.write)
+
+    def count(self, result: MemoryResult) -> None:
+        metrics.DUPLICATES.inc(result.duplicates)
+        for r in result.windows:
+            metrics.WINDOWS.labels("kept" if r.kept else "filtered").inc()
+        for o in result.outcomes:
+            metrics.TURNS_OUT.labels(o.outcome.value).inc()
+            if o.outcome in self.decided:
+                self.decided[o.outcome] += 1
+        for u in result.units:
+            metrics.UNITS.labels(u.kind.value).inc()
+        total = sum(self.decided.values())
+        if total:
+            metrics.DISCARD_RATE.set(self.decided[Outcome.FILTERED] / total)
+
+    def mark_processed(self, events: list[EventT]) -> None:
+        for e in events:
+            key = (e.message.topic, e.message.partition)
+            self.processed[key] = max(self.processed.get(key, 0), e.message.offset + 1)
+
+
+def _source(event: EventT) -> SourceRef:
+    return SourceRef(
+        topic=event.message.topic, partition=event.message.partition, offset=event.message.offset
+    )
+
+
+def create_app(settings: Settings) -> faust.App:
+    app = faust.App(
+        settings.stream_app_id,
+        broker=f"kafka://{settings.kafka_endpoint}",
+        store="memory://",
+        autodiscover=False,
+        topic_partitions=settings.topic_partitions,
+        topic_replication_factor=settings.topic_replication,
+        processing_guarantee="at_least_once",
+        broker_commit_interval=settings.stream_commit_seconds,
+        consumer_auto_offset_reset="earliest",
+        producer_max_request_size=MAX_RECORD_BYTES,
+        web_port=settings.worker_web_port,
+        web_host="0.0.0.0",
+    )
+    worker = Worker(settings)
+
+    def topic(name: str) -> faust.TopicT:
+        return app.topic(settings.topic(name), key_serializer="raw", value_serializer="raw")
+
+    turns, scrubbed = topic(settings.turns_topic), topic(settings.scrubbed_topic)
+    units, outcomes, dlq = (
+        topic(settings.units_topic),
+        topic(settings.outcomes_topic),
+        topic(settings.dlq_topic),
+    )
+    sessions = app.Table(
+        "sessions",
+        partitions=settings.topic_partitions,
+        use_partitioner=True,  # same key, same partitioner as `scrubbed`: co-partitioned
+        key_serializer="raw",
+        value_serializer="raw",
+        extra_topic_configs={"max.message.bytes": str(MAX_RECORD_BYTES)},
+    )
+
+    async def in_thread(pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
+
+    def batches(stream: faust.StreamT) -> AsyncIterator[list[EventT]]:
+        # take_events (not in the StreamT protocol) keeps offsets: every turn knows where it came from.
+        return stream.take_events(  # type: ignore[attr-defined]
+            settings.stream_batch_messages, within=settings.stream_batch_seconds
+        )
+
+    @app.agent(turns, name="scrub")
+    async def scrub(stream: faust.StreamT) -> None:
+        async for events in batches(stream):
+            metrics.TURNS_IN.inc(len(events))
+            metrics.STAGE_RECORDS.labels("scrub").inc(len(events))
+            batch = [(_source(e), e.message.value or b"") for e in events]
+            result = await in_thread(worker.scrub_pool, worker.scrub, batch)
+            for record in result.records:
+                await scrubbed.send(key=record.session_key.encode(), value=dumps(record))
+            for dead in result.dead:
+                metrics.DEAD_LETTERS.labels(dead.stage.value, dead.code).inc()
+                await dlq.send(key=(dead.message_id or "").encode() or None, value=dumps(dead))
+            for outcome in result.failed:
+                metrics.TURNS_OUT.labels(outcome.outcome.value).inc()
+                await outcomes.send(
+                    key=f"{outcome.tenant_id}|{outcome.message_id}".encode(), value=dumps(outcome)
+                )
+            worker.mark_processed(events)
+
+    @app.agent(scrubbed, name="memorize")
+    async def memorize(stream: faust.StreamT) -> None:
+        async for events in batches(stream):
+            metrics.STAGE_RECORDS.labels("memorize").inc(len(events))
+            records = [StageRecord.model_validate_json(e.message.value or b"{}") for e in events]
+            states: dict[str, SessionState] = {}
+            for key in {r.session_key for r in records}:
+                raw = sessions.get(key.encode())
+                if raw is not None:
+                    states[key] = SessionState.model_validate_json(raw)
+            result = await in_thread(worker.memory_pool, worker.memorize, records, states)
+            for key, state in result.states.items():
+                if state is not states.get(key):
+                    sessions[key.encode()] = dumps(state)
+                if state.buffer is not None and state.buffer.pending:
+                    worker.pending_since[key] = state.buffer.last_seen
+                else:
+                    worker.pending_since.pop(key, None)
+            for unit in result.units:
+                await units.send(key=unit.id.encode(), value=dumps(unit))
+            for outcome in result.outcomes:
+                await outcomes.send(
+                    key=f"{outcome.tenant_id}|{outcome.message_id}".encode(), value=dumps(outcome)
+                )
+            for dead in result.dead:
+                metrics.DEAD_LETTERS.labels(dead.stage.value, dead.code).inc()
+                await dlq.send(key=(dead.message_id or "").encode() or None, value=dumps(dead))
+            worker.count(result)
+            worker.mark_processed(events)
+
+    seeded = False
+
+    @app.timer(settings.idle_check_seconds)
+    async def idle_sessions() -> None:
+        """Ask the memorize agent (through its own partition) to close the windows of silent sessions."""
+        nonlocal seeded
+        if not seeded:  # after a restart: the open windows the table recovered
+            seeded = True
+            for key, raw in list(sessions.items()):
+                state = SessionState.model_validate_json(raw)
+                if state.buffer is not None and state.buffer.pending:
+                    worker.pending_since.setdefault(key.decode(), state.buffer.last_seen)
+        now = time.time()
+        for key, last in list(worker.pending_since.items()):
+            if now - last >= settings.session_idle_seconds:
+                worker.pending_since.pop(key, None)
+                record = StageRecord(session_key=key, idle_check_at=now)
+                await scrubbed.send(key=key.encode(), value=dumps(record))
+
+    @app.timer(5.0)
+    async def consumer_lag() -> None:
+        consumer = app.consumer
+        for tp in consumer.assignment():
+            done = worker.processed.get((tp.topic, tp.partition))
+            if done is not None:
+                lag = max(0, consumer.highwater(tp) - done)
+                metrics.CONSUMER_LAG.labels(tp.topic, str(tp.partition)).set(lag)
+
+    @app.page("/metrics")
+    async def metrics_page(web: Any, request: Any) -> Any:
+        return web.bytes(generate_latest(), content_type=CONTENT_TYPE_LATEST)
+
+    app.worker_context = worker  # type: ignore[attr-defined]  # for tests and the CLI
+    return app

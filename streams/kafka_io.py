@@ -1,0 +1,128 @@
+"""Plain Kafka clients for the CLI: publish turns, read a topic to its end, fetch one record.
+
+Publishing keys each event ``tenant_id|session_id`` (murmur2, the Java client's partitioner, like
+Faust), so a session's turns stay ordered on one partition. Lines that are not a JSON object are sent
+unkeyed: the worker dead-letters them with the reason, so bad input is visible in one place.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import orjson
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+
+from schemas.settings import Settings
+from streams.topics import MAX_RECORD_BYTES
+
+
+def session_key(raw: bytes) -> bytes | None:
+    """``tenant_id|session_id`` of a raw event, or None if it has none (bad input)."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    tenant, session = data.get("tenant_id"), data.get("session_id")
+    if isinstance(tenant, str) and isinstance(session, str):
+        return f"{tenant}|{session}".encode()
+    return None
+
+
+@dataclass
+class PublishReport:
+    published: int = 0
+    unkeyed: int = 0
+
+
+def producer(settings: Settings) -> AIOKafkaProducer:
+    return AIOKafkaProducer(
+        bootstrap_servers=settings.kafka_endpoint,
+        acks="all",
+        enable_idempotence=True,
+        linger_ms=5,
+        max_request_size=MAX_RECORD_BYTES,
+    )
+
+
+async def publish(
+    settings: Settings,
+    lines: Iterable[bytes],
+    topic: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    chunk: int = 500,
+) -> PublishReport:
+    """Send raw events to the turns topic (or ``topic``), waiting for every acknowledgement."""
+    topic = topic or settings.topic(settings.turns_topic)
+    report = PublishReport()
+    prod = producer(settings)
+    await prod.start()
+    try:
+        pending: list[asyncio.Future[object]] = []
+        for raw in lines:
+            key = session_key(raw)
+            report.unkeyed += key is None
+            pending.append(await prod.send(topic, raw, key=key))
+            if len(pending) >= chunk:
+                await asyncio.gather(*pending)
+                report.published += len(pending)
+                if progress:
+                    progress(len(pending))
+                pending = []
+        await asyncio.gather(*pending)
+        report.published += len(pending)
+        if progress:
+            progress(len(pending))
+    finally:
+        await prod.stop()
+    return report
+
+
+async def read_topic(settings: Settings, topic: str) -> list[ConsumerRecord[bytes, bytes]]:
+    """Every record of ``topic`` from its start up to its end as of now (no consumer group)."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_endpoint, enable_auto_commit=False)
+    await consumer.start()
+    records: list[ConsumerRecord[bytes, bytes]] = []
+    try:
+        partitions = consumer.partitions_for_topic(topic) or set()
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        if not tps:
+            return records
+        consumer.assign(tps)
+        await consumer.seek_to_beginning(*tps)
+        ends = await consumer.end_offsets(tps)
+        remaining = {tp for tp in tps if ends[tp] > 0}
+        while remaining:
+            batch = await consumer.getmany(*remaining, timeout_ms=1000)
+            for tp, msgs in batch.items():
+                records.extend(msgs)
+                if msgs and msgs[-1].offset + 1 >= ends[tp]:
+                    remaining.discard(tp)
+            for tp in list(remaining):
+                if await consumer.position(tp) >= ends[tp]:
+                    remaining.discard(tp)
+    finally:
+        await consumer.stop()
+    return records
+
+
+async def fetch_record(
+    settings: Settings, topic: str, partition: int, offset: int
+) -> ConsumerRecord[bytes, bytes] | None:
+    """The record at one position, or None if it is gone (retention) or beyond the end."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_endpoint, enable_auto_commit=False)
+    await consumer.start()
+    try:
+        tp = TopicPartition(topic, partition)
+        consumer.assign([tp])
+        consumer.seek(tp, offset)
+        batch = await consumer.getmany(tp, timeout_ms=5000, max_records=1)
+        for msg in batch.get(tp, []):
+            if msg.offset == offset:
+                return msg
+        return None
+    finally:
+        await consumer.stop()

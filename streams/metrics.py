@@ -1,0 +1,35 @@
+"""Prometheus metrics of a worker, served on its ``/metrics`` page (one registry per process).
+
+Names are what ``infra/prometheus/alerts.yml`` queries; a test checks that every metric the alerts
+use is defined here.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+STAGE_SECONDS = Histogram(
+    "simplemem_stage_seconds",
+    "Time a stage spends on one batch",
+    ["stage"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+STAGE_RECORDS = Counter("simplemem_stage_records_total", "Records a stage took in", ["stage"])
+TURNS_IN = Counter("simplemem_turns_in_total", "Turns read from the turns topic")
+TURNS_OUT = Counter("simplemem_turns_out_total", "Turns decided, by outcome", ["outcome"])
+DUPLICATES = Counter("simplemem_replayed_turns_skipped_total", "Turns seen again after a restart, skipped")
+WINDOWS = Counter("simplemem_windows_total", "Windows judged by the entropy filter", ["decision"])
+DISCARD_RATE = Gauge("simplemem_discard_rate", "Share of decided turns filtered (since the worker started)")
+UNITS = Counter("simplemem_units_total", "Memory units indexed", ["kind"])
+DEAD_LETTERS = Counter(
+    "simplemem_dead_letters_total", "Dead letters, by stage and reason class", ["stage", "code"]
+)
+CONSUMER_LAG = Gauge(
+    "simplemem_consumer_lag", "Records behind the partition's end (processed)", ["topic", "partition"]
+)
+STORE_WRITE_SECONDS = Histogram(
+    "simplemem_store_write_seconds",
+    "Latency of one store write (vector + lexical index, buffer)",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+STORE_BLOCKED = Gauge("simplemem_store_outage", "1 while a stage waits for an unreachable store")

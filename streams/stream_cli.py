@@ -1,0 +1,163 @@
+"""`simplemem worker | publish | replay | dlq list | dlq replay`: the Kafka side of the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from schemas.codec import dumps
+from schemas.settings import get_settings
+from schemas.stream import DeadLetter
+from streams.console import err, out, progress_bar, quiet_libraries, read_lines
+
+dlq_app = typer.Typer(no_args_is_help=True, help="Inspect and re-inject dead letters.")
+
+
+def worker(ctx: typer.Context) -> None:
+    """Start a stream worker (Faust). Extra options go to Faust's worker, e.g. --web-port 6067."""
+    from streams.app import create_app
+    from streams.topics import ensure_topics
+
+    quiet_libraries()
+    settings = get_settings()
+    asyncio.run(ensure_topics(settings))
+    app = create_app(settings)
+    err.print("loading models ...")
+    app.worker_context.warm_up()  # type: ignore[attr-defined]
+    sys.argv = ["simplemem worker", "worker", "--loglevel", "warn", *ctx.args]
+    app.main()
+
+
+def publish(
+    events: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")
+    ],
+) -> None:
+    """Publish a history (EVENTS.jsonl) to the turns topic, keyed tenant_id|session_id."""
+    from streams.kafka_io import publish as send_all
+    from streams.topics import ensure_topics
+
+    settings = get_settings()
+    asyncio.run(ensure_topics(settings))
+    lines = [raw for _, raw in read_lines(events)]
+    with progress_bar() as progress:
+        task = progress.add_task("publishing", total=len(lines))
+        report = asyncio.run(send_all(settings, lines, progress=lambda n: progress.advance(task, n)))
+    out.print(f"published {report.published} events to {settings.topic(settings.turns_topic)}")
+    if report.unkeyed:
+        out.print(f"{report.unkeyed} lines had no tenant_id/session_id: the workers will dead-letter them")
+
+
+def replay(
+    tenant: Annotated[str, typer.Option("--tenant", help="the tenant whose memory is re-derived")],
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="embedded store folder (services mode: the configured stores)"),
+    ] = None,
+) -> None:
+    """Re-derive a tenant's memory from the retained turns topic into the configured (fresh) stores."""
+    from processors.runtime import open_runtime
+    from streams.cli import print_report
+    from streams.kafka_io import read_topic, session_key
+
+    quiet_libraries()
+    settings = get_settings()
+    prefix = f"{tenant}|".encode()
+    records = asyncio.run(read_topic(settings, settings.topic(settings.turns_topic)))
+    mine = [r for r in records if r.value is not None and (session_key(r.value) or b"").startswith(prefix)]
+    mine.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
+    rt = open_runtime(settings, store)
+    try:
+        with progress_bar() as progress:
+            task = progress.add_task(f"replaying {tenant}", total=len(mine))
+            lines = ((f"{r.topic}/{r.partition}/{r.offset}", r.value or b"") for r in mine)
+            report = rt.pipeline.ingest(lines, progress=lambda n: progress.advance(task, n))
+    finally:
+        rt.close()
+    out.print(f"{len(mine)} of {len(records)} retained turns belong to {tenant}")
+    print_report(report)
+
+
+def _dead_letters() -> list[tuple[int, DeadLetter]]:
+    from streams.kafka_io import read_topic
+
+    settings = get_settings()
+    records = asyncio.run(read_topic(settings, settings.topic(settings.dlq_topic)))
+    return [(r.offset, DeadLetter.model_validate_json(r.value)) for r in records if r.value]
+
+
+@dlq_app.command("list")
+def dlq_list(
+    json_out: Annotated[bool, typer.Option("--json", help="one JSON line per dead letter")] = False,
+) -> None:
+    """Every dead letter: when, which stage, why, and where the turn was."""
+    letters = _dead_letters()
+    if json_out:
+        for _, d in letters:
+            sys.stdout.buffer.write(dumps(d) + b"\n")
+        return
+    table = Table(title=f"dead letters ({len(letters)})")
+    for col in ("failed at", "stage", "code", "tenant", "message", "source", "reason"):
+        table.add_column(col, overflow="fold")
+    for _, d in letters:
+        src = f"{d.source.topic}/{d.source.partition}/{d.source.offset}"
+        table.add_row(
+            d.failed_at.isoformat(timespec="seconds"),
+            d.stage.value,
+            d.code,
+            d.tenant_id or "-",
+            d.message_id or "-",
+            src,
+            d.reason[:160],
+        )
+    out.print(table)
+
+
+@dlq_app.command("replay")
+def dlq_replay(
+    stage: Annotated[
+        str | None, typer.Option("--stage", help="only this stage (validate, analyze, index...)")
+    ] = None,
+    code: Annotated[str | None, typer.Option("--code", help="only this reason class")] = None,
+) -> None:
+    """Re-inject dead letters into the turns topic (after fixing the cause): the original bytes, or the
+    turn re-read from its recorded position."""
+    from streams.kafka_io import fetch_record
+    from streams.kafka_io import publish as send_all
+
+    settings = get_settings()
+    chosen = [
+        d
+        for _, d in _dead_letters()
+        if (stage is None or d.stage == stage) and (code is None or d.code == code)
+    ]
+    payloads: list[bytes] = []
+    missing = 0
+    for d in chosen:
+        if d.original is not None:
+            payloads.append(base64.b64decode(d.original))
+            continue
+        record = asyncio.run(fetch_record(settings, d.source.topic, d.source.partition, d.source.offset))
+        if record is None or record.value is None:
+            missing += 1
+        else:
+            payloads.append(record.value)
+    report = asyncio.run(send_all(settings, payloads))
+    out.print(
+        f"re-published {report.published} of {len(chosen)} dead letters to {settings.topic(settings.turns_topic)}"
+    )
+    if missing:
+        out.print(f"[yellow]{missing} original turns are no longer on their topic[/yellow]")
+
+
+def register(app: typer.Typer) -> None:
+    app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(worker)
+    app.command()(publish)
+    app.command()(replay)
+    app.add_typer(dlq_app, name="dlq")
