@@ -121,6 +121,7 @@ class Settings(BaseSettings):
     stream_batch_seconds: float = Field(0.2, gt=0, description="a stage's batch closes after this wait")
     stream_commit_seconds: float = Field(1.0, gt=0, description="offset commit interval")
     idle_check_seconds: float = Field(10.0, gt=0, description="how often workers look for idle sessions")
+    stream_data_dir: Path = Field(Path(".simplemem/faust"), description="a worker's local Faust files")
     worker_web_port: int = Field(6066, ge=1, le=65535, description="a worker's /metrics (and Faust web)")
     stage_retry_attempts: int = Field(5, ge=1, description="tries before a failing store call dead-letters")
     stage_retry_max_seconds: float = Field(10.0, gt=0, description="cap of the exponential backoff")

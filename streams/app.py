@@ -123,6 +123,7 @@ def create_app(settings: Settings) -> faust.App:
         settings.stream_app_id,
         broker=f"kafka://{settings.kafka_endpoint}",
         store="memory://",
+        datadir=str(settings.stream_data_dir),
         autodiscover=False,
         topic_partitions=settings.topic_partitions,
         topic_replication_factor=settings.topic_replication,
@@ -148,8 +149,8 @@ def create_app(settings: Settings) -> faust.App:
         "sessions",
         partitions=settings.topic_partitions,
         use_partitioner=True,  # same key, same partitioner as `scrubbed`: co-partitioned
-        key_serializer="raw",
-        value_serializer="raw",
+        key_type=bytes,  # bytes in and out: the state is our own JSON (schemas), not Faust's models
+        value_type=bytes,
         extra_topic_configs={"max.message.bytes": str(MAX_RECORD_BYTES)},
     )
 
@@ -241,7 +242,10 @@ def create_app(settings: Settings) -> faust.App:
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
-        return web.bytes(generate_latest(), content_type=CONTENT_TYPE_LATEST)
+        # aiohttp takes the charset separately from the content type
+        return web.bytes(
+            generate_latest(), content_type=CONTENT_TYPE_LATEST.split(";")[0] + "; version=0.0.4"
+        )
 
     app.worker_context = worker  # type: ignore[attr-defined]  # for tests and the CLI
     return app
