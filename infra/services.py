@@ -224,6 +224,19 @@ def _ensure_java(log_path: Path, need_compiler: bool = False) -> str:
     return java
 
 
+def ensure_kcat(settings: InfraSettings | None = None) -> str:
+    """The `kcat` command (a Kafka client that is not ours, for tests and operators); from Debian."""
+    if shutil.which("kcat") is None:
+        settings = settings or InfraSettings()
+        log_path = settings.service_dir("kafka") / "kcat-install.log"
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        _apt_install(["kcat"], log_path)
+    kcat = shutil.which("kcat")
+    if kcat is None:
+        raise InfraError("kcat not found after installing it")
+    return kcat
+
+
 def _maven_libs(pom: Path, prefix: str, settings: InfraSettings, log_path: Path) -> Path:
     """The runtime jars of `pom` copied into a cache folder keyed by the pom's hash (downloads once)."""
     digest = hashlib.sha256(pom.read_bytes()).hexdigest()[:16]

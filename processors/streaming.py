@@ -129,7 +129,7 @@ class MemoryStage:
     def __init__(self, pipeline: Pipeline, clock: Callable[[], float]) -> None:
         self.pipeline = pipeline
         self.windower = pipeline.windower
-        self.idle_seconds = pipeline.settings.session_idle_seconds
+        self.idle_seconds = pipeline.settings.wall_clock_idle_seconds
         self.clock = clock
 
     def run(

@@ -118,8 +118,15 @@ class Settings(BaseSettings):
     topic_replication: int = Field(1, ge=1)
     stream_app_id: str = Field("simplemem", description="Faust app id: the consumer group and table prefix")
     stream_batch_messages: int = Field(64, ge=1, description="turns a stage takes at once (MiniLM batch)")
-    stream_batch_seconds: float = Field(0.2, gt=0, description="a stage's batch closes after this wait")
     stream_commit_seconds: float = Field(1.0, gt=0, description="offset commit interval")
+    stream_session_timeout_seconds: float = Field(
+        10.0, gt=0, description="a worker silent this long loses its partitions to the others"
+    )
+    stream_idle_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="wall-clock silence that closes a session's window in a stream (default: session_idle_seconds)",
+    )
     idle_check_seconds: float = Field(10.0, gt=0, description="how often workers look for idle sessions")
     stream_data_dir: Path = Field(Path(".simplemem/faust"), description="a worker's local Faust files")
     worker_web_port: int = Field(6066, ge=1, le=65535, description="a worker's /metrics (and Faust web)")
@@ -178,6 +185,10 @@ class Settings(BaseSettings):
     @property
     def milvus_server_uri(self) -> str:
         return self.milvus_uri or f"http://{LOCAL_HOST}:{self.milvus_port}"
+
+    @property
+    def wall_clock_idle_seconds(self) -> float:
+        return self.stream_idle_seconds or self.session_idle_seconds
 
     def topic(self, name: str) -> str:
         """Full topic name: ``topic("turns")`` is ``simplemem.turns`` by default."""

@@ -129,6 +129,8 @@ def create_app(settings: Settings) -> faust.App:
         topic_replication_factor=settings.topic_replication,
         processing_guarantee="at_least_once",
         broker_commit_interval=settings.stream_commit_seconds,
+        broker_session_timeout=settings.stream_session_timeout_seconds,
+        broker_heartbeat_interval=settings.stream_session_timeout_seconds / 3,
         consumer_auto_offset_reset="earliest",
         producer_max_request_size=MAX_RECORD_BYTES,
         web_port=settings.worker_web_port,
@@ -157,11 +159,20 @@ def create_app(settings: Settings) -> faust.App:
     async def in_thread(pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
-    def batches(stream: faust.StreamT) -> AsyncIterator[list[EventT]]:
-        # take_events (not in the StreamT protocol) keeps offsets: every turn knows where it came from.
-        return stream.take_events(  # type: ignore[attr-defined]
-            settings.stream_batch_messages, within=settings.stream_batch_seconds
-        )
+    async def batches(stream: faust.StreamT) -> AsyncIterator[list[EventT]]:
+        """Events in batches (what is buffered, up to ``stream_batch_messages``), each acknowledged
+        only after the agent finished it: its offsets can then be committed. (Faust's ``take`` acks a
+        batch even when its body fails, and can ack events that arrive while a batch is processed.)"""
+        manual = stream.noack()  # type: ignore[attr-defined]  # (not in the StreamT protocol)
+        buffered = manual.channel.queue
+        batch: list[EventT] = []
+        async for event in manual.events():
+            batch.append(event)
+            if len(batch) >= settings.stream_batch_messages or buffered.empty():
+                yield batch
+                for done in batch:
+                    await manual.ack(done)
+                batch = []
 
     @app.agent(turns, name="scrub")
     async def scrub(stream: faust.StreamT) -> None:
@@ -214,11 +225,17 @@ def create_app(settings: Settings) -> faust.App:
 
     seeded = False
 
+    @app.on_rebalance_complete.connect
+    def reseed(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        """After a restart or a rebalance the table holds open windows this process never saw."""
+        nonlocal seeded
+        seeded = False
+
     @app.timer(settings.idle_check_seconds)
     async def idle_sessions() -> None:
         """Ask the memorize agent (through its own partition) to close the windows of silent sessions."""
         nonlocal seeded
-        if not seeded:  # after a restart: the open windows the table recovered
+        if not seeded:
             seeded = True
             for key, raw in list(sessions.items()):
                 state = SessionState.model_validate_json(raw)
@@ -226,7 +243,7 @@ def create_app(settings: Settings) -> faust.App:
                     worker.pending_since.setdefault(key.decode(), state.buffer.last_seen)
         now = time.time()
         for key, last in list(worker.pending_since.items()):
-            if now - last >= settings.session_idle_seconds:
+            if now - last >= settings.wall_clock_idle_seconds:
                 worker.pending_since.pop(key, None)
                 record = StageRecord(session_key=key, idle_check_at=now)
                 await scrubbed.send(key=key.encode(), value=dumps(record))

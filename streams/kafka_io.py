@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 
 from schemas.settings import Settings
 from streams.topics import MAX_RECORD_BYTES
@@ -81,16 +82,36 @@ async def publish(
     return report
 
 
-async def read_topic(settings: Settings, topic: str) -> list[ConsumerRecord[bytes, bytes]]:
-    """Every record of ``topic`` from its start up to its end as of now (no consumer group)."""
+async def partitions_of(settings: Settings, topic: str) -> list[int]:
+    """The topic's partition numbers (none if it does not exist)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
+    await admin.start()
+    try:
+        [described] = await admin.describe_topics([topic])
+    finally:
+        await admin.close()
+    if described.get("error_code"):
+        return []
+    return sorted(p["partition"] for p in described.get("partitions", []))
+
+
+async def _started_consumer(settings: Settings) -> AIOKafkaConsumer:
+    """A group-less consumer. The sleep lets its coordinator task start: aiokafka 0.14 raises
+    CancelledError from ``stop()`` if that task was cancelled before it ever ran."""
     consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_endpoint, enable_auto_commit=False)
     await consumer.start()
+    await asyncio.sleep(0)
+    return consumer
+
+
+async def read_topic(settings: Settings, topic: str) -> list[ConsumerRecord[bytes, bytes]]:
+    """Every record of ``topic`` from its start up to its end as of now (no consumer group)."""
     records: list[ConsumerRecord[bytes, bytes]] = []
+    tps = [TopicPartition(topic, p) for p in await partitions_of(settings, topic)]
+    if not tps:
+        return records
+    consumer = await _started_consumer(settings)
     try:
-        partitions = consumer.partitions_for_topic(topic) or set()
-        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
-        if not tps:
-            return records
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)
         ends = await consumer.end_offsets(tps)
@@ -113,8 +134,7 @@ async def fetch_record(
     settings: Settings, topic: str, partition: int, offset: int
 ) -> ConsumerRecord[bytes, bytes] | None:
     """The record at one position, or None if it is gone (retention) or beyond the end."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=settings.kafka_endpoint, enable_auto_commit=False)
-    await consumer.start()
+    consumer = await _started_consumer(settings)
     try:
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])

@@ -6,7 +6,6 @@ unreachable service fails the run.
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,22 +15,9 @@ import pytest
 
 from schemas.query import QueryRequest
 from schemas.settings import Settings
+from tests.services import drop_stores, require
 
 pytestmark = pytest.mark.integration
-
-
-def _reachable(settings: Settings) -> str | None:
-    import redis
-    from opensearchpy import OpenSearch
-    from pymilvus import MilvusClient
-
-    try:
-        OpenSearch(hosts=[settings.opensearch_endpoint], timeout=3).cluster.health()
-        MilvusClient(settings.milvus_server_uri, timeout=3).list_collections()
-        redis.Redis.from_url(settings.redis_endpoint, socket_timeout=3).ping()
-    except Exception as exc:
-        return f"{type(exc).__name__}: {exc}"
-    return None
 
 
 @pytest.fixture(scope="module")
@@ -44,23 +30,9 @@ def services_settings() -> Iterator[Settings]:
         milvus_index_type="HNSW",
         redis_key_prefix=f"simplemem-test-{suffix}",
     )
-    problem = _reachable(settings)
-    if problem:
-        if os.environ.get("SIMPLEMEM_INTEGRATION") == "1":
-            pytest.fail(f"services not reachable: {problem}")
-        pytest.skip(f"services not reachable: {problem}")
+    require(settings)
     yield settings
-    import redis
-    from opensearchpy import OpenSearch
-    from pymilvus import MilvusClient
-
-    OpenSearch(hosts=[settings.opensearch_endpoint]).indices.delete(
-        index=settings.opensearch_index, ignore=[404]
-    )
-    MilvusClient(settings.milvus_server_uri).drop_collection(settings.milvus_collection)
-    r = redis.Redis.from_url(settings.redis_endpoint)
-    for key in r.scan_iter(f"{settings.redis_key_prefix}:*"):
-        r.delete(key)
+    drop_stores(settings)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,272 @@
+"""The Kafka/Faust path against the real Kafka, OpenSearch, Milvus and Redis (infra/).
+
+Turns are published with `kcat` (not our code); workers are `simplemem worker` processes. Each test
+module run uses its own topics, consumer group, index, collection and Redis prefix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import subprocess
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from infra.workers import WorkerProcess
+from schemas.accounting import MessageOutcome
+from schemas.memory import MemoryUnit
+from schemas.query import QueryRequest
+from schemas.settings import Settings
+from schemas.stream import DeadLetter
+from tests.conftest import SHARED
+from tests.services import drop_stores, require
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE = REPO / "streams" / "data" / "sample_conversation.jsonl"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    suffix = uuid.uuid4().hex[:8]
+    values = {
+        "SIMPLEMEM_MODE": "services",
+        "SIMPLEMEM_TOPIC_PREFIX": f"test{suffix}.",
+        "SIMPLEMEM_STREAM_APP_ID": f"test{suffix}",
+        "SIMPLEMEM_TOPIC_PARTITIONS": "4",
+        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-stream-{suffix}",
+        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_stream_{suffix}",
+        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-stream-{suffix}",
+        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
+        "SIMPLEMEM_STREAM_IDLE_SECONDS": "4",
+        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
+    }
+    settings = settings_of(values)
+    require(settings, kafka=True)
+    yield values
+    drop_stores(settings)
+    asyncio.run(_delete_topics(settings))
+
+
+def settings_of(env: dict[str, str]) -> Settings:
+    return Settings(**{k.removeprefix("SIMPLEMEM_").lower(): v for k, v in env.items()})
+
+
+async def _delete_topics(settings: Settings) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
+    await admin.start()
+    try:
+        mine = [
+            t
+            for t in await admin.list_topics()
+            if t.startswith((settings.topic_prefix, settings.stream_app_id))
+        ]
+        if mine:
+            await admin.delete_topics(mine)
+    finally:
+        await admin.close()
+
+
+def kcat_publish(settings: Settings, lines: list[bytes]) -> None:
+    """Publish with kcat, keyed tenant_id|session_id (Java's murmur2 partitioner, like every client)."""
+    from infra.services import ensure_kcat
+
+    payload = b""
+    for raw in lines:
+        try:
+            data = orjson.loads(raw)
+            key = f"{data['tenant_id']}|{data['session_id']}".encode()
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            key = b"unkeyed"
+        payload += key + b"\t" + raw.rstrip(b"\n") + b"\n"
+    cmd = [ensure_kcat(), "-P", "-b", settings.kafka_endpoint, "-t", settings.topic(settings.turns_topic)]
+    cmd += ["-K", "\t", "-X", "partitioner=murmur2_random", "-X", "message.max.bytes=2000000"]
+    subprocess.run(cmd, input=payload, check=True, timeout=60)
+
+
+def read(settings: Settings, name: str) -> list[bytes]:
+    from streams.kafka_io import read_topic
+
+    return [r.value for r in asyncio.run(read_topic(settings, settings.topic(name))) if r.value]
+
+
+def outcomes(settings: Settings) -> dict[str, MessageOutcome]:
+    found = [MessageOutcome.model_validate_json(v) for v in read(settings, settings.outcomes_topic)]
+    return {o.message_id: o for o in found}
+
+
+def dead_letters(settings: Settings) -> list[DeadLetter]:
+    return [DeadLetter.model_validate_json(v) for v in read(settings, settings.dlq_topic)]
+
+
+def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(1.0)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def ensure_topics(settings: Settings) -> None:
+    from streams.topics import ensure_topics as create
+
+    asyncio.run(create(settings))
+
+
+@pytest.fixture(scope="module")
+def worker(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    ensure_topics(settings_of(env))
+    w = WorkerProcess(env, tmp_path_factory.mktemp("logs") / "worker.log").start()
+    w.wait_ready()
+    yield w
+    w.stop()
+
+
+BAD_LINES = [
+    b'{"tenant_id": "demo", "session_id": "x", "text": ',  # bad JSON
+    b'{"tenant_id": "demo", "session_id": "x", "message_id": "nots"}',  # fields missing
+    b'{"tenant_id":"demo","session_id":"x","message_id":"naive","speaker":"A","role":"user","text":"hi","ts":"2026-03-02T10:00:00"}',
+]
+
+
+def test_turns_published_by_kcat_become_memory_and_bad_ones_dead_letters(
+    env: dict[str, str], worker: WorkerProcess
+) -> None:
+    settings = settings_of(env)
+    turns = [line for line in SAMPLE.read_bytes().splitlines() if line.strip()]
+    huge = orjson.loads(turns[0]) | {"message_id": "huge", "text": "x" * (settings.max_text_chars + 1)}
+    bad = [*BAD_LINES, orjson.dumps(huge)]
+    kcat_publish(settings, [*turns, *bad])
+    expected = {orjson.loads(t)["message_id"] for t in turns}
+    wait_for(lambda: expected <= set(outcomes(settings)), 120, "an outcome for every sample turn")
+
+    letters = dead_letters(settings)
+    assert sorted(d.code for d in letters) == ["invalid_json", "schema", "schema", "too_large"]
+    assert {base64.b64decode(d.original or "") for d in letters} == set(bad)
+    assert all(
+        d.source.topic == settings.topic(settings.turns_topic) and d.source.offset >= 0 for d in letters
+    )
+    naive = next(d for d in letters if b"naive" in base64.b64decode(d.original or ""))
+    assert "ts" in naive.reason
+
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(settings)
+    try:
+        asked = QueryRequest(
+            tenant_id="demo", query="What is the name of Riley's dog?", as_of="2026-03-20T00:00:00Z"
+        )
+        result = rt.retriever.query(asked)
+        assert "Pixel" in result.context
+        units = [MemoryUnit.model_validate_json(v) for v in read(settings, settings.units_topic)]
+        assert units and rt.vectors.count("demo") == len({u.id for u in units}) == rt.lexical.count("demo")
+    finally:
+        rt.close()
+
+    assert worker.metric("simplemem_turns_in_total") >= len(turns) + len(bad)
+    assert worker.metric("simplemem_dead_letters_total") == len(bad)
+    assert worker.metric("simplemem_turns_out_total") == len(turns)
+
+
+def test_dlq_list_shows_the_reasons(env: dict[str, str], worker: WorkerProcess) -> None:
+    proc = subprocess.run(
+        [str(REPO / "bin" / "simplemem"), "dlq", "list", "--json"],
+        env={**os.environ, **env},
+        capture_output=True,
+        check=True,
+        timeout=120,
+    )
+    rows = [orjson.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert len(rows) == 4 and all(r["reason"] and r["stage"] == "validate" for r in rows)
+
+
+def locomo_lines(limit_turns: int) -> list[bytes]:
+    from bench.common import event_lines
+    from bench.locomo_data import load_all
+
+    convs = load_all(SHARED / "data" / "locomo", limit=1)
+    return [raw for _, raw in event_lines(convs)][:limit_turns]
+
+
+def test_sigkill_mid_stream_then_restart_reconciles(
+    env: dict[str, str], worker: WorkerProcess, tmp_path: Path
+) -> None:
+    settings = settings_of(env)
+    lines = locomo_lines(400)
+    tenant = orjson.loads(lines[0])["tenant_id"]
+    published = {orjson.loads(x)["message_id"] for x in lines}
+    kcat_publish(settings, lines)
+
+    def decided() -> set[str]:
+        return {m for m, o in outcomes(settings).items() if o.tenant_id == tenant}
+
+    wait_for(lambda: len(decided()) >= 60, 180, "the first windows")
+    worker.kill()  # SIGKILL: no commit, no flush, no goodbye
+    before = len(decided())
+    worker.start()
+    worker.wait_ready()
+    wait_for(lambda: published <= decided(), 600, "every turn decided after the restart")
+
+    found = outcomes(settings)
+    counts = Counter(found[m].outcome.value for m in published)
+    units = [MemoryUnit.model_validate_json(v) for v in read(settings, settings.units_topic)]
+    mine = [u for u in units if u.tenant_id == tenant]
+    ids = {u.id for u in mine}
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(settings)
+    try:
+        stored = rt.lexical.units_from_sources(tenant, sorted(published))
+        milvus, opensearch = rt.vectors.count(tenant), rt.lexical.count(tenant)
+    finally:
+        rt.close()
+    statements = Counter((tuple(sorted(u.source_ids)), u.text) for u in stored)
+    report = {
+        "published": len(published),
+        "decided_before_kill": before,
+        **counts,
+        "dead_lettered": sum(1 for d in dead_letters(settings) if d.tenant_id == tenant),
+        "unit_records_on_topic": len(mine),
+        "distinct_units": len(ids),
+        "milvus": milvus,
+        "opensearch": opensearch,
+        "replayed_turns_skipped": worker.metric("simplemem_replayed_turns_skipped_total"),
+    }
+    print("\nreconciliation:", orjson.dumps(report).decode())
+    assert sum(counts.values()) == len(published)
+    assert counts["failed"] == 0
+    assert milvus == opensearch == len(ids) == len(stored)
+    assert max(statements.values()) == 1, "a statement from the same turns is stored once"
+
+
+def test_a_store_outage_pauses_the_stream_and_loses_nothing(
+    env: dict[str, str], worker: WorkerProcess
+) -> None:
+    from infra.services import down, up
+
+    settings = settings_of(env)
+    events = [orjson.loads(line) for line in SAMPLE.read_bytes().splitlines() if line.strip()][:12]
+    for e in events:
+        e["tenant_id"], e["message_id"] = "outage", f"outage:{e['message_id']}"
+    ids = {e["message_id"] for e in events}
+    down(["redis"])
+    try:
+        kcat_publish(settings, [orjson.dumps(e) for e in events])
+        wait_for(lambda: worker.metric("simplemem_store_outage") == 1, 60, "the worker to notice the outage")
+        assert not ids & set(outcomes(settings)), "nothing is decided while a store is down"
+    finally:
+        up(["redis"])
+    wait_for(lambda: ids <= set(outcomes(settings)), 120, "every turn decided after the store came back")
+    assert worker.metric("simplemem_store_outage") == 0
+    assert not [d for d in dead_letters(settings) if d.tenant_id == "outage"]
