@@ -36,6 +36,16 @@ class QueryResult(BaseModel):
     memories: list[RetrievedMemory]
     context: str
     context_tokens: int
+    migration: str | None = Field(
+        None, description="set while the tenant's legacy history is being imported: the answer may be partial"
+    )
+
+    def to_json(self) -> dict[str, object]:
+        """The JSON contract; ``migration`` appears only when there is one."""
+        data = self.model_dump(mode="json")
+        if data["migration"] is None:
+            del data["migration"]
+        return data
 
 
 class TimeRange(BaseModel):

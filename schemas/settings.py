@@ -6,6 +6,7 @@ defaults, so no stage hides a magic number of its own.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -201,6 +202,14 @@ class Settings(BaseSettings):
         if self.window_stride > self.window_size:
             raise ValueError("window_stride must not exceed window_size")
         return self
+
+
+def settings_for(env: Mapping[str, str]) -> Settings:
+    """The settings a process started with these ``SIMPLEMEM_*`` variables reads (and nothing else)."""
+    prefix = "SIMPLEMEM_"
+    return Settings.model_validate(
+        {k.removeprefix(prefix).lower(): v for k, v in env.items() if k.startswith(prefix)}
+    )
 
 
 @lru_cache(maxsize=1)

@@ -34,6 +34,7 @@ from schemas.codec import dumps
 from schemas.settings import Settings
 from schemas.stream import SourceRef, StageRecord
 from streams import metrics
+from streams.gaps import GapGuard, Item
 from streams.topics import MAX_RECORD_BYTES
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,7 @@ class Worker:
 
     def count(self, result: MemoryResult) -> None:
         metrics.DUPLICATES.inc(result.duplicates)
+        metrics.TURNS_WINDOWED.inc(result.turns - result.duplicates)
         for r in result.windows:
             metrics.WINDOWS.labels("kept" if r.kept else "filtered").inc()
         for o in result.outcomes:
@@ -106,16 +108,15 @@ class Worker:
         if total:
             metrics.DISCARD_RATE.set(self.decided[Outcome.FILTERED] / total)
 
-    def mark_processed(self, events: list[EventT]) -> None:
-        for e in events:
-            key = (e.message.topic, e.message.partition)
-            self.processed[key] = max(self.processed.get(key, 0), e.message.offset + 1)
+    def mark_processed(self, items: list[Item]) -> None:
+        for i in items:
+            key = (i.source.topic, i.source.partition)
+            self.processed[key] = max(self.processed.get(key, 0), i.source.offset + 1)
 
 
-def _source(event: EventT) -> SourceRef:
-    return SourceRef(
-        topic=event.message.topic, partition=event.message.partition, offset=event.message.offset
-    )
+def _item(event: EventT) -> Item:
+    m = event.message
+    return Item(SourceRef(topic=m.topic, partition=m.partition, offset=m.offset), m.key, m.value or b"")
 
 
 def create_app(settings: Settings) -> faust.App:
@@ -159,8 +160,10 @@ def create_app(settings: Settings) -> faust.App:
     async def in_thread(pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(pool, fn, *args)
 
-    async def batches(stream: faust.StreamT) -> AsyncIterator[list[EventT]]:
-        """Events in batches (what is buffered, up to ``stream_batch_messages``), each acknowledged
+    guard = GapGuard(settings, settings.stream_app_id)
+
+    async def batches(stream: faust.StreamT) -> AsyncIterator[list[Item]]:
+        """Records in batches (what is buffered, up to ``stream_batch_messages``), each acknowledged
         only after the agent finished it: its offsets can then be committed. (Faust's ``take`` acks a
         batch even when its body fails, and can ack events that arrive while a batch is processed.)"""
         manual = stream.noack()  # type: ignore[attr-defined]  # (not in the StreamT protocol)
@@ -169,41 +172,56 @@ def create_app(settings: Settings) -> faust.App:
         async for event in manual.events():
             batch.append(event)
             if len(batch) >= settings.stream_batch_messages or buffered.empty():
-                yield batch
+                items = await guard.complete([_item(e) for e in batch])
+                metrics.REFETCHED.set(guard.refetched)
+                yield items
                 for done in batch:
                     await manual.ack(done)
                 batch = []
+
+    async def deliver(records: list[tuple[faust.TopicT, bytes | None, bytes]]) -> None:
+        """Send now and wait until Kafka acknowledged every record. (``force``: Faust would otherwise
+        hold a record sent from an agent until the source offset commits, after our state write.)"""
+        pending = [await topic.send(key=key, value=value, force=True) for topic, key, value in records]
+        await asyncio.gather(*pending)
+
+    def outputs(result: ScrubResult | MemoryResult) -> list[tuple[faust.TopicT, bytes | None, bytes]]:
+        out: list[tuple[faust.TopicT, bytes | None, bytes]] = []
+        for dead in result.dead:
+            metrics.DEAD_LETTERS.labels(dead.stage.value, dead.code).inc()
+            out.append((dlq, (dead.message_id or "").encode() or None, dumps(dead)))
+        for outcome in result.failed if isinstance(result, ScrubResult) else result.outcomes:
+            out.append((outcomes, f"{outcome.tenant_id}|{outcome.message_id}".encode(), dumps(outcome)))
+        return out
 
     @app.agent(turns, name="scrub")
     async def scrub(stream: faust.StreamT) -> None:
         async for events in batches(stream):
             metrics.TURNS_IN.inc(len(events))
             metrics.STAGE_RECORDS.labels("scrub").inc(len(events))
-            batch = [(_source(e), e.message.value or b"") for e in events]
+            batch = [(i.source, i.value) for i in events]
             result = await in_thread(worker.scrub_pool, worker.scrub, batch)
-            for record in result.records:
-                await scrubbed.send(key=record.session_key.encode(), value=dumps(record))
-            for dead in result.dead:
-                metrics.DEAD_LETTERS.labels(dead.stage.value, dead.code).inc()
-                await dlq.send(key=(dead.message_id or "").encode() or None, value=dumps(dead))
+            records = [(scrubbed, r.session_key.encode(), dumps(r)) for r in result.records]
+            await deliver([*records, *outputs(result)])
             for outcome in result.failed:
                 metrics.TURNS_OUT.labels(outcome.outcome.value).inc()
-                await outcomes.send(
-                    key=f"{outcome.tenant_id}|{outcome.message_id}".encode(), value=dumps(outcome)
-                )
             worker.mark_processed(events)
 
     @app.agent(scrubbed, name="memorize")
     async def memorize(stream: faust.StreamT) -> None:
         async for events in batches(stream):
             metrics.STAGE_RECORDS.labels("memorize").inc(len(events))
-            records = [StageRecord.model_validate_json(e.message.value or b"{}") for e in events]
+            records = [StageRecord.model_validate_json(i.value or b"{}") for i in events]
             states: dict[str, SessionState] = {}
             for key in {r.session_key for r in records}:
                 raw = sessions.get(key.encode())
                 if raw is not None:
                     states[key] = SessionState.model_validate_json(raw)
             result = await in_thread(worker.memory_pool, worker.memorize, records, states)
+            # Outputs first, acknowledged; the sessions' new state last: a state that says "applied"
+            # is only ever written after everything derived from the batch is in Kafka and the stores.
+            units_out = [(units, u.id.encode(), dumps(u)) for u in result.units]
+            await deliver([*units_out, *outputs(result)])
             for key, state in result.states.items():
                 if state is not states.get(key):
                     sessions[key.encode()] = dumps(state)
@@ -211,15 +229,6 @@ def create_app(settings: Settings) -> faust.App:
                     worker.pending_since[key] = state.buffer.last_seen
                 else:
                     worker.pending_since.pop(key, None)
-            for unit in result.units:
-                await units.send(key=unit.id.encode(), value=dumps(unit))
-            for outcome in result.outcomes:
-                await outcomes.send(
-                    key=f"{outcome.tenant_id}|{outcome.message_id}".encode(), value=dumps(outcome)
-                )
-            for dead in result.dead:
-                metrics.DEAD_LETTERS.labels(dead.stage.value, dead.code).inc()
-                await dlq.send(key=(dead.message_id or "").encode() or None, value=dumps(dead))
             worker.count(result)
             worker.mark_processed(events)
 
@@ -227,9 +236,11 @@ def create_app(settings: Settings) -> faust.App:
 
     @app.on_rebalance_complete.connect
     def reseed(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
-        """After a restart or a rebalance the table holds open windows this process never saw."""
+        """After a restart or a rebalance the table holds open windows this process never saw, and
+        every partition resumes from its committed offset."""
         nonlocal seeded
         seeded = False
+        guard.reset()
 
     @app.timer(settings.idle_check_seconds)
     async def idle_sessions() -> None:
@@ -246,7 +257,7 @@ def create_app(settings: Settings) -> faust.App:
             if now - last >= settings.wall_clock_idle_seconds:
                 worker.pending_since.pop(key, None)
                 record = StageRecord(session_key=key, idle_check_at=now)
-                await scrubbed.send(key=key.encode(), value=dumps(record))
+                await scrubbed.send(key=key.encode(), value=dumps(record), force=True)
 
     @app.timer(5.0)
     async def consumer_lag() -> None:

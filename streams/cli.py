@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from schemas.accounting import IngestReport
-from schemas.query import QueryRequest
+from schemas.query import QueryRequest, QueryResult
 from schemas.settings import Settings, get_settings
 from streams.console import err, out, progress_bar, quiet_libraries, read_lines
 from streams.stream_cli import register as register_stream_commands
@@ -123,6 +123,18 @@ def query(
         raise typer.BadParameter("give TEXT and --tenant, or --batch FILE")
     rt = _runtime(store)
     retriever = rt.retriever
+    from processors.migration import MigrationState
+    from streams.lazy import lazy_migration
+
+    migration = lazy_migration(rt)
+
+    def answer(request: QueryRequest) -> QueryResult:
+        state = migration.ensure(request.tenant_id) if migration else None
+        result = retriever.query(request)
+        if state == MigrationState.IN_PROGRESS:
+            result.migration = state.value
+        return result
+
     try:
         if batch is not None:
             for where, raw in read_lines(batch):
@@ -132,19 +144,28 @@ def query(
                     line = {"id": None, "error": f"{where}: {exc}"}
                     sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
                     continue
-                result = retriever.query(request)
-                sys.stdout.buffer.write(orjson.dumps(result.model_dump(mode="json")) + b"\n")
+                result = answer(request)
+                sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
             return
         try:
             request = QueryRequest(tenant_id=tenant or "", query=text or "", as_of=as_of)
         except ValidationError as exc:
             raise typer.BadParameter(str(exc)) from None
-        result = retriever.query(request)
+        result = answer(request)
+        if json_out:
+            sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
+            return
+        _print_answer(result)
     finally:
+        if migration:
+            sys.stdout.flush()
+            migration.wait()  # the answer is out; let the import finish before the process exits
         rt.close()
-    if json_out:
-        sys.stdout.buffer.write(orjson.dumps(result.model_dump(mode="json")) + b"\n")
-        return
+
+
+def _print_answer(result: QueryResult) -> None:
+    if result.migration:
+        out.print("[yellow]this tenant's history is being imported: the answer may be incomplete[/yellow]")
     out.print(
         f"[bold]complexity[/bold] {result.complexity:.2f}  [bold]k[/bold] {result.k}  "
         f"[bold]tokens[/bold] {result.context_tokens}"

@@ -146,3 +146,24 @@ async def fetch_record(
         return None
     finally:
         await consumer.stop()
+
+
+async def fetch_range(
+    settings: Settings, topic: str, partition: int, start: int, end: int
+) -> list[ConsumerRecord[bytes, bytes]]:
+    """The records at offsets ``start`` (included) to ``end`` (excluded) of one partition."""
+    consumer = await _started_consumer(settings)
+    records: list[ConsumerRecord[bytes, bytes]] = []
+    try:
+        tp = TopicPartition(topic, partition)
+        consumer.assign([tp])
+        consumer.seek(tp, start)
+        while await consumer.position(tp) < end:
+            batch = await consumer.getmany(tp, timeout_ms=5000, max_records=end - start)
+            msgs = batch.get(tp, [])
+            if not msgs:
+                break
+            records.extend(m for m in msgs if start <= m.offset < end)
+    finally:
+        await consumer.stop()
+    return records

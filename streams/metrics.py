@@ -17,6 +17,10 @@ STAGE_SECONDS = Histogram(
 STAGE_RECORDS = Counter("simplemem_stage_records_total", "Records a stage took in", ["stage"])
 TURNS_IN = Counter("simplemem_turns_in_total", "Turns read from the turns topic")
 TURNS_OUT = Counter("simplemem_turns_out_total", "Turns decided, by outcome", ["outcome"])
+TURNS_WINDOWED = Counter(
+    "simplemem_turns_windowed_total",
+    "Turns analysed, in the recent-turn buffer and in their session's window",
+)
 DUPLICATES = Counter("simplemem_replayed_turns_skipped_total", "Turns seen again after a restart, skipped")
 WINDOWS = Counter("simplemem_windows_total", "Windows judged by the entropy filter", ["decision"])
 DISCARD_RATE = Gauge("simplemem_discard_rate", "Share of decided turns filtered (since the worker started)")
@@ -33,3 +37,6 @@ STORE_WRITE_SECONDS = Histogram(
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 STORE_BLOCKED = Gauge("simplemem_store_outage", "1 while a stage waits for an unreachable store")
+REFETCHED = Gauge(
+    "simplemem_refetched_records", "Records the consumer skipped and the gap guard re-read (streams/gaps.py)"
+)

@@ -38,14 +38,6 @@ def require(settings: Settings, kafka: bool = False) -> None:
 
 def drop_stores(settings: Settings) -> None:
     """Delete what a test wrote: its OpenSearch index, Milvus collection and Redis keys."""
-    import redis
-    from opensearchpy import OpenSearch
-    from pymilvus import MilvusClient
+    from processors.stores.cleanup import drop_namespace
 
-    OpenSearch(hosts=[settings.opensearch_endpoint]).indices.delete(
-        index=settings.opensearch_index, ignore=[404]
-    )
-    MilvusClient(settings.milvus_server_uri).drop_collection(settings.milvus_collection)
-    r = redis.Redis.from_url(settings.redis_endpoint)
-    for key in r.scan_iter(f"{settings.redis_key_prefix}:*"):
-        r.delete(key)
+    drop_namespace(settings)

@@ -85,3 +85,33 @@ def test_malformed_lines_are_rejected_and_the_rest_ingested(tmp_path: Path) -> N
     assert "pilot" in first["context"]
     assert "ramen" in rows[2]["context"]
     assert first["memories"][0]["source_ids"] == ["m1"]
+
+
+def test_lazy_migration_on_first_query_in_embedded_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from schemas.settings import get_settings
+
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "acme.jsonl").write_bytes(event(1, "I work as a pilot for Skyline Air.") + b"\n")
+    monkeypatch.setenv("SIMPLEMEM_LEGACY_HISTORY_DIR", str(legacy))
+    get_settings.cache_clear()
+    try:
+        store = str(tmp_path / "store")
+        first = runner.invoke(
+            app, ["query", "Where does Dana work?", "--tenant", "acme", "--store", store, "--json"]
+        )
+        assert first.exit_code == 0, first.output
+        assert orjson.loads(first.stdout)["migration"] == "in_progress"
+        second = runner.invoke(
+            app, ["query", "Where does Dana work?", "--tenant", "acme", "--store", store, "--json"]
+        )
+        answer = orjson.loads(second.stdout)
+        assert "migration" not in answer and "Skyline Air" in answer["context"]
+        other = runner.invoke(
+            app, ["query", "Where does Dana work?", "--tenant", "globex", "--store", store, "--json"]
+        )
+        assert "migration" not in orjson.loads(other.stdout)
+    finally:
+        get_settings.cache_clear()

@@ -23,7 +23,7 @@ from infra.workers import WorkerProcess
 from schemas.accounting import MessageOutcome
 from schemas.memory import MemoryUnit
 from schemas.query import QueryRequest
-from schemas.settings import Settings
+from schemas.settings import Settings, settings_for
 from schemas.stream import DeadLetter
 from tests.conftest import SHARED
 from tests.services import drop_stores, require
@@ -57,7 +57,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 
 
 def settings_of(env: dict[str, str]) -> Settings:
-    return Settings(**{k.removeprefix("SIMPLEMEM_").lower(): v for k, v in env.items()})
+    return settings_for(env)
 
 
 async def _delete_topics(settings: Settings) -> None:

@@ -1,0 +1,85 @@
+"""Records a stream must not skip: a guard against offsets that never reach an agent.
+
+faust-streaming 0.15 can drop records it fetched just before a rebalance's seek to the committed
+offsets (seen here after a SIGKILL and restart: a partition resumed a few records past its committed
+offset). It then treats the hole as a gap in the log and commits past it, which would lose turns.
+The guard knows where each partition must resume (the group's committed offset when the partition
+is first seen after an assignment) and which offset comes next; a hole is re-read from Kafka with a
+plain consumer and handed to the agent before the records that follow it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.structs import TopicPartition
+
+from schemas.settings import Settings
+from schemas.stream import SourceRef
+from streams.kafka_io import fetch_range
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One record as an agent sees it: where it is, its key and value."""
+
+    source: SourceRef
+    key: bytes | None
+    value: bytes
+
+
+class GapGuard:
+    def __init__(self, settings: Settings, group: str) -> None:
+        self.settings = settings
+        self.group = group
+        self.expected: dict[tuple[str, int], int] = {}
+        self.refetched = 0
+
+    def reset(self) -> None:
+        """After a rebalance: every partition resumes from its committed offset again."""
+        self.expected.clear()
+
+    async def _committed(self, topic: str, partition: int) -> int | None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_endpoint)
+        await admin.start()
+        try:
+            offsets = await admin.list_consumer_group_offsets(
+                self.group, partitions=[TopicPartition(topic, partition)]
+            )
+        finally:
+            await admin.close()
+        meta = offsets.get(TopicPartition(topic, partition))
+        return meta.offset if meta is not None and meta.offset >= 0 else None
+
+    async def complete(self, items: list[Item]) -> list[Item]:
+        """``items`` with any skipped records put back in front of their successors."""
+        out: list[Item] = []
+        for item in items:
+            src = item.source
+            tp = (src.topic, src.partition)
+            if tp not in self.expected:
+                committed = await self._committed(*tp)
+                if committed is not None:
+                    self.expected[tp] = committed
+            want = self.expected.get(tp)
+            if want is not None and src.offset > want:
+                missing = await fetch_range(self.settings, src.topic, src.partition, want, src.offset)
+                log.warning(
+                    "%s/%d: re-read %d skipped records %d..%d", *tp, len(missing), want, src.offset - 1
+                )
+                self.refetched += len(missing)
+                out.extend(
+                    Item(
+                        SourceRef(topic=r.topic, partition=r.partition, offset=r.offset),
+                        r.key,
+                        r.value or b"",
+                    )
+                    for r in missing
+                )
+            out.append(item)
+            self.expected[tp] = max(src.offset + 1, want or 0)
+        return out

@@ -1,0 +1,37 @@
+"""Wires lazy migration to the deployment: services publish the legacy history to the turns topic
+(the workers derive the memory), embedded mode ingests it into the local store."""
+
+from __future__ import annotations
+
+import asyncio
+
+from processors.migration import (
+    FileMigrationRegistry,
+    LazyMigration,
+    MigrationRegistry,
+    RedisMigrationRegistry,
+)
+from processors.runtime import Runtime
+
+
+def lazy_migration(rt: Runtime) -> LazyMigration | None:
+    s = rt.settings
+    if s.legacy_history_dir is None:
+        return None
+    registry: MigrationRegistry
+    if s.mode == "services":
+        from streams.kafka_io import publish
+
+        registry = RedisMigrationRegistry(s.redis_endpoint, s.redis_key_prefix)
+
+        def sink(lines: list[bytes]) -> int:
+            return asyncio.run(publish(s, lines)).published
+
+    else:
+        registry = FileMigrationRegistry(rt.store_dir / "migrations")
+
+        def sink(lines: list[bytes]) -> int:
+            report = rt.pipeline.ingest((f"legacy line {i}", raw) for i, raw in enumerate(lines, start=1))
+            return report.accepted
+
+    return LazyMigration(s.legacy_history_dir, registry, sink)
