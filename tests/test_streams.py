@@ -191,6 +191,23 @@ def test_dlq_list_shows_the_reasons(env: dict[str, str], worker: WorkerProcess) 
     assert len(rows) == 4 and all(r["reason"] and r["stage"] == "validate" for r in rows)
 
 
+def test_dlq_replay_reinjects_the_original_bytes(env: dict[str, str], worker: WorkerProcess) -> None:
+    settings = settings_of(env)
+    before = dead_letters(settings)
+    subprocess.run(
+        [str(REPO / "bin" / "simplemem"), "dlq", "replay", "--code", "invalid_json"],
+        env={**os.environ, **env},
+        check=True,
+        timeout=120,
+    )
+    wait_for(
+        lambda: len(dead_letters(settings)) == len(before) + 1, 60, "the replayed line to be judged again"
+    )
+    bad_json = [d for d in dead_letters(settings) if d.code == "invalid_json"]
+    assert len(bad_json) == 2 and bad_json[0].original == bad_json[1].original
+    assert bad_json[0].source != bad_json[1].source, "re-published: a new position"
+
+
 def locomo_lines(limit_turns: int) -> list[bytes]:
     from bench.common import event_lines
     from bench.locomo_data import load_all
