@@ -208,6 +208,29 @@ def test_dlq_replay_reinjects_the_original_bytes(env: dict[str, str], worker: Wo
     assert bad_json[0].source != bad_json[1].source, "re-published: a new position"
 
 
+def test_replay_rederives_a_tenant_into_a_fresh_store(env: dict[str, str], tmp_path: Path) -> None:
+    from processors.runtime import open_runtime
+    from schemas.settings import Settings
+
+    fresh = tmp_path / "rebuilt"
+    proc = subprocess.run(
+        [str(REPO / "bin" / "simplemem"), "replay", "--tenant", "demo", "--store", str(fresh)],
+        env={**os.environ, **env, "SIMPLEMEM_MODE": "embedded"},
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    assert b"belong to demo" in proc.stdout and b"rejected" in proc.stdout
+    rt = open_runtime(Settings(), fresh)
+    try:
+        asked = QueryRequest(
+            tenant_id="demo", query="What is the name of Riley's dog?", as_of="2026-03-20T00:00:00Z"
+        )
+        assert "Pixel" in rt.retriever.query(asked).context
+    finally:
+        rt.close()
+
+
 def locomo_lines(limit_turns: int) -> list[bytes]:
     from bench.common import event_lines
     from bench.locomo_data import load_all
