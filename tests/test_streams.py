@@ -210,7 +210,6 @@ def test_dlq_replay_reinjects_the_original_bytes(env: dict[str, str], worker: Wo
 
 def test_replay_rederives_a_tenant_into_a_fresh_store(env: dict[str, str], tmp_path: Path) -> None:
     from processors.runtime import open_runtime
-    from schemas.settings import Settings
 
     fresh = tmp_path / "rebuilt"
     proc = subprocess.run(
@@ -220,8 +219,8 @@ def test_replay_rederives_a_tenant_into_a_fresh_store(env: dict[str, str], tmp_p
         check=True,
         timeout=300,
     )
-    assert b"belong to demo" in proc.stdout and b"rejected" in proc.stdout
-    rt = open_runtime(Settings(), fresh)
+    assert b"belong to demo" in proc.stdout and b"rejected" in proc.stdout, proc.stdout
+    rt = open_runtime(settings_for({**env, "SIMPLEMEM_MODE": "embedded"}), fresh)
     try:
         asked = QueryRequest(
             tenant_id="demo", query="What is the name of Riley's dog?", as_of="2026-03-20T00:00:00Z"
