@@ -1,10 +1,11 @@
 """The two stream stages as plain functions over batches: no Kafka here, the Faust agents call them.
 
-* :class:`ScrubStage` (turns -> scrubbed): validate, PII-scrub and analyse with spaCy. Invalid input
-  becomes a dead letter with its exact bytes; nothing after this stage sees the raw text.
-* :class:`MemoryStage` (scrubbed -> stores): MiniLM vectors, the recent-turn buffer, windows and
-  entropy history kept per session in a :class:`SessionState` (a Faust table holds it), decomposition,
-  indexing. Returns what to publish (units, outcomes, dead letters) and the sessions' next states.
+* :class:`ScrubStage` (turns -> scrubbed): validate, PII-scrub, analyse with spaCy, embed with
+  MiniLM and push to the recent-turn buffer: a turn is queryable as soon as this stage is done.
+  Invalid input becomes a dead letter with its exact bytes; nothing after this stage sees the raw text.
+* :class:`MemoryStage` (scrubbed -> stores): windows and entropy history kept per session in a
+  :class:`SessionState` (a Faust table holds it), decomposition, indexing. Returns what to publish
+  (units, outcomes, dead letters) and the sessions' next states.
 
 Replays are harmless: a session remembers the position of the last turn it applied (sessions are
 ordered on one partition) and skips anything at or before it, and memory ids are deterministic.
@@ -21,6 +22,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 from processors.analysis import NlpPreparer
+from processors.buffer import RecentTurnBuffer
 from processors.entropy import SessionHistory
 from processors.pipeline import Pipeline, WindowResult, buffered_turns
 from processors.windowing import SessionBuffer
@@ -48,11 +50,22 @@ class ScrubResult:
 
 
 class ScrubStage:
-    def __init__(self, settings: Settings, preparer: NlpPreparer) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        preparer: NlpPreparer,
+        embed: Callable[[list[AnalyzedMessage]], list[AnalyzedMessage]],
+        buffer: RecentTurnBuffer | None = None,
+    ) -> None:
         self.settings = settings
         self.preparer = preparer
+        self.embed = embed
+        self.buffer = buffer
 
-    def run(self, batch: Sequence[tuple[SourceRef, bytes]]) -> ScrubResult:
+    def run(
+        self, batch: Sequence[tuple[SourceRef, bytes]], write: Write = lambda call: call()
+    ) -> ScrubResult:
+        """Validate, scrub, analyse and embed a batch; the buffer write goes through ``write``."""
         out = ScrubResult()
         accepted: list[tuple[SourceRef, ChatEvent]] = []
         for source, raw in batch:
@@ -76,6 +89,12 @@ class ScrubStage:
         for (source, event), message in zip(accepted, self._prepare(accepted, out), strict=True):
             if message is not None:
                 out.records.append(StageRecord(session_key=event.session_key, message=message, source=source))
+        messages = [r.message for r in out.records if r.message is not None]
+        self.embed(messages)
+        turns = buffered_turns(messages)
+        buffer = self.buffer
+        if turns and buffer is not None:
+            write(lambda: buffer.push(turns))
         return out
 
     def _prepare(
@@ -138,12 +157,6 @@ class MemoryStage:
         """Apply a batch to the sessions' states; every store write goes through ``write``."""
         result = MemoryResult(states=dict(states))
         fresh = self._fresh_turns(records, result)
-        messages = [r.message for r in fresh if r.message is not None]
-        self.pipeline.analyzer.embed(messages)
-        turns = buffered_turns(messages)
-        buffer = self.pipeline.buffer
-        if turns and buffer is not None:
-            write(lambda: buffer.push(turns))
         windows = self._window(records, {id(r) for r in fresh}, result)
         judged = []
         for window in windows:

@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     topic_replication: int = Field(1, ge=1)
     stream_app_id: str = Field("simplemem", description="Faust app id: the consumer group and table prefix")
     stream_batch_messages: int = Field(64, ge=1, description="turns a stage takes at once (MiniLM batch)")
+    stream_linger_seconds: float = Field(
+        0.05, ge=0, description="a stage waits up to this long for more records before taking a small batch"
+    )
     stream_commit_seconds: float = Field(1.0, gt=0, description="offset commit interval")
     stream_session_timeout_seconds: float = Field(
         10.0, gt=0, description="a worker silent this long loses its partitions to the others"

@@ -23,7 +23,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 import faust
-from faust.types import EventT
+from faust.types import TP, EventT
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from processors.retry import StoreRetry
@@ -59,7 +59,8 @@ class Worker:
 
     @cached_property
     def scrub_stage(self) -> ScrubStage:
-        return ScrubStage(self.settings, self.runtime.nlp_preparer)
+        rt = self.runtime
+        return ScrubStage(self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer)
 
     @cached_property
     def memory_stage(self) -> MemoryStage:
@@ -87,7 +88,7 @@ class Worker:
 
     def scrub(self, batch: list[tuple[SourceRef, bytes]]) -> ScrubResult:
         with metrics.STAGE_SECONDS.labels("scrub").time():
-            return self.scrub_stage.run(batch)
+            return self.scrub_stage.run(batch, self.write)
 
     def memorize(self, records: list[StageRecord], states: dict[str, SessionState]) -> MemoryResult:
         with metrics.STAGE_SECONDS.labels("memorize").time():
@@ -168,16 +169,28 @@ def create_app(settings: Settings) -> faust.App:
         batch even when its body fails, and can ack events that arrive while a batch is processed.)"""
         manual = stream.noack()  # type: ignore[attr-defined]  # (not in the StreamT protocol)
         buffered = manual.channel.queue
+        loop = asyncio.get_running_loop()
         batch: list[EventT] = []
+        started = 0.0
         async for event in manual.events():
+            if not batch:
+                started = loop.time()
             batch.append(event)
-            if len(batch) >= settings.stream_batch_messages or buffered.empty():
-                items = await guard.complete([_item(e) for e in batch])
-                metrics.REFETCHED.set(guard.refetched)
-                yield items
-                for done in batch:
-                    await manual.ack(done)
-                batch = []
+            if len(batch) < settings.stream_batch_messages:
+                # a small batch waits a moment for more: spaCy and MiniLM work better on batches
+                while buffered.empty() and loop.time() - started < settings.stream_linger_seconds:
+                    await asyncio.sleep(0.005)
+                if not buffered.empty():
+                    continue
+            items = await guard.complete([_item(e) for e in batch])
+            metrics.REFETCHED.set(guard.refetched)
+            yield items
+            for topic_name, partition, first, last in guard.filled():
+                # Faust's own record of log holes: lets its commit pass the records we re-read
+                await app.consumer._add_gap(TP(topic_name, partition), first, last)  # type: ignore[attr-defined]
+            for done in batch:
+                await manual.ack(done)
+            batch = []
 
     async def deliver(records: list[tuple[faust.TopicT, bytes | None, bytes]]) -> None:
         """Send now and wait until Kafka acknowledged every record. (``force``: Faust would otherwise

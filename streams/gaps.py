@@ -4,8 +4,11 @@ faust-streaming 0.15 can drop records it fetched just before a rebalance's seek 
 offsets (seen here after a SIGKILL and restart: a partition resumed a few records past its committed
 offset). It then treats the hole as a gap in the log and commits past it, which would lose turns.
 The guard knows where each partition must resume (the group's committed offset when the partition
-is first seen after an assignment) and which offset comes next; a hole is re-read from Kafka with a
-plain consumer and handed to the agent before the records that follow it.
+is first seen after an assignment: its committed offset, or its first offset if nothing was
+committed) and which offset comes next; a hole is re-read from Kafka with a plain consumer and handed
+to the agent before the records that follow it. Faust never delivered those records, so it would
+never let its commit pass them: once the batch is done, :meth:`GapGuard.filled` lists the ranges for
+the agent to mark as consumed.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from aiokafka.structs import TopicPartition
 
 from schemas.settings import Settings
 from schemas.stream import SourceRef
-from streams.kafka_io import fetch_range
+from streams.kafka_io import fetch_range, first_offset
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,7 @@ class GapGuard:
         self.group = group
         self.expected: dict[tuple[str, int], int] = {}
         self.refetched = 0
+        self._filled: list[tuple[str, int, int, int]] = []
 
     def reset(self) -> None:
         """After a rebalance: every partition resumes from its committed offset again."""
@@ -53,7 +57,9 @@ class GapGuard:
         finally:
             await admin.close()
         meta = offsets.get(TopicPartition(topic, partition))
-        return meta.offset if meta is not None and meta.offset >= 0 else None
+        if meta is not None and meta.offset >= 0:
+            return meta.offset
+        return await first_offset(self.settings, topic, partition)  # nothing committed: from the start
 
     async def complete(self, items: list[Item]) -> list[Item]:
         """``items`` with any skipped records put back in front of their successors."""
@@ -72,6 +78,7 @@ class GapGuard:
                     "%s/%d: re-read %d skipped records %d..%d", *tp, len(missing), want, src.offset - 1
                 )
                 self.refetched += len(missing)
+                self._filled.append((src.topic, src.partition, want, src.offset - 1))
                 out.extend(
                     Item(
                         SourceRef(topic=r.topic, partition=r.partition, offset=r.offset),
@@ -83,3 +90,8 @@ class GapGuard:
             out.append(item)
             self.expected[tp] = max(src.offset + 1, want or 0)
         return out
+
+    def filled(self) -> list[tuple[str, int, int, int]]:
+        """The ranges (topic, partition, first, last) re-read since the last call."""
+        done, self._filled = self._filled, []
+        return done

@@ -167,3 +167,14 @@ async def fetch_range(
     finally:
         await consumer.stop()
     return records
+
+
+async def first_offset(settings: Settings, topic: str, partition: int) -> int:
+    """The oldest offset still in the partition (retention may have removed older ones)."""
+    consumer = await _started_consumer(settings)
+    try:
+        tp = TopicPartition(topic, partition)
+        offsets = await consumer.beginning_offsets([tp])
+        return int(offsets[tp])
+    finally:
+        await consumer.stop()

@@ -119,8 +119,14 @@ def test_state_round_trips_through_its_table_encoding() -> None:
 @pytest.fixture(scope="module")
 def scrub(nlp, scrubber) -> ScrubStage:  # type: ignore[no-untyped-def]
     from processors.analysis import NlpPreparer
+    from processors.buffer import InMemoryBuffer
 
-    return ScrubStage(Settings(), NlpPreparer(nlp, scrubber))
+    def embed(messages: list[AnalyzedMessage]) -> list[AnalyzedMessage]:
+        for m in messages:
+            m.embedding = [1.0, 0.0]
+        return messages
+
+    return ScrubStage(Settings(), NlpPreparer(nlp, scrubber), embed, InMemoryBuffer(20, 3600))
 
 
 def test_scrub_dead_letters_bad_input_with_its_bytes_and_passes_the_rest(scrub: ScrubStage) -> None:
@@ -146,3 +152,6 @@ def test_scrub_dead_letters_bad_input_with_its_bytes_and_passes_the_rest(scrub: 
     assert record.session_key == "t1|s1" and record.source == src[1]
     assert record.message is not None and "555-0199" not in record.message.model_dump_json()
     assert "Denver" in record.message.text
+    assert record.message.embedding, "vectors are computed here, once"
+    [buffered] = scrub.buffer.recent("t1")  # type: ignore[union-attr]
+    assert buffered.message_id == "m1" and "555-0199" not in buffered.text, "queryable at once, scrubbed"
