@@ -181,6 +181,12 @@ def run(n_workers: int, lines: list[bytes], logs: Path) -> dict[str, Any]:
         sent = asyncio.run(latency_phase())
         poller.join()
         lat = [watcher.seen[k] - t for k, t in sent.items() if k in watcher.seen]
+        order = sorted((t, watcher.seen[k] - t) for k, t in sent.items() if k in watcher.seen)
+        tenth = max(1, len(order) // 10)
+        p99_by_tenth = [
+            round(float(np.percentile([x for _, x in order[i : i + tenth]], 99)), 2)
+            for i in range(0, len(order), tenth)
+        ]
         return {
             "workers": n_workers,
             "turns": len(lines),
@@ -191,8 +197,10 @@ def run(n_workers: int, lines: list[bytes], logs: Path) -> dict[str, Any]:
             "latency_measured": len(lat),
             "latency_missing": len(sent) - len(lat),
             "queryable_p50_s": round(float(np.percentile(lat, 50)), 3),
+            "queryable_p90_s": round(float(np.percentile(lat, 90)), 3),
             "queryable_p99_s": round(float(np.percentile(lat, 99)), 3),
             "queryable_max_s": round(float(max(lat)), 3),
+            "queryable_p99_by_tenth_of_run_s": p99_by_tenth,
             "discard_rate": round(total(workers, "simplemem_discard_rate") / n_workers, 3),
         }
     finally:
