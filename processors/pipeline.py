@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -198,8 +199,11 @@ class Pipeline:
             for r in results:
                 if not (r.error or index_error):  # decided: the stores now answer for these turns
                     w = r.window
-                    ids = [m.message_id for m in w.new_messages]
-                    write(lambda w=w, ids=ids: buffer.discard(w.tenant_id, w.session_id, ids))  # type: ignore[misc]
+                    write(
+                        partial(
+                            buffer.discard, w.tenant_id, w.session_id, [m.message_id for m in w.new_messages]
+                        )
+                    )
         return outcomes
 
     # --- batch driver (embedded mode and replay) ----------------------------------------------
