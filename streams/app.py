@@ -1,11 +1,12 @@
 """The Faust app: two agents, one table, one timer and ``/metrics``. Thin: the stages live in
 :mod:`processors.streaming`; this module moves bytes between topics, the table and those stages.
 
-``turns`` -> **scrub** (validate, PII scrub, spaCy) -> ``scrubbed`` -> **memorize** (MiniLM, buffer,
-windows, entropy, decomposition, indexing) -> stores, ``units``, ``outcomes``; bad input and failed
-turns -> ``dlq``. Both agents take batches; each runs its stage on its own thread, so spaCy and MiniLM
-overlap. A batch's offsets are committed only after the agent finished it: the stores acknowledged the
-writes and Faust flushed what the agent produced (changelog included) before it commits.
+``turns`` -> **scrub** (validate, PII scrub, spaCy, MiniLM, recent-turn buffer) -> ``scrubbed`` ->
+**memorize** (windows, entropy, decomposition, indexing) -> stores, ``units``, ``outcomes``; bad input
+and failed turns -> ``dlq``. Both agents take batches; each runs its stage on its own thread, so the
+models of one batch overlap with the decomposition and store writes of another. A batch is
+acknowledged (its offsets may be committed) only after the agent finished it: its outputs are
+acknowledged by Kafka and the stores, and the session state is written last.
 
 The ``sessions`` table (changelog-backed) holds each session's open window and entropy history, keyed
 ``tenant_id|session_id`` and partitioned like ``scrubbed``, so a restarted or rebalanced worker resumes
