@@ -34,10 +34,19 @@ class Runtime:
     @cached_property
     def embedder(self) -> Embedder:
         s = self.settings
+        if s.embedding_backend == "onnx-int8":
+            from processors.onnx_embedding import OnnxMiniLMEmbedder
+
+            return OnnxMiniLMEmbedder(
+                s.embedding_model_dir,
+                s.model_cache_dir,
+                batch_size=s.embedding_batch_size,
+                threads=s.embedding_threads,
+            )
         return MiniLMEmbedder(
             s.embedding_model_dir,
             batch_size=s.embedding_batch_size,
-            threads=s.torch_threads,
+            threads=s.embedding_threads,
             dtype=s.embedding_dtype,
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import date
 from pathlib import Path
 
@@ -52,6 +53,34 @@ def test_lexical_store_scoping_filters_and_idempotence(tmp_path: Path) -> None:
     reopened = SqliteLexicalStore(tmp_path / "lex.sqlite")
     assert reopened.count("t1") == 1
     reopened.close()
+
+
+def test_lexical_store_relinks_a_version_1_file(tmp_path: Path) -> None:
+    """Older files gave FTS rows their own rowids; opening one re-links them, so search and delete
+    keep working (a delete must leave no orphan FTS row)."""
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    a, b = unit("t1", "Jordan plays tennis"), unit("t1", "Jordan went skiing")
+    store.upsert([a, b])
+    store.close()
+    db = sqlite3.connect(path)
+    rows = db.execute("SELECT tenant, body, uid FROM units_fts ORDER BY rowid").fetchall()
+    db.execute("DELETE FROM units_fts")
+    db.executemany(
+        "INSERT INTO units_fts (rowid, tenant, body, uid) VALUES (?,?,?,?)",
+        [(100 + i, *r) for i, r in enumerate(rows)],
+    )
+    db.execute("PRAGMA user_version=1")
+    db.commit()
+    db.close()
+    reopened = SqliteLexicalStore(path)
+    assert {h.id for h in reopened.search("t1", "tennis", 10, SymbolicFilter())} == {a.id}
+    reopened.delete("t1", [a.id])
+    assert reopened.search("t1", "tennis", 10, SymbolicFilter()) == []
+    reopened.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM units_fts").fetchone()[0] == 1
+    db.close()
 
 
 def test_milvus_lite_store_scoping_and_idempotence(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ from processors.stores.protocols import Hit, SymbolicFilter, day_range, index_na
 from processors.text import query_terms
 from schemas.memory import MemoryStatus, MemoryUnit
 
+_FTS_LINKED_VERSION = 2
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS units (
     id TEXT NOT NULL, tenant_id TEXT NOT NULL, doc BLOB NOT NULL, status TEXT NOT NULL,
@@ -56,6 +57,25 @@ class SqliteLexicalStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
+        self._link_fts_rows()
+
+    def _link_fts_rows(self) -> None:
+        """Version 1 stores gave FTS rows their own rowids, so deleting one meant scanning the whole
+        index; from version 2 an FTS row shares its unit's rowid. Re-link an older file once."""
+        db = self._db
+        if db.execute("PRAGMA user_version").fetchone()[0] >= _FTS_LINKED_VERSION:
+            return
+        db.execute("BEGIN")
+        db.execute("DELETE FROM units_fts")
+        active = db.execute("SELECT rowid, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,))
+        for rowid, doc in active.fetchall():
+            u = MemoryUnit.model_validate(orjson.loads(doc))
+            db.execute(
+                "INSERT INTO units_fts (rowid, tenant, body, uid) VALUES (?,?,?,?)",
+                (rowid, tenant_token(u.tenant_id), _body(u), u.id),
+            )
+        db.execute(f"PRAGMA user_version={_FTS_LINKED_VERSION}")
+        db.execute("COMMIT")
 
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
         if not units:
@@ -68,7 +88,7 @@ class SqliteLexicalStore:
                     self._delete_one(u.tenant_id, u.id)
                     start, end = day_range(u)
                     stated = datetime.fromisoformat(u.stated_at).timestamp()
-                    db.execute(
+                    cursor = db.execute(
                         "INSERT INTO units VALUES (?,?,?,?,?,?,?)",
                         (
                             u.id,
@@ -82,8 +102,8 @@ class SqliteLexicalStore:
                     )
                     if u.status == MemoryStatus.ACTIVE:
                         db.execute(
-                            "INSERT INTO units_fts (tenant, body, uid) VALUES (?,?,?)",
-                            (tenant_token(u.tenant_id), _body(u), u.id),
+                            "INSERT INTO units_fts (rowid, tenant, body, uid) VALUES (?,?,?,?)",
+                            (cursor.lastrowid, tenant_token(u.tenant_id), _body(u), u.id),
                         )
                     db.executemany(
                         "INSERT INTO names VALUES (?,?,?)", [(u.tenant_id, n, u.id) for n in index_names(u)]
@@ -98,8 +118,11 @@ class SqliteLexicalStore:
 
     def _delete_one(self, tenant_id: str, uid: str) -> None:
         db = self._db
-        db.execute("DELETE FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid))
-        db.execute("DELETE FROM units_fts WHERE tenant=? AND uid=?", (tenant_token(tenant_id), uid))
+        row = db.execute("SELECT rowid FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)).fetchone()
+        if row is None:
+            return
+        db.execute("DELETE FROM units_fts WHERE rowid=?", (row[0],))
+        db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
         db.execute("DELETE FROM sources WHERE tenant_id=? AND id=?", (tenant_id, uid))
 
@@ -117,7 +140,7 @@ class SqliteLexicalStore:
         match = f"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})"
         sql = [
             "SELECT f.uid, bm25(units_fts, 0.0, 1.0) AS s FROM units_fts f",
-            "JOIN units u ON u.tenant_id = ? AND u.id = f.uid",
+            "JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ?",
             "WHERE units_fts MATCH ?",
         ]
         args: list[object] = [tenant_id, match]
