@@ -56,7 +56,9 @@ class Runtime:
         if s.mode == "services":
             from processors.stores.opensearch_lexical import OpenSearchLexicalStore
 
-            return OpenSearchLexicalStore(s.opensearch_endpoint, s.opensearch_index)
+            return OpenSearchLexicalStore(
+                s.opensearch_endpoint, s.opensearch_index, refresh_interval=s.opensearch_refresh_interval
+            )
         return SqliteLexicalStore(self.store_dir / "lexical.sqlite")
 
     @cached_property

@@ -118,6 +118,11 @@ class Settings(BaseSettings):
     milvus_index_type: Literal["AUTOINDEX", "HNSW", "IVF_FLAT"] = "AUTOINDEX"
     opensearch_url: str | None = None
     opensearch_index: str = "simplemem-units"
+    opensearch_refresh_interval: str = Field(
+        "250ms",
+        description="set when the index is created: a write waits for the next refresh (refresh=wait_for) "
+        "so that what leaves the recent-turn buffer is searchable; shorter = faster writes, more segments",
+    )
     redis_url: str | None = None
     redis_key_prefix: str = "simplemem"
     kafka_bootstrap: str | None = None

@@ -72,16 +72,12 @@ class MilvusVectorStore:
             )
         # Delete-then-insert rather than upsert: against a Milvus 2.3 server, upsert into a collection
         # with a partition key reports success and stores nothing. Ids are deterministic, so a replay
-        # rewrites the same rows: idempotent either way.
-        by_tenant: dict[str, list[str]] = {}
-        for unit in units:
-            by_tenant.setdefault(unit.tenant_id, []).append(unit.id)
+        # rewrites the same rows: idempotent either way. The delete is by primary key alone: Milvus
+        # applies it directly (a few ms), where an expression that also names the tenant costs a
+        # strongly consistent query first (~0.3 s a call on the server). It stays tenant-scoped: a
+        # unit's id is a hash that includes its tenant id (schemas.memory.memory_id).
         with self._lock:
-            for tenant_id, ids in by_tenant.items():
-                id_list = ",".join(_lit(i) for i in ids)
-                self.client.delete(
-                    self.collection, filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]"
-                )
+            self.client.delete(self.collection, ids=[unit.id for unit in units])
             self.client.insert(self.collection, rows)
             self._dirty = True
 

@@ -50,11 +50,15 @@ def _day(ordinal: int) -> str:
 
 
 class OpenSearchLexicalStore:
-    def __init__(self, url: str, index: str, *, client: OpenSearch | None = None) -> None:
+    def __init__(
+        self, url: str, index: str, *, client: OpenSearch | None = None, refresh_interval: str = "1s"
+    ) -> None:
         self.client = client or OpenSearch(hosts=[url], timeout=30)
         self.index = index
         if not self.client.indices.exists(index=index):
-            self.client.indices.create(index=index, body=MAPPING)
+            body = {**MAPPING, "settings": {"index": {**MAPPING["settings"]["index"]}}}
+            body["settings"]["index"]["refresh_interval"] = refresh_interval
+            self.client.indices.create(index=index, body=body)
 
     # --- writes ---------------------------------------------------------------------------------
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
@@ -88,7 +92,8 @@ class OpenSearchLexicalStore:
                     },
                 }
             )
-        # refresh=wait_for: a write is visible to the next query, without forcing a refresh per call.
+        # refresh=wait_for: a write is visible to the next query, without forcing a refresh per call;
+        # it returns at the index's next scheduled refresh (``refresh_interval``).
         helpers.bulk(self.client, actions, refresh="wait_for")
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
