@@ -66,6 +66,11 @@ class ScrubStage:
         self, batch: Sequence[tuple[SourceRef, bytes]], write: Write = lambda call: call()
     ) -> ScrubResult:
         """Validate, scrub, analyse and embed a batch; the buffer write goes through ``write``."""
+        return self.finish(self.prepare(batch), write)
+
+    def prepare(self, batch: Sequence[tuple[SourceRef, bytes]]) -> ScrubResult:
+        """The spaCy half: validated, scrubbed and analysed records, without vectors yet. (The streams
+        run it for one batch while :meth:`finish` embeds the one before, on another core.)"""
         out = ScrubResult()
         accepted: list[tuple[SourceRef, ChatEvent]] = []
         for source, raw in batch:
@@ -89,13 +94,17 @@ class ScrubStage:
         for (source, event), message in zip(accepted, self._prepare(accepted, out), strict=True):
             if message is not None:
                 out.records.append(StageRecord(session_key=event.session_key, message=message, source=source))
-        messages = [r.message for r in out.records if r.message is not None]
+        return out
+
+    def finish(self, prepared: ScrubResult, write: Write = lambda call: call()) -> ScrubResult:
+        """The MiniLM half: vectors in place, then the turns with one go to the recent-turn buffer."""
+        messages = [r.message for r in prepared.records if r.message is not None]
         self.embed(messages)
         turns = buffered_turns(messages)
         buffer = self.buffer
         if turns and buffer is not None:
             write(lambda: buffer.push(turns))
-        return out
+        return prepared
 
     def _prepare(
         self, accepted: list[tuple[SourceRef, ChatEvent]], out: ScrubResult

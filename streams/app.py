@@ -3,10 +3,11 @@
 
 ``turns`` -> **scrub** (validate, PII scrub, spaCy, MiniLM, recent-turn buffer) -> ``scrubbed`` ->
 **memorize** (windows, entropy, decomposition, indexing) -> stores, ``units``, ``outcomes``; bad input
-and failed turns -> ``dlq``. Both agents take batches; each runs its stage on its own thread, so the
-models of one batch overlap with the decomposition and store writes of another. A batch is
-acknowledged (its offsets may be committed) only after the agent finished it: its outputs are
-acknowledged by Kafka and the stores, and the session state is written last.
+and failed turns -> ``dlq``. Both agents take batches and run their stages on threads: scrub runs
+spaCy on one batch while MiniLM (ONNX Runtime, which releases the GIL) embeds the batch before it,
+and memorize's decomposition and store writes overlap both. Batches leave each agent in order. A
+batch is acknowledged (its offsets may be committed) only after the agent finished it: its outputs
+are acknowledged by Kafka and the stores, and the session state is written last.
 
 The ``sessions`` table (changelog-backed) holds each session's open window and entropy history, keyed
 ``tenant_id|session_id`` and partitioned like ``scrubbed``, so a restarted or rebalanced worker resumes
@@ -18,9 +19,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from functools import cached_property
+from dataclasses import dataclass
+from functools import cached_property, partial
 from typing import Any, TypeVar
 
 import faust
@@ -35,7 +37,7 @@ from schemas.codec import dumps
 from schemas.settings import Settings
 from schemas.stream import SourceRef, StageRecord
 from streams import metrics
-from streams.gaps import GapGuard, Item
+from streams.gaps import GapGuard, Hole, Item
 from streams.topics import MAX_RECORD_BYTES
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,7 @@ class Worker:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.scrub_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub")
+        self.embed_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self.memory_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorize")
         self.decided = {Outcome.INDEXED: 0, Outcome.FILTERED: 0}
         self.pending_since: dict[str, float] = {}  # sessions with an open window -> last turn (wall clock)
@@ -89,7 +92,11 @@ class Worker:
 
     def scrub(self, batch: list[tuple[SourceRef, bytes]]) -> ScrubResult:
         with metrics.STAGE_SECONDS.labels("scrub").time():
-            return self.scrub_stage.run(batch, self.write)
+            return self.scrub_stage.prepare(batch)
+
+    def embed(self, prepared: ScrubResult) -> ScrubResult:
+        with metrics.STAGE_SECONDS.labels("embed").time():
+            return self.scrub_stage.finish(prepared, self.write)
 
     def memorize(self, records: list[StageRecord], states: dict[str, SessionState]) -> MemoryResult:
         with metrics.STAGE_SECONDS.labels("memorize").time():
@@ -114,6 +121,12 @@ class Worker:
         for i in items:
             key = (i.source.topic, i.source.partition)
             self.processed[key] = max(self.processed.get(key, 0), i.source.offset + 1)
+
+
+@dataclass
+class Batch:
+    items: list[Item]
+    ack: Callable[[], Awaitable[None]]
 
 
 def _item(event: EventT) -> Item:
@@ -164,10 +177,11 @@ def create_app(settings: Settings) -> faust.App:
 
     guard = GapGuard(settings, settings.stream_app_id)
 
-    async def batches(stream: faust.StreamT) -> AsyncIterator[list[Item]]:
+    async def batches(stream: faust.StreamT) -> AsyncIterator[Batch]:
         """Records in batches (what is buffered, up to ``stream_batch_messages``), each acknowledged
-        only after the agent finished it: its offsets can then be committed. (Faust's ``take`` acks a
-        batch even when its body fails, and can ack events that arrive while a batch is processed.)"""
+        by the agent once it finished it (``Batch.ack``): its offsets can then be committed. (Faust's
+        ``take`` acks a batch even when its body fails, and can ack events that arrive while a batch is
+        processed.)"""
         manual = stream.noack()  # type: ignore[attr-defined]  # (not in the StreamT protocol)
         buffered = manual.channel.queue
         loop = asyncio.get_running_loop()
@@ -185,13 +199,15 @@ def create_app(settings: Settings) -> faust.App:
                     continue
             items = await guard.complete([_item(e) for e in batch])
             metrics.REFETCHED.set(guard.refetched)
-            yield items
-            for topic_name, partition, first, last in guard.filled():
-                # Faust's own record of log holes: lets its commit pass the records we re-read
-                await app.consumer._add_gap(TP(topic_name, partition), first, last)  # type: ignore[attr-defined]
-            for done in batch:
-                await manual.ack(done)
+            yield Batch(items, partial(acknowledge, manual, batch, guard.filled()))
             batch = []
+
+    async def acknowledge(manual: faust.StreamT, events: list[EventT], holes: list[Hole]) -> None:
+        for topic_name, partition, first, last in holes:
+            # Faust's own record of log holes: lets its commit pass the records we re-read
+            await app.consumer._add_gap(TP(topic_name, partition), first, last)  # type: ignore[attr-defined]
+        for done in events:
+            await manual.ack(done)
 
     async def deliver(records: list[tuple[faust.TopicT, bytes | None, bytes]]) -> None:
         """Send now and wait until Kafka acknowledged every record. (``force``: Faust would otherwise
@@ -208,22 +224,36 @@ def create_app(settings: Settings) -> faust.App:
             out.append((outcomes, f"{outcome.tenant_id}|{outcome.message_id}".encode(), dumps(outcome)))
         return out
 
+    async def embed_and_deliver(batch: Batch, prepared: ScrubResult) -> None:
+        result = await in_thread(worker.embed_pool, worker.embed, prepared)
+        records = [(scrubbed, r.session_key.encode(), dumps(r)) for r in result.records]
+        await deliver([*records, *outputs(result)])
+        for outcome in result.failed:
+            metrics.TURNS_OUT.labels(outcome.outcome.value).inc()
+        worker.mark_processed(batch.items)
+        await batch.ack()
+
     @app.agent(turns, name="scrub")
     async def scrub(stream: faust.StreamT) -> None:
-        async for events in batches(stream):
-            metrics.TURNS_IN.inc(len(events))
-            metrics.STAGE_RECORDS.labels("scrub").inc(len(events))
-            batch = [(i.source, i.value) for i in events]
-            result = await in_thread(worker.scrub_pool, worker.scrub, batch)
-            records = [(scrubbed, r.session_key.encode(), dumps(r)) for r in result.records]
-            await deliver([*records, *outputs(result)])
-            for outcome in result.failed:
-                metrics.TURNS_OUT.labels(outcome.outcome.value).inc()
-            worker.mark_processed(events)
+        """spaCy on batch N+1 while batch N is embedded and delivered; N is finished first (order)."""
+        previous: asyncio.Future[None] | None = None
+        try:
+            async for batch in batches(stream):
+                metrics.TURNS_IN.inc(len(batch.items))
+                metrics.STAGE_RECORDS.labels("scrub").inc(len(batch.items))
+                raw = [(i.source, i.value) for i in batch.items]
+                prepared = await in_thread(worker.scrub_pool, worker.scrub, raw)
+                if previous is not None:
+                    await previous
+                previous = asyncio.ensure_future(embed_and_deliver(batch, prepared))
+        finally:
+            if previous is not None:
+                await previous
 
     @app.agent(scrubbed, name="memorize")
     async def memorize(stream: faust.StreamT) -> None:
-        async for events in batches(stream):
+        async for batch in batches(stream):
+            events = batch.items
             metrics.STAGE_RECORDS.labels("memorize").inc(len(events))
             records = [StageRecord.model_validate_json(i.value or b"{}") for i in events]
             states: dict[str, SessionState] = {}
@@ -245,6 +275,7 @@ def create_app(settings: Settings) -> faust.App:
                     worker.pending_since.pop(key, None)
             worker.count(result)
             worker.mark_processed(events)
+            await batch.ack()
 
     seeded = False
 

@@ -26,6 +26,9 @@ from streams.kafka_io import fetch_range, first_offset
 log = logging.getLogger(__name__)
 
 
+Hole = tuple[str, int, int, int]  # topic, partition, first and last offset re-read
+
+
 @dataclass(frozen=True)
 class Item:
     """One record as an agent sees it: where it is, its key and value."""
@@ -91,7 +94,7 @@ class GapGuard:
             self.expected[tp] = max(src.offset + 1, want or 0)
         return out
 
-    def filled(self) -> list[tuple[str, int, int, int]]:
+    def filled(self) -> list[Hole]:
         """The ranges (topic, partition, first, last) re-read since the last call."""
         done, self._filled = self._filled, []
         return done

@@ -14,7 +14,7 @@ from datetime import datetime
 
 import numpy as np
 import numpy.typing as npt
-from pymilvus import DataType, MilvusClient
+from pymilvus import DataType, MilvusClient, MilvusException
 
 from processors.stores.protocols import Hit, SymbolicFilter, day_range
 from schemas.memory import MemoryUnit
@@ -34,7 +34,11 @@ class MilvusVectorStore:
         self._lock = threading.Lock()
         self._dirty = False
         if not self.client.has_collection(collection):
-            self._create(index_type)
+            try:
+                self._create(index_type)
+            except MilvusException:
+                if not self.client.has_collection(collection):  # else: another worker won the race
+                    raise
         self.client.load_collection(collection)
 
     def _create(self, index_type: str) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
-from opensearchpy import OpenSearch, helpers
+from opensearchpy import OpenSearch, RequestError, helpers
 
 from processors.stores.protocols import Hit, SymbolicFilter, day_range, index_names
 from processors.text import query_terms
@@ -58,7 +58,11 @@ class OpenSearchLexicalStore:
         if not self.client.indices.exists(index=index):
             body = {**MAPPING, "settings": {"index": {**MAPPING["settings"]["index"]}}}
             body["settings"]["index"]["refresh_interval"] = refresh_interval
-            self.client.indices.create(index=index, body=body)
+            try:
+                self.client.indices.create(index=index, body=body)
+            except RequestError as exc:  # another worker created it between the check and here
+                if exc.error != "resource_already_exists_exception":
+                    raise
 
     # --- writes ---------------------------------------------------------------------------------
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
