@@ -95,7 +95,7 @@ class Runtime:
     @cached_property
     def nlp_preparer(self) -> NlpPreparer:
         s = self.settings
-        nlp = load_pipeline(s.spacy_model)
+        nlp = load_pipeline(s.spacy_model, s.blas_threads)
         return NlpPreparer(nlp, PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold))
 
     @cached_property
