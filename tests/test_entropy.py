@@ -48,3 +48,16 @@ def test_small_talk_window_without_vectors_scores_zero_after_history() -> None:
     f.decide(window([message(0, entities=["bob"], embedding=[1.0, 0.0])]))
     s = f.decide(window([message(1)]))
     assert s.score == 0.0 and not s.kept
+
+
+def test_one_new_fact_among_repeats_makes_the_window_diverge() -> None:
+    """Divergence follows the window's most novel message, each compared with its nearest recent
+    message: a new fact is not averaged away by the chatter around it, and a window that only
+    repeats what was said (in any order) does not diverge."""
+    f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20)
+    history = SessionHistory(vectors=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], entities=[["bob"]])
+    repeats = [message(i, entities=["bob"], embedding=v) for i, v in enumerate(history.vectors)]
+    assert f.score(window(repeats[::-1]), history).divergence == pytest.approx(0.0)
+    fact = message(9, entities=["bob"], embedding=[0.0, 0.0, 1.0])
+    mixed = f.score(window([*repeats, fact]), history)
+    assert mixed.divergence == pytest.approx(1.0) and mixed.kept

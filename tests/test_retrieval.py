@@ -1,0 +1,56 @@
+"""Context assembly on a real embedded store: a memory brings the other statements of its message."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from schemas.accounting import IngestReport
+from schemas.events import ChatEvent
+from schemas.query import QueryRequest
+
+pytestmark = pytest.mark.slow
+
+TURNS = [
+    ("Joanna", "I finished my first screenplay last month. My sister Ana read the whole draft."),
+    ("Nate", "Congrats! My turtles escaped from their tank again yesterday."),
+    ("Joanna", "Producers in Boston want to meet me next week."),
+]
+
+
+@pytest.mark.parametrize("siblings", [0, 6])
+def test_siblings_follow_the_chosen_memory(tmp_path, settings, siblings: int) -> None:  # type: ignore[no-untyped-def]
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(
+        settings.model_copy(update={"k_min": 1, "k_max": 1, "sibling_units": siblings}), tmp_path
+    )
+    try:
+        report = IngestReport()
+        events = [
+            ChatEvent(
+                tenant_id="t",
+                session_id="s",
+                message_id=f"m{i}",
+                speaker=speaker,
+                role="user",
+                text=text,
+                ts=datetime(2026, 3, 1, 10, i, tzinfo=UTC),
+            )
+            for i, (speaker, text) in enumerate(TURNS)
+        ]
+        rt.pipeline.feed(events, report)
+        rt.pipeline.flush(report)
+        assert report.units >= 4
+        result = rt.retriever.query(QueryRequest(tenant_id="t", query="What did Joanna finish writing?"))
+        assert result.k == 1
+        assert "screenplay" in result.memories[0].text
+        rest = result.memories[1:]
+        if siblings:
+            assert [m.source_ids for m in rest] == [["m0"]] and "Ana" in rest[0].text
+            assert "Ana" in result.context
+        else:
+            assert rest == [] and "Ana" not in result.context
+    finally:
+        rt.close()
