@@ -247,8 +247,8 @@ def create_app(settings: Settings) -> faust.App:
                     await previous
                 previous = asyncio.ensure_future(embed_and_deliver(batch, prepared))
         finally:
-            if previous is not None:
-                await previous
+            if previous is not None and not previous.done():
+                previous.cancel()  # shutting down: left unacknowledged, so it is replayed
 
     @app.agent(scrubbed, name="memorize")
     async def memorize(stream: faust.StreamT) -> None:
