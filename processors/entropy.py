@@ -2,9 +2,9 @@
 
 Entity novelty is the share of the window's named things not seen in the session's recent history;
 semantic divergence is how far the window's most novel message is from its nearest recent message
-(1 - cosine, MiniLM vectors computed once per message). A session's first window has no history and scores 1. Windows below the threshold are
-dropped, and counted with their scores. History is per (tenant, session): it lives where the session's
-partition is processed.
+(1 - cosine, MiniLM vectors computed once per message). A session's first window has no history and
+scores 1. Windows below the threshold are dropped, and counted with their scores. History is per
+(tenant, session): it lives where the session's partition is processed.
 """
 
 from __future__ import annotations

@@ -110,7 +110,6 @@ class OnnxMiniLMEmbedder:
         self._tokenizer.enable_padding()
         self.dim = int(json.loads((source / "config.json").read_text())["hidden_size"])
         self.batch_size = batch_size
-        self.dtype = "int8"
 
     def encode(self, texts: list[str]) -> Vectors:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)

@@ -240,6 +240,10 @@ class Retriever:
                 hits[uid] = (unit, score)
         return hits
 
+    def _repeats(self, unit: MemoryUnit, kept: list[tuple[MemoryUnit, float]]) -> bool:
+        """Whether ``unit`` nearly repeats a memory already in the context."""
+        return any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept)
+
     def _siblings(
         self, tenant: str, chosen: list[tuple[MemoryUnit, float]]
     ) -> list[tuple[MemoryUnit, float]]:
@@ -257,8 +261,7 @@ class Retriever:
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:
             for unit in sorted(by_source.pop(parent.source_ids[0], []), key=lambda u: u.id):
-                kept = [*chosen, *added]
-                if any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept):
+                if self._repeats(unit, chosen) or self._repeats(unit, added):
                     continue
                 added.append((unit, score))
                 if len(added) == limit:
@@ -283,7 +286,7 @@ class Retriever:
             unit = units.get(uid)
             if unit is None:
                 continue
-            if any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in chosen):
+            if self._repeats(unit, chosen):
                 continue
             chosen.append((unit, sc))
             if len(chosen) == k:
