@@ -2,6 +2,8 @@
 
 Answer recall: the share of the gold answer's content tokens present in the context, after absolute
 dates in both are rewritten in ISO form ("7 May 2023" -> "2023-05-07", "June 2023" -> "2023-06").
+Some gold answers glue the day to the month ("3June, 2022"): a space is put back first, or the date
+would count as the two words "3june" and "2022".
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ from processors.text import STOPWORDS
 _TOKEN = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|[a-z0-9]+")
 STOP = STOPWORDS | frozenset({"also", "just", "very"})
 _REF = date(2000, 1, 1)  # absolute dates do not depend on it
+_GLUED_DAY = re.compile(r"\b(\d{1,2})(?=(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b)", re.I)
 
 
 def iso_dates(text: str) -> str:
+    text = _GLUED_DAY.sub(r"\1 ", text)
     out, pos = [], 0
     for a in find_anchors(text, _REF):
         if not a.already_absolute:

@@ -1,31 +1,56 @@
 """Entropy-aware filter: information score = alpha * entity novelty + (1 - alpha) * semantic divergence.
 
 Entity novelty is the share of the window's named things not seen in the session's recent history;
-semantic divergence is how far the window's most novel message is from its nearest recent message
-(1 - cosine, MiniLM vectors computed once per message). A session's first window has no history and
+semantic divergence is how far the window's most novel statement is from its nearest statement in
+the recent messages (1 - cosine, MiniLM vectors computed once per sentence). A session's first window has no history and
 scores 1. Windows below the threshold are dropped, and counted with their scores. History is per
 (tenant, session): it lives where the session's partition is processed.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from schemas.window import AnalyzedMessage, EntropyScore, Vector, Window
 
 
 class SessionHistory(BaseModel):
-    """The recent messages' vectors and entities (bounded), as plain data for a state table."""
+    """The recent messages' statement vectors and entities (bounded), as plain data for a state table."""
 
-    vectors: list[Vector] = Field(default_factory=list)
+    vectors: list[list[Vector]] = Field(default_factory=list, description="per message, its statements'")
     entities: list[list[str]] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_vector_per_message(cls, data: Any) -> Any:
+        """State written before statement vectors held one (mean) vector per message."""
+        vectors = data.get("vectors") if isinstance(data, dict) else None
+        if vectors and any(_is_vector(v) for v in vectors):
+            data = {**data, "vectors": [[v] if len(v) else [] for v in vectors]}
+        return data
+
+
+def _is_vector(value: Any) -> bool:
+    """One vector: base64 text (JSON state) or a list of numbers."""
+    return isinstance(value, str) or (
+        isinstance(value, list) and bool(value) and not isinstance(value[0], list | str)
+    )
+
+
+def statement_vectors(message: AnalyzedMessage) -> list[Vector]:
+    """A message's informative sentences' vectors (its mean vector if it carries only that)."""
+    vectors = [s.embedding for s in message.sentences if len(s.embedding)]
+    return vectors or ([message.embedding] if len(message.embedding) else [])
 
 
 def most_divergent(new: list[Vector], past: list[Vector]) -> float:
-    """1 - cosine of the new message farthest from everything recent (each compared with its
-    nearest recent message). Comparing the window's mean with the history's mean blurs one new fact
-    among the window's chatter: consecutive windows of a conversation share a topic centroid."""
+    """1 - cosine of the new statement farthest from everything recent (each compared with its
+    nearest recent statement). Means blur one new fact among the chatter around it: consecutive
+    windows of a conversation share a topic centroid, and a message's mean vector mixes its fact
+    with its "Thanks, Mel!"."""
     sims = np.asarray(new, dtype=np.float32) @ np.asarray(past, dtype=np.float32).T
     return float(np.clip(1.0 - sims.max(axis=1), 0.0, 1.0).max())
 
@@ -43,8 +68,8 @@ class EntropyFilter:
         window_entities = {e for m in window.new_messages for e in m.entities}
         seen = {e for ents in history.entities for e in ents}
         novelty = len(window_entities - seen) / len(window_entities) if window_entities else 0.0
-        new = [m.embedding for m in window.new_messages if len(m.embedding)]
-        past = [v for v in history.vectors if len(v)]
+        new = [v for m in window.new_messages for v in statement_vectors(m)]
+        past = [v for message in history.vectors for v in message]
         if not past:
             divergence, novelty = 1.0, 1.0 if window_entities else novelty
         elif not new:
@@ -61,7 +86,7 @@ class EntropyFilter:
 
     def remember(self, history: SessionHistory, messages: list[AnalyzedMessage]) -> SessionHistory:
         """The history after ``messages`` were seen (kept or not: history is what was said)."""
-        vectors = (history.vectors + [m.embedding for m in messages])[-self.history_messages :]
+        vectors = (history.vectors + [statement_vectors(m) for m in messages])[-self.history_messages :]
         entities = (history.entities + [m.entities for m in messages])[-self.history_messages :]
         return SessionHistory(vectors=vectors, entities=entities)
 

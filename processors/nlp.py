@@ -67,6 +67,29 @@ def coarse_pos(text: str, tag: str) -> str:
     return UPOS.get(tag, "PUNCT" if not any(c.isalnum() for c in text) else "X")
 
 
+SENTENCE_END = frozenset(".!?…")
+
+
+@Language.component("bracketed_asides")
+def bracketed_asides(doc: Doc) -> Doc:
+    """A bracketed aside after a finished sentence ("Cool! [shares a photo: a dog]", attachments as
+    frontends render them) is a sentence of its own, and so is what follows it. The rule-based
+    sentencizer would leave the "[" on the sentence before, which hides a question's "?" and glues
+    the caption to the next sentence."""
+    opened = False
+    for i, token in enumerate(doc):
+        if token.text == "[" and i > 0 and doc[i - 1].text[-1] in SENTENCE_END:
+            token.is_sent_start = True
+            opened = True
+        elif opened:
+            token.is_sent_start = False
+            if token.text == "]":
+                opened = False
+                if i + 1 < len(doc):
+                    doc[i + 1].is_sent_start = True
+    return doc
+
+
 @lru_cache(maxsize=2)
 def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
     """The pipeline with numpy's BLAS under its layers: thinc's own BLIS wheels select their
@@ -82,6 +105,7 @@ def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
     nlp = spacy.load(model_name, exclude=["parser", "lemmatizer", "attribute_ruler"])
     if "sentencizer" not in nlp.pipe_names:
         nlp.add_pipe("sentencizer", first=True)
+    nlp.add_pipe("bracketed_asides", after="sentencizer")
     return nlp
 
 

@@ -3,7 +3,7 @@
 import pytest
 
 from processors.entropy import EntropyFilter, SessionHistory
-from schemas.window import Window
+from schemas.window import Sentence, Window
 from tests.helpers import message
 
 
@@ -28,7 +28,7 @@ def test_repeated_content_is_dropped_and_novel_content_kept() -> None:
 
 def test_score_formula_and_alpha() -> None:
     f = EntropyFilter(threshold=0.35, alpha=0.25, history_messages=20)
-    history = SessionHistory(vectors=[[1.0, 0.0]], entities=[["bob"]])
+    history = SessionHistory(vectors=[[[1.0, 0.0]]], entities=[["bob"]])
     s = f.score(window([message(1, entities=["bob", "alice"], embedding=[0.6, 0.8])]), history)
     assert s.novelty == pytest.approx(0.5)
     assert s.divergence == pytest.approx(0.4)
@@ -55,9 +55,36 @@ def test_one_new_fact_among_repeats_makes_the_window_diverge() -> None:
     message: a new fact is not averaged away by the chatter around it, and a window that only
     repeats what was said (in any order) does not diverge."""
     f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20)
-    history = SessionHistory(vectors=[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], entities=[["bob"]])
-    repeats = [message(i, entities=["bob"], embedding=v) for i, v in enumerate(history.vectors)]
+    said = [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]
+    history = SessionHistory(vectors=[[v] for v in said], entities=[["bob"]])
+    repeats = [message(i, entities=["bob"], embedding=v) for i, v in enumerate(said)]
     assert f.score(window(repeats[::-1]), history).divergence == pytest.approx(0.0)
     fact = message(9, entities=["bob"], embedding=[0.0, 0.0, 1.0])
     mixed = f.score(window([*repeats, fact]), history)
     assert mixed.divergence == pytest.approx(1.0) and mixed.kept
+
+
+def with_statements(i: int, *vectors: list[float]) -> object:
+    m = message(i, entities=["bob"])
+    m.sentences = [Sentence(text=f"s{j}", tokens=[], embedding=v) for j, v in enumerate(vectors)]
+    return m
+
+
+def test_a_new_statement_beside_a_repeated_one_diverges() -> None:
+    """Statements, not message means, are compared: "Thanks, Mel!" beside a new fact in the same
+    message does not pull the fact towards what was already said."""
+    f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20)
+    history = f.remember(SessionHistory(), [with_statements(0, [1.0, 0.0, 0.0])])
+    assert history.vectors == [[[1.0, 0.0, 0.0]]]
+    repeat_and_fact = with_statements(1, [1.0, 0.0, 0.0], [0.0, 0.0, 1.0])
+    assert f.score(window([repeat_and_fact]), history).divergence == pytest.approx(1.0)
+    assert f.score(window([with_statements(2, [1.0, 0.0, 0.0])]), history).divergence == pytest.approx(0.0)
+
+
+def test_history_written_with_one_vector_per_message_still_loads() -> None:
+    old = SessionHistory.model_validate({"vectors": [[1.0, 0.0], [], [0.0, 1.0]], "entities": [["bob"]]})
+    assert old.vectors == [[[1.0, 0.0]], [], [[0.0, 1.0]]]
+    new_json = SessionHistory(vectors=[[[1.0, 0.0]], []]).model_dump_json()
+    assert SessionHistory.model_validate_json(new_json).vectors == [[[1.0, 0.0]], []]
+    old_json = '{"vectors": ["AACAPwAAAAA=", ""], "entities": []}'  # [1.0, 0.0] and an empty vector
+    assert SessionHistory.model_validate_json(old_json).vectors == [[[1.0, 0.0]], []]
