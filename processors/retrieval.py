@@ -152,13 +152,11 @@ class Retriever:
         # the person filter already holds the names, so the query is embedded without them too.
         stripped = _without(request.query, named)
         qvec = self.embedder.encode([stripped])[0]
-        semantic = self.vectors.search(tenant, qvec, pool, replace(flt, names=()))
-        if names:
-            allowed = self.lexical.ids_with_names(tenant, [h.id for h in semantic], names)
-            semantic = [h for h in semantic if h.id in allowed]
-        # The filter already guarantees the persons: their names would only add noise to BM25.
-        lexical = self.lexical.search(tenant, stripped, pool, flt)
-        ranked = self._fuse(semantic, lexical)
+        ranked = self._search(tenant, stripped, qvec, pool, flt)
+        if len(ranked) < s.k_min and first_day is not None:
+            # A date that matches (almost) nothing was misremembered or refers to when something was
+            # said rather than when it happened: an answer without the date beats an empty one.
+            ranked = self._search(tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None))
         recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
         if recent:
             ranked = sorted(
@@ -188,6 +186,18 @@ class Retriever:
             context=context,
             context_tokens=count_tokens(context, s.tokenizer_encoding) if context else 0,
         )
+
+    def _search(
+        self, tenant: str, query: str, qvec: np.ndarray, pool: int, flt: SymbolicFilter
+    ) -> list[tuple[str, float]]:
+        """Candidates from both indexes under the symbolic filter, fused and ranked."""
+        semantic = self.vectors.search(tenant, qvec, pool, replace(flt, names=()))
+        if flt.names:
+            allowed = self.lexical.ids_with_names(tenant, [h.id for h in semantic], list(flt.names))
+            semantic = [h for h in semantic if h.id in allowed]
+        # The filter already guarantees the persons: their names would only add noise to BM25.
+        lexical = self.lexical.search(tenant, query, pool, flt)
+        return self._fuse(semantic, lexical)
 
     def _fuse(self, semantic: list[Hit], lexical: list[Hit]) -> list[tuple[str, float]]:
         w = self.settings.semantic_weight

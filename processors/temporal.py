@@ -10,7 +10,9 @@ Conventions for the ambiguous cases (reference = the message time, or the query'
   strictly after it, "this <weekday>" the one in the reference's week; a bare "on Friday" is read as the
   latest past Friday in a past-tense sentence and the next Friday otherwise;
 - "this weekend" is the Saturday..Sunday of the reference's week; "last weekend" the one before it
-  (when said on a weekend day, "last weekend" is the weekend a week earlier);
+  (when said on a weekend day, "last weekend" is the weekend a week earlier); "N weekends ago" is N
+  weekends before this one;
+- weekday abbreviations ("last Fri", "next Tues") count after last/next/this/past only;
 - "N weeks ago" is a day (reference - 7N); "N months ago" and "N years ago" are a month;
 - a date or month without a year ("June 14", "in September") is placed in the year that puts it on
   or before the reference in a past-tense sentence, and on or after it otherwise;
@@ -64,6 +66,9 @@ NUMBER_WORDS = {
 _NUM = r"(?P<num>\d{1,3}|a couple of|a couple|couple of|an|a|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _UNIT = r"(?P<unit>day|week|month|year)s?"
 _WD = r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
+# Abbreviated weekdays only after last/next/this/past (alone, "wed" is a word), and "Sat", "Sun" only
+# capitalised ("this sun").
+_WD_SHORT = r"(?P<wd>mon|tues?|weds?|thu(?:rs?)?|fri|(?-i:Sat|Sun))\.?"
 _MONTH = r"(?P<month>january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
@@ -79,8 +84,10 @@ _PATTERNS: list[tuple[str, str]] = [
     ("ago", rf"\b{_NUM}\s+{_UNIT}\s+ago\b"),
     ("in_n", rf"\bin\s+{_NUM}\s+{_UNIT}\b"),
     ("from_now", rf"\b{_NUM}\s+{_UNIT}\s+from\s+now\b"),
+    ("weekends_ago", rf"\b{_NUM}\s+weekends?\s+ago\b"),
     ("rel_weekend", r"\b(?P<rel>last|next|this|past)\s+weekend\b"),
     ("rel_weekday", rf"\b(?P<rel>last|next|this|past)\s+{_WD}\b"),
+    ("rel_weekday", rf"\b(?P<rel>last|next|this|past)\s+{_WD_SHORT}(?!\w)"),
     ("rel_unit", r"\b(?P<rel>last|next|this|past)\s+(?P<unit>week|month|year)\b"),
     ("yesterday", r"\byesterday\b"),
     ("last_night", r"\blast night\b"),
@@ -241,6 +248,8 @@ def _resolve(
             d = ref + relativedelta(months=step)
             return _month(d.year, d.month)
         return _year(ref.year + step)
+    if name == "weekends_ago":
+        return _weekend(week_of(ref)[0] + timedelta(days=5 - 7 * _num(g["num"])))
     if name == "rel_weekend":
         this_saturday = week_of(ref)[0] + timedelta(days=5)
         if rel == "this":
@@ -249,7 +258,7 @@ def _resolve(
             return _weekend(this_saturday - timedelta(days=7))
         return _weekend(this_saturday + timedelta(days=7))
     if name in ("rel_weekday", "on_weekday"):
-        wd = WEEKDAYS.index(g["wd"].lower())
+        wd = next(i for i, day in enumerate(WEEKDAYS) if day.startswith(g["wd"].lower()[:3]))
         lead = m.group(0).lower().split()[0] if name == "on_weekday" else rel
         if name == "on_weekday" and m.group(0).lower().endswith(WEEKDAYS[wd] + "s"):
             return None  # "on Saturdays" is a habit, not a date

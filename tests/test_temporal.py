@@ -45,6 +45,10 @@ CASES = [
     ("this weekend we camp", False, "2026-01-17/2026-01-18"),
     ("last weekend we camped", True, "2026-01-10/2026-01-11"),
     ("next weekend is free", False, "2026-01-24/2026-01-25"),
+    ("we camped two weekends ago", True, "2026-01-03/2026-01-04"),
+    ("last Fri we made pots", True, "2026-01-09"),
+    ("I joined a group last Tues.", True, "2026-01-13"),
+    ("next Thurs is the show", False, "2026-01-15"),
     ("my birthday is June 14", False, "2026-06-14"),
     ("my birthday is on 14 June", False, "2026-06-14"),
     ("I was born on December 30", True, "2025-12-30"),
@@ -78,6 +82,7 @@ def test_table_is_large_enough() -> None:
         "we play every Thursday",  # a habit
         "April is my cousin",  # a name, no preposition
         "I ran 5 km",
+        "this sun is too hot for a hike",  # not "Sun(day)"
     ],
 )
 def test_non_dates_are_left_alone(text: str) -> None:
