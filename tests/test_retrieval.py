@@ -1,4 +1,5 @@
-"""Context assembly on a real embedded store: a memory brings the other statements of its message."""
+"""Context assembly on a real embedded store: a memory brings the other statements of its message;
+a date that matches nothing does not empty the answer."""
 
 from __future__ import annotations
 
@@ -19,6 +20,25 @@ TURNS = [
 ]
 
 
+def ingest_turns(rt) -> None:  # type: ignore[no-untyped-def]
+    report = IngestReport()
+    events = [
+        ChatEvent(
+            tenant_id="t",
+            session_id="s",
+            message_id=f"m{i}",
+            speaker=speaker,
+            role="user",
+            text=text,
+            ts=datetime(2026, 3, 1, 10, i, tzinfo=UTC),
+        )
+        for i, (speaker, text) in enumerate(TURNS)
+    ]
+    rt.pipeline.feed(events, report)
+    rt.pipeline.flush(report)
+    assert report.units >= 4
+
+
 @pytest.mark.parametrize("siblings", [0, 6])
 def test_siblings_follow_the_chosen_memory(tmp_path, settings, siblings: int) -> None:  # type: ignore[no-untyped-def]
     from processors.runtime import open_runtime
@@ -27,22 +47,7 @@ def test_siblings_follow_the_chosen_memory(tmp_path, settings, siblings: int) ->
         settings.model_copy(update={"k_min": 1, "k_max": 1, "sibling_units": siblings}), tmp_path
     )
     try:
-        report = IngestReport()
-        events = [
-            ChatEvent(
-                tenant_id="t",
-                session_id="s",
-                message_id=f"m{i}",
-                speaker=speaker,
-                role="user",
-                text=text,
-                ts=datetime(2026, 3, 1, 10, i, tzinfo=UTC),
-            )
-            for i, (speaker, text) in enumerate(TURNS)
-        ]
-        rt.pipeline.feed(events, report)
-        rt.pipeline.flush(report)
-        assert report.units >= 4
+        ingest_turns(rt)
         result = rt.retriever.query(QueryRequest(tenant_id="t", query="What did Joanna finish writing?"))
         assert result.k == 1
         assert "screenplay" in result.memories[0].text
@@ -52,5 +57,26 @@ def test_siblings_follow_the_chosen_memory(tmp_path, settings, siblings: int) ->
             assert "Ana" in result.context
         else:
             assert rest == [] and "Ana" not in result.context
+    finally:
+        rt.close()
+
+
+def test_a_date_that_matches_nothing_is_dropped_not_obeyed(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(settings.model_copy(update={"k_min": 1, "sibling_units": 0}), tmp_path)
+    try:
+        ingest_turns(rt)
+        as_of = datetime(2026, 3, 2, tzinfo=UTC)
+        right = rt.retriever.query(
+            QueryRequest(
+                tenant_id="t", query="What happened to the turtles on 28 February 2026?", as_of=as_of
+            )
+        )
+        assert [m.source_ids for m in right.memories] == [["m1"]]  # one match is k_min: the filter holds
+        wrong = rt.retriever.query(
+            QueryRequest(tenant_id="t", query="What did Joanna finish in December 2025?", as_of=as_of)
+        )
+        assert any("screenplay" in m.text for m in wrong.memories)  # stated 2026-02: no unit in December
     finally:
         rt.close()
