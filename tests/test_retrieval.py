@@ -73,7 +73,8 @@ def test_a_date_that_matches_nothing_is_dropped_not_obeyed(tmp_path, settings) -
                 tenant_id="t", query="What happened to the turtles on 28 February 2026?", as_of=as_of
             )
         )
-        assert [m.source_ids for m in right.memories] == [["m1"]]  # one match is k_min: the filter holds
+        sources = {s for m in right.memories for s in m.source_ids}
+        assert "m1" in sources and "m2" not in sources  # m0 is "last month": February holds the 28th
         wrong = rt.retriever.query(
             QueryRequest(tenant_id="t", query="What did Joanna finish in December 2025?", as_of=as_of)
         )
