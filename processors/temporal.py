@@ -6,6 +6,8 @@ same whenever it is retrieved. The same engine turns a query's "last week" into 
 
 Conventions for the ambiguous cases (reference = the message time, or the query's ``as_of``):
 - weeks run Monday..Sunday; "last week" is the previous Monday..Sunday, "next week" the following one;
+  their text reads "last week (the week before 2023-07-03)", from the day it was said, as people
+  date such things (the span is the calendar week either way); "last/next weekend" likewise;
 - "last <weekday>" is the latest such day strictly before the reference, "next <weekday>" the first
   strictly after it, "this <weekday>" the one in the reference's week; a bare "on Friday" is read as the
   latest past Friday in a past-tense sentence and the next Friday otherwise;
@@ -164,9 +166,9 @@ def _day(d: date) -> tuple[str, date, date]:
     return d.isoformat(), d, d
 
 
-def _week(d: date) -> tuple[str, date, date]:
+def _week(d: date, label: str | None = None) -> tuple[str, date, date]:
     first, last = week_of(d)
-    return f"the week of {first.isoformat()}", first, last
+    return label or f"the week of {first.isoformat()}", first, last
 
 
 def _month(year: int, month: int) -> tuple[str, date, date]:
@@ -178,8 +180,14 @@ def _year(year: int) -> tuple[str, date, date]:
     return f"{year:04d}", date(year, 1, 1), date(year, 12, 31)
 
 
-def _weekend(saturday: date) -> tuple[str, date, date]:
-    return f"the weekend of {saturday.isoformat()}", saturday, saturday + timedelta(days=1)
+def _weekend(saturday: date, label: str | None = None) -> tuple[str, date, date]:
+    return label or f"the weekend of {saturday.isoformat()}", saturday, saturday + timedelta(days=1)
+
+
+def _beside(ref: date, step: int, what: str) -> str | None:
+    """ "the week before 2023-07-03": a neighbouring week or weekend named as said, from the day it
+    was said, rather than as a calendar week the speaker may not have meant."""
+    return f"the {what} {'before' if step < 0 else 'after'} {ref.isoformat()}" if step else None
 
 
 def _shift(ref: date, n: int, unit: str, loose: bool = False) -> tuple[str, date, date]:
@@ -243,7 +251,7 @@ def _resolve(
         unit = g["unit"].lower()
         step = {"last": -1, "past": -1, "next": 1, "this": 0}[rel]
         if unit == "week":
-            return _week(ref + timedelta(weeks=step))
+            return _week(ref + timedelta(weeks=step), _beside(ref, step, "week"))
         if unit == "month":
             d = ref + relativedelta(months=step)
             return _month(d.year, d.month)
@@ -255,8 +263,8 @@ def _resolve(
         if rel == "this":
             return _weekend(this_saturday)
         if rel in ("last", "past"):
-            return _weekend(this_saturday - timedelta(days=7))
-        return _weekend(this_saturday + timedelta(days=7))
+            return _weekend(this_saturday - timedelta(days=7), _beside(ref, -1, "weekend"))
+        return _weekend(this_saturday + timedelta(days=7), _beside(ref, 1, "weekend"))
     if name in ("rel_weekday", "on_weekday"):
         wd = next(i for i, day in enumerate(WEEKDAYS) if day.startswith(g["wd"].lower()[:3]))
         lead = m.group(0).lower().split()[0] if name == "on_weekday" else rel

@@ -55,7 +55,7 @@ def texts(nlp, turns):  # type: ignore[no-untyped-def]
         ([("Jordan", "I really love hiking in the Alps.")], "Jordan really loves hiking in the Alps."),
         (
             [("Caroline", "Hi Mel!"), ("Melanie", "I painted your portrait last week.")],
-            "Melanie painted Caroline's portrait last week (the week of 2026-01-05).",
+            "Melanie painted Caroline's portrait last week (the week before 2026-01-12).",
         ),
         (
             [("Caroline", "You should join the choir."), ("Melanie", "Good idea.")],

@@ -95,6 +95,20 @@ def test_rewrite_keeps_words_and_adds_iso() -> None:
     assert anchors[0].first_day == date(2026, 1, 13)
 
 
+@pytest.mark.parametrize(
+    ("said", "written"),
+    [
+        ("I was sick last week", "I was sick last week (the week before 2026-01-14)"),
+        ("we camped last weekend", "we camped last weekend (the weekend before 2026-01-14)"),
+        ("next week is busy", "next week (the week after 2026-01-14) is busy"),
+        ("this week I rest", "this week (the week of 2026-01-12) I rest"),
+        ("we camped two weekends ago", "we camped two weekends ago (the weekend of 2026-01-03)"),
+    ],
+)
+def test_neighbouring_weeks_are_written_from_the_day_they_were_said(said: str, written: str) -> None:
+    assert anchor_text(said, REF, past=True)[0] == written
+
+
 def test_absolute_iso_is_not_repeated() -> None:
     text, _ = anchor_text("it was 2024-02-29", REF, past=True)
     assert text == "it was 2024-02-29"
