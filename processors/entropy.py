@@ -14,13 +14,13 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
-from schemas.window import AnalyzedMessage, EntropyScore, Vector, Window
+from schemas.window import AnalyzedMessage, EntropyScore, HalfVector, Vector, Window
 
 
 class SessionHistory(BaseModel):
     """The recent messages' statement vectors and entities (bounded), as plain data for a state table."""
 
-    vectors: list[list[Vector]] = Field(default_factory=list, description="per message, its statements'")
+    vectors: list[list[HalfVector]] = Field(default_factory=list, description="per message, its statements'")
     entities: list[list[str]] = Field(default_factory=list)
 
     @model_validator(mode="before")

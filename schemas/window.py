@@ -22,8 +22,19 @@ def _vector_to_text(vector: list[float]) -> str:
     return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
 
 
+_HALF = "h:"
+
+
+def _half_to_text(vector: list[float]) -> str:
+    return _HALF + base64.b64encode(np.asarray(vector, dtype="<f2").tobytes()).decode("ascii")
+
+
 def _vector_from_any(value: Any) -> Any:
     if isinstance(value, str):
+        if value.startswith(_HALF):
+            return (
+                np.frombuffer(base64.b64decode(value[len(_HALF) :]), dtype="<f2").astype(np.float32).tolist()
+            )
         return np.frombuffer(base64.b64decode(value), dtype="<f4").tolist()
     return value
 
@@ -34,6 +45,15 @@ Vector = Annotated[
     list[float],
     BeforeValidator(_vector_from_any),
     PlainSerializer(_vector_to_text, return_type=str, when_used="json"),
+]
+
+# The same at half precision in JSON ("h:" + base64 float16; reads either form): for vectors only
+# compared by cosine against a threshold, such as the entropy history that every window's state
+# write carries (cosines move by about 1e-3).
+HalfVector = Annotated[
+    list[float],
+    BeforeValidator(_vector_from_any),
+    PlainSerializer(_half_to_text, return_type=str, when_used="json"),
 ]
 
 # One token: (text, trailing whitespace, coarse POS, fine tag, entity label as "B-PERSON"/"I-GPE"/"")

@@ -88,3 +88,17 @@ def test_history_written_with_one_vector_per_message_still_loads() -> None:
     assert SessionHistory.model_validate_json(new_json).vectors == [[[1.0, 0.0]], []]
     old_json = '{"vectors": ["AACAPwAAAAA=", ""], "entities": []}'  # [1.0, 0.0] and an empty vector
     assert SessionHistory.model_validate_json(old_json).vectors == [[[1.0, 0.0]], []]
+
+
+def test_history_travels_at_half_precision() -> None:
+    """The history rides along with every state write: float16 in JSON halves it, and the cosines
+    the filter compares against its threshold move by far less than the threshold's resolution."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    v = rng.standard_normal(384).astype(np.float32)
+    v /= np.linalg.norm(v)
+    back = SessionHistory.model_validate_json(SessionHistory(vectors=[[v.tolist()]]).model_dump_json())
+    restored = np.asarray(back.vectors[0][0], dtype=np.float32)
+    assert abs(float(restored @ v) - 1.0) < 1e-3
+    assert len(SessionHistory(vectors=[[v.tolist()]]).model_dump_json()) < 384 * 3
