@@ -2,8 +2,8 @@
 
 Entity novelty is the share of the window's named things not seen in the session's recent history;
 semantic divergence is how far the window's most novel statement is from its nearest statement in
-the recent messages (1 - cosine, MiniLM vectors computed once per sentence). A session's first window has no history and
-scores 1. Windows below the threshold are dropped, and counted with their scores. History is per
+the recent messages (1 - cosine, MiniLM vectors computed once per sentence). A session's first
+window has no history and scores 1. Windows below the threshold are dropped, and counted with their scores. History is per
 (tenant, session): it lives where the session's partition is processed.
 """
 

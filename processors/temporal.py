@@ -185,8 +185,8 @@ def _weekend(saturday: date, label: str | None = None) -> tuple[str, date, date]
 
 
 def _beside(ref: date, step: int, what: str) -> str | None:
-    """ "the week before 2023-07-03": a neighbouring week or weekend named as said, from the day it
-    was said, rather than as a calendar week the speaker may not have meant."""
+    """A neighbouring week or weekend named from the day it was said ("the week before 2023-07-03"),
+    rather than as a calendar week the speaker may not have meant."""
     return f"the {what} {'before' if step < 0 else 'after'} {ref.isoformat()}" if step else None
 
 

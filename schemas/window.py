@@ -17,16 +17,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from schemas.events import Role
 
-
-def _vector_to_text(vector: list[float]) -> str:
-    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
-
-
 _HALF = "h:"
 
 
+def _vector_to_text(vector: list[float], dtype: str = "<f4", prefix: str = "") -> str:
+    return prefix + base64.b64encode(np.asarray(vector, dtype=dtype).tobytes()).decode("ascii")
+
+
 def _half_to_text(vector: list[float]) -> str:
-    return _HALF + base64.b64encode(np.asarray(vector, dtype="<f2").tobytes()).decode("ascii")
+    return _vector_to_text(vector, "<f2", _HALF)
 
 
 def _vector_from_any(value: Any) -> Any:
