@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from datetime import date
 
-from processors.temporal import find_anchors
+from processors.temporal import MONTH_ABBR, find_anchors
 from processors.text import STOPWORDS
 
 _TOKEN = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|[a-z0-9]+")
 STOP = STOPWORDS | frozenset({"also", "just", "very"})
 _REF = date(2000, 1, 1)  # absolute dates do not depend on it
-_GLUED_DAY = re.compile(r"\b(\d{1,2})(?=(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b)", re.I)
+_GLUED_DAY = re.compile(rf"\b(\d{{1,2}})(?=(?:{'|'.join(MONTH_ABBR)})[a-z]*\b)", re.I)
 
 
 def iso_dates(text: str) -> str:
