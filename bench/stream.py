@@ -120,7 +120,7 @@ class Queryable:
 
 
 async def publish_paced(settings: Settings, lines: list[bytes], rate: float) -> dict[tuple[str, str], float]:
-    from streams.kafka_io import producer, session_key
+    from streams.kafka_io import producer, record_key
 
     sent: dict[tuple[str, str], float] = {}
     prod = producer(settings)
@@ -133,7 +133,7 @@ async def publish_paced(settings: Settings, lines: list[bytes], rate: float) -> 
                 await asyncio.sleep(delay)
             e = orjson.loads(raw)
             sent[(e["tenant_id"], e["message_id"])] = time.perf_counter()
-            await prod.send(settings.topic(settings.turns_topic), raw, key=session_key(raw))
+            await prod.send(settings.topic(settings.turns_topic), raw, key=record_key(raw))
         await prod.flush()
     finally:
         await prod.stop()

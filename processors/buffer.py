@@ -15,6 +15,7 @@ from typing import Protocol
 
 import orjson
 
+from schemas.keys import SessionKey, tenant_key
 from schemas.window import BufferedTurn
 
 
@@ -53,7 +54,8 @@ class InMemoryBuffer:
             sessions = self._sessions.get(tenant_id, {})
             for sid in [s for s, (seen, _) in sessions.items() if now - seen > self.ttl]:
                 del sessions[sid]
-            return [t for _, recent in sessions.values() for t in recent.values()]
+            turns = [t for _, recent in sessions.values() for t in recent.values()]
+        return [t for t in turns if t.tenant_id == tenant_id]  # checked again where it is read
 
     def discard(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> None:
         with self._lock:
@@ -78,12 +80,13 @@ class RedisBuffer:
         self.ttl = ttl_seconds
         self.prefix = prefix
 
-    def _keys(self, tenant_id: str, session_id: str) -> tuple[str, str]:
-        base = f"{self.prefix}:buf:{tenant_id}:{session_id}"
-        return f"{base}:turns", f"{base}:order"
+    def _keys(self, tenant_id: str, session_id: str) -> tuple[bytes, bytes]:
+        # the session's JSON encoding between fixed parts: keys of two sessions never coincide
+        base = self.prefix.encode() + b":buf:" + SessionKey(tenant_id, session_id).encode()
+        return base + b":turns", base + b":order"
 
-    def _index_key(self, tenant_id: str) -> str:
-        return f"{self.prefix}:buf-sessions:{tenant_id}"
+    def _index_key(self, tenant_id: str) -> bytes:
+        return self.prefix.encode() + b":buf-sessions:" + tenant_key(tenant_id)
 
     def push(self, turns: Sequence[BufferedTurn]) -> None:
         if not turns:
@@ -118,7 +121,8 @@ class RedisBuffer:
         pipe = self.r.pipeline(transaction=False)
         for sid in sessions:
             pipe.hvals(self._keys(tenant_id, sid)[0])
-        return [BufferedTurn.model_validate(orjson.loads(raw)) for rows in pipe.execute() for raw in rows]
+        turns = [BufferedTurn.model_validate(orjson.loads(raw)) for rows in pipe.execute() for raw in rows]
+        return [t for t in turns if t.tenant_id == tenant_id]  # checked again where it is read
 
     def discard(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> None:
         if not message_ids:

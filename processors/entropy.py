@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
+from schemas.keys import SessionKey
 from schemas.window import AnalyzedMessage, EntropyScore, HalfVector, Vector, Window
 
 
@@ -60,7 +61,7 @@ class EntropyFilter:
         self.threshold = threshold
         self.alpha = alpha
         self.history_messages = history_messages
-        self.histories: dict[str, SessionHistory] = {}
+        self.histories: dict[SessionKey, SessionHistory] = {}
 
     def score(self, window: Window, history: SessionHistory) -> EntropyScore:
         """Score a window against a history (pure: does not update it)."""
@@ -92,7 +93,7 @@ class EntropyFilter:
 
     def decide(self, window: Window) -> EntropyScore:
         """Score against this process's history for the session, then advance that history."""
-        key = f"{window.tenant_id}|{window.session_id}"
+        key = window.session_key
         history = self.histories.get(key, SessionHistory())
         result = self.score(window, history)
         self.histories[key] = self.remember(history, window.new_messages)

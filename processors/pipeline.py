@@ -119,7 +119,7 @@ class Pipeline:
 
     def process_window(self, window: Window) -> WindowResult:
         """Judge and decompose a window against this process's history for its session."""
-        key = f"{window.tenant_id}|{window.session_id}"
+        key = window.session_key
         result, self.entropy.histories[key] = self.judge(
             window, self.entropy.histories.get(key, SessionHistory())
         )

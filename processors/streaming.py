@@ -28,6 +28,7 @@ from processors.pipeline import Pipeline, WindowResult, buffered_turns
 from processors.windowing import SessionBuffer
 from schemas.accounting import IngestReport, MessageOutcome, Outcome
 from schemas.events import ChatEvent, EventRejected, parse_event
+from schemas.keys import SessionKey
 from schemas.memory import MemoryUnit
 from schemas.settings import Settings
 from schemas.stream import DeadLetter, DeadLetterStage, SourceRef, StageRecord
@@ -91,9 +92,9 @@ class ScrubStage:
                 )
                 continue
             accepted.append((source, event))
-        for (source, event), message in zip(accepted, self._prepare(accepted, out), strict=True):
+        for (source, _), message in zip(accepted, self._prepare(accepted, out), strict=True):
             if message is not None:
-                out.records.append(StageRecord(session_key=event.session_key, message=message, source=source))
+                out.records.append(StageRecord.turn(message, source))
         return out
 
     def finish(self, prepared: ScrubResult, write: Write = lambda call: call()) -> ScrubResult:
@@ -143,7 +144,7 @@ class SessionState(BaseModel):
 
 @dataclass
 class MemoryResult:
-    states: dict[str, SessionState]
+    states: dict[SessionKey, SessionState]
     units: list[MemoryUnit] = field(default_factory=list)
     outcomes: list[MessageOutcome] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
@@ -161,7 +162,7 @@ class MemoryStage:
         self.clock = clock
 
     def run(
-        self, records: Sequence[StageRecord], states: dict[str, SessionState], write: Write
+        self, records: Sequence[StageRecord], states: dict[SessionKey, SessionState], write: Write
     ) -> MemoryResult:
         """Apply a batch to the sessions' states; every store write goes through ``write``."""
         result = MemoryResult(states=dict(states))
@@ -169,7 +170,7 @@ class MemoryStage:
         windows = self._window(records, {id(r) for r in fresh}, result)
         judged = []
         for window in windows:
-            key = f"{window.tenant_id}|{window.session_id}"
+            key = window.session_key
             decided, history = self.pipeline.judge(window, result.states[key].history)
             result.states[key] = result.states[key].model_copy(update={"history": history})
             judged.append(decided)
@@ -181,7 +182,7 @@ class MemoryStage:
     def _fresh_turns(self, records: Sequence[StageRecord], result: MemoryResult) -> list[StageRecord]:
         """The batch's turns not applied before (a restart or an upstream replay re-sends some)."""
         fresh: list[StageRecord] = []
-        last: dict[str, SourceRef] = {}
+        last: dict[SessionKey, SourceRef] = {}
         for record in records:
             if record.message is None or record.source is None:
                 continue
@@ -229,7 +230,7 @@ class MemoryStage:
         """Units to publish, dead letters for failed turns; decided turns leave ``sources``."""
         failed = {o.message_id: o for o in result.outcomes if o.outcome == Outcome.FAILED}
         for r in judged:
-            key = f"{r.window.tenant_id}|{r.window.session_id}"
+            key = r.window.session_key
             state = result.states[key]
             sources = dict(state.sources)
             if r.kept and not any(m.message_id in failed for m in r.window.new_messages):

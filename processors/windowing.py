@@ -14,6 +14,7 @@ from datetime import timedelta
 
 from pydantic import BaseModel, Field
 
+from schemas.keys import SessionKey
 from schemas.window import AnalyzedMessage, CloseReason, Window
 
 
@@ -34,7 +35,7 @@ class Windower:
         self.window_size = window_size
         self.stride = stride
         self.idle = timedelta(seconds=idle_seconds)
-        self.buffers: dict[str, SessionBuffer] = {}
+        self.buffers: dict[SessionKey, SessionBuffer] = {}
 
     def add(self, message: AnalyzedMessage, now: float = 0.0) -> list[Window]:
         """Buffer one message; return the windows it closes (an idle gap first, then a full window)."""
@@ -75,11 +76,11 @@ class Windower:
             reason=reason,
         )
 
-    def _flush(self, key: str, reason: CloseReason) -> list[Window]:
+    def _flush(self, key: SessionKey, reason: CloseReason) -> list[Window]:
         buf = self.buffers.pop(key, None)
         return [] if buf is None else self.close(buf, reason)[1]
 
-    def end_session(self, key: str) -> list[Window]:
+    def end_session(self, key: SessionKey) -> list[Window]:
         return self._flush(key, CloseReason.END)
 
     def flush_idle(self, now: float) -> list[Window]:

@@ -8,6 +8,8 @@ from typing import Any
 import orjson
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from schemas.keys import SessionKey, check_id
+
 
 class Role(StrEnum):
     USER = "user"
@@ -30,17 +32,29 @@ class ChatEvent(BaseModel):
     ts: AwareDatetime
     metadata: dict[str, Any] | None = None
 
-    @field_validator("tenant_id", "session_id", "message_id", "speaker")
+    @field_validator("speaker")
     @classmethod
     def _no_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValueError("must not contain control characters")
         return value
 
+    @field_validator("tenant_id")
+    @classmethod
+    def _tenant_id(cls, value: str) -> str:
+        return check_id(value, tenant=True)
+
+    @field_validator("session_id", "message_id")
+    @classmethod
+    def _other_id(cls, value: str) -> str:
+        return check_id(value)
+
     @property
-    def session_key(self) -> str:
-        """Partition key: a session's messages stay ordered together (``tenant|session``)."""
-        return f"{self.tenant_id}|{self.session_id}"
+    def session_key(self) -> SessionKey:
+        """A session's messages stay ordered together (the partition key is its encoding)."""
+        return SessionKey(self.tenant_id, self.session_id)
 
 
 class EventRejected(ValueError):

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
+from schemas.keys import check_id
 from schemas.memory import MemoryKind
 
 
@@ -16,6 +17,11 @@ class QueryRequest(BaseModel):
     tenant_id: str = Field(min_length=1)
     query: str = Field(min_length=1)
     as_of: AwareDatetime | None = None
+
+    @field_validator("tenant_id")
+    @classmethod
+    def _tenant_id(cls, value: str) -> str:
+        return check_id(value, tenant=True)
 
 
 class RetrievedMemory(BaseModel):

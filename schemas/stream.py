@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from schemas.keys import SessionKey
 from schemas.window import AnalyzedMessage
 
 
@@ -24,14 +25,27 @@ class SourceRef(BaseModel):
 
 
 class StageRecord(BaseModel):
-    """One item for the memory stage, keyed ``tenant_id|session_id`` like the turn it came from."""
+    """One item for the memory stage, keyed by its session (:class:`SessionKey`) like its turn."""
 
-    session_key: str
+    tenant_id: str
+    session_id: str
     message: AnalyzedMessage | None = Field(None, description="a scrubbed, analysed turn (no vectors yet)")
     source: SourceRef | None = Field(None, description="the turn's position on the turns topic")
     idle_check_at: float | None = Field(
         None, description="wall-clock time of an idle check (then ``message`` is empty)"
     )
+
+    @property
+    def session_key(self) -> SessionKey:
+        return SessionKey(self.tenant_id, self.session_id)
+
+    @classmethod
+    def turn(cls, message: AnalyzedMessage, source: SourceRef) -> StageRecord:
+        return cls(tenant_id=message.tenant_id, session_id=message.session_id, message=message, source=source)
+
+    @classmethod
+    def idle_check(cls, key: SessionKey, at: float) -> StageRecord:
+        return cls(tenant_id=key.tenant_id, session_id=key.session_id, idle_check_at=at)
 
 
 class DeadLetterStage(StrEnum):

@@ -16,6 +16,7 @@ import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from schemas.events import Role
+from schemas.keys import SessionKey
 
 _HALF = "h:"
 
@@ -86,8 +87,8 @@ class AnalyzedMessage(BaseModel):
     embedding: Vector = Field(default_factory=list, description="mean of the informative sentences' vectors")
 
     @property
-    def session_key(self) -> str:
-        return f"{self.tenant_id}|{self.session_id}"
+    def session_key(self) -> SessionKey:
+        return SessionKey(self.tenant_id, self.session_id)
 
 
 class CloseReason(StrEnum):
@@ -110,9 +111,14 @@ class Window(BaseModel):
         return self.messages[self.new_from :]
 
     @property
-    def window_id(self) -> str:
+    def session_key(self) -> SessionKey:
+        return SessionKey(self.tenant_id, self.session_id)
+
+    @property
+    def window_id(self) -> tuple[str, str, str, str]:
+        """For logs: tenant, session, and the first and last message decided on."""
         ids = self.new_messages
-        return f"{self.tenant_id}|{self.session_id}|{ids[0].message_id}..{ids[-1].message_id}"
+        return (self.tenant_id, self.session_id, ids[0].message_id, ids[-1].message_id)
 
 
 class EntropyScore(BaseModel):

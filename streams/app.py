@@ -34,6 +34,7 @@ from processors.runtime import Runtime, open_runtime
 from processors.streaming import MemoryResult, MemoryStage, ScrubResult, ScrubStage, SessionState
 from schemas.accounting import Outcome
 from schemas.codec import dumps
+from schemas.keys import SessionKey, message_key
 from schemas.settings import Settings
 from schemas.stream import SourceRef, StageRecord
 from streams import metrics
@@ -54,7 +55,9 @@ class Worker:
         self.embed_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self.memory_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorize")
         self.decided = {Outcome.INDEXED: 0, Outcome.FILTERED: 0}
-        self.pending_since: dict[str, float] = {}  # sessions with an open window -> last turn (wall clock)
+        self.pending_since: dict[
+            SessionKey, float
+        ] = {}  # sessions with an open window -> last turn (wall clock)
         self.processed: dict[tuple[str, int], int] = {}  # (topic, partition) -> next offset to process
 
     @cached_property
@@ -98,7 +101,7 @@ class Worker:
         with metrics.STAGE_SECONDS.labels("embed").time():
             return self.scrub_stage.finish(prepared, self.write)
 
-    def memorize(self, records: list[StageRecord], states: dict[str, SessionState]) -> MemoryResult:
+    def memorize(self, records: list[StageRecord], states: dict[SessionKey, SessionState]) -> MemoryResult:
         with metrics.STAGE_SECONDS.labels("memorize").time():
             return self.memory_stage.run(records, states, self.write)
 
@@ -219,9 +222,10 @@ def create_app(settings: Settings) -> faust.App:
         out: list[tuple[faust.TopicT, bytes | None, bytes]] = []
         for dead in result.dead:
             metrics.DEAD_LETTERS.labels(dead.stage.value, dead.code).inc()
-            out.append((dlq, (dead.message_id or "").encode() or None, dumps(dead)))
+            key = message_key(dead.tenant_id, dead.message_id) if dead.tenant_id and dead.message_id else None
+            out.append((dlq, key, dumps(dead)))
         for outcome in result.failed if isinstance(result, ScrubResult) else result.outcomes:
-            out.append((outcomes, f"{outcome.tenant_id}|{outcome.message_id}".encode(), dumps(outcome)))
+            out.append((outcomes, message_key(outcome.tenant_id, outcome.message_id), dumps(outcome)))
         return out
 
     async def embed_and_deliver(batch: Batch, prepared: ScrubResult) -> None:
@@ -256,7 +260,7 @@ def create_app(settings: Settings) -> faust.App:
             events = batch.items
             metrics.STAGE_RECORDS.labels("memorize").inc(len(events))
             records = [StageRecord.model_validate_json(i.value or b"{}") for i in events]
-            states: dict[str, SessionState] = {}
+            states: dict[SessionKey, SessionState] = {}
             for key in {r.session_key for r in records}:
                 raw = sessions.get(key.encode())
                 if raw is not None:
@@ -296,12 +300,12 @@ def create_app(settings: Settings) -> faust.App:
             for key, raw in list(sessions.items()):
                 state = SessionState.model_validate_json(raw)
                 if state.buffer is not None and state.buffer.pending:
-                    worker.pending_since.setdefault(key.decode(), state.buffer.last_seen)
+                    worker.pending_since.setdefault(SessionKey.decode(key), state.buffer.last_seen)
         now = time.time()
         for key, last in list(worker.pending_since.items()):
             if now - last >= settings.wall_clock_idle_seconds:
                 worker.pending_since.pop(key, None)
-                record = StageRecord(session_key=key, idle_check_at=now)
+                record = StageRecord.idle_check(key, now)
                 await scrubbed.send(key=key.encode(), value=dumps(record), force=True)
 
     @app.timer(5.0)

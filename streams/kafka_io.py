@@ -1,6 +1,6 @@
 """Plain Kafka clients for the CLI: publish turns, read a topic to its end, fetch one record.
 
-Publishing keys each event ``tenant_id|session_id`` (murmur2, the Java client's partitioner, like
+Publishing keys each event by its session, the JSON array ``[tenant_id, session_id]`` (murmur2, the Java client's partitioner, like
 Faust), so a session's turns stay ordered on one partition. Lines that are not a JSON object are sent
 unkeyed: the worker dead-letters them with the reason, so bad input is visible in one place.
 """
@@ -15,12 +15,13 @@ import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from schemas.keys import SessionKey
 from schemas.settings import Settings
 from streams.topics import MAX_RECORD_BYTES
 
 
-def session_key(raw: bytes) -> bytes | None:
-    """``tenant_id|session_id`` of a raw event, or None if it has none (bad input)."""
+def session_key(raw: bytes) -> SessionKey | None:
+    """The session of a raw event, or None if it has none (bad input)."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -29,8 +30,14 @@ def session_key(raw: bytes) -> bytes | None:
         return None
     tenant, session = data.get("tenant_id"), data.get("session_id")
     if isinstance(tenant, str) and isinstance(session, str):
-        return f"{tenant}|{session}".encode()
+        return SessionKey(tenant, session)
     return None
+
+
+def record_key(raw: bytes) -> bytes | None:
+    """The Kafka key of a raw event: its session's encoding, or None for bad input."""
+    key = session_key(raw)
+    return None if key is None else key.encode()
 
 
 @dataclass
@@ -64,7 +71,7 @@ async def publish(
     try:
         pending: list[asyncio.Future[object]] = []
         for raw in lines:
-            key = session_key(raw)
+            key = record_key(raw)
             report.unkeyed += key is None
             pending.append(await prod.send(topic, raw, key=key))
             if len(pending) >= chunk:

@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from schemas.codec import dumps
+from schemas.keys import SessionKey
 from schemas.settings import get_settings
 from schemas.stream import DeadLetter
 from streams.console import err, out, progress_bar, quiet_libraries, read_lines
@@ -68,9 +69,8 @@ def replay(
 
     quiet_libraries()
     settings = get_settings()
-    prefix = f"{tenant}|".encode()
     records = asyncio.run(read_topic(settings, settings.topic(settings.turns_topic)))
-    mine = [r for r in records if r.value is not None and (session_key(r.value) or b"").startswith(prefix)]
+    mine = [r for r in records if r.value is not None and _tenant_of(session_key(r.value)) == tenant]
     mine.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
     rt = open_runtime(settings, store)
     try:
@@ -82,6 +82,10 @@ def replay(
         rt.close()
     out.print(f"{len(mine)} of {len(records)} retained turns belong to {tenant}")
     print_report(report)
+
+
+def _tenant_of(key: SessionKey | None) -> str | None:
+    return None if key is None else key.tenant_id
 
 
 def _dead_letters() -> list[tuple[int, DeadLetter]]:

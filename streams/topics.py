@@ -1,16 +1,24 @@
-"""The topics and their retention: created up front (by `worker`, `publish`), so any client can publish.
+"""The topics and their configuration: created up front (by `worker`, `publish`), verified when they exist.
 
-``turns`` and ``dlq`` keep everything (replay and lazy migration re-read them); ``units`` and
+The brokers run with ``auto.create.topics.enable=false`` (infra/, docker-compose.yml): a frontend that
+publishes before any worker started gets an error instead of a topic with the broker's defaults (one
+partition, a day of retention). A topic that exists with another partition count or configuration
+than this module declares stops the worker with the differences listed: retention and compaction
+decide what the service keeps, so they are never silently different.
+
+``turns`` and ``deletions`` keep everything (replay and lazy migration re-read turns); ``units`` and
 ``outcomes`` are compacted by key (the latest word on a unit or a turn); ``scrubbed`` is an internal
-hand-over and expires after a week.
+hand-over and expires after a week; ``dlq`` keeps its letters, each capped (:data:`DLQ_RECORD_BYTES`).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.errors import TopicAlreadyExistsError
 
 from schemas.settings import Settings
@@ -19,12 +27,19 @@ log = logging.getLogger(__name__)
 
 WEEK_MS = 7 * 24 * 3600 * 1000
 MAX_RECORD_BYTES = 8 * 1024 * 1024  # a session's state with its open window stays well below this
+# A dead letter's size limit on its topic: the raw input it quotes is capped well below this
+# (``Settings.dlq_original_bytes``), so a dead letter for any input always fits.
+DLQ_RECORD_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
 class TopicSpec:
     name: str
     config: dict[str, str]
+
+
+class TopicMismatch(RuntimeError):
+    """Existing topics differ from what the service declares; the message lists every difference."""
 
 
 def topic_specs(settings: Settings) -> list[TopicSpec]:
@@ -37,18 +52,43 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(settings.topic(settings.units_topic), compact),
         TopicSpec(settings.topic(settings.outcomes_topic), compact),
         TopicSpec(settings.topic(settings.deletions_topic), forever),
-        TopicSpec(settings.topic(settings.dlq_topic), forever),
+        TopicSpec(settings.topic(settings.dlq_topic), {**forever, "max.message.bytes": str(DLQ_RECORD_BYTES)}),
     ]
 
 
+def _entries(response: Any) -> dict[str, dict[str, str]]:
+    """Topic name -> its configuration, from DescribeConfigs responses (any version)."""
+    found: dict[str, dict[str, str]] = {}
+    for resource in response.resources:
+        error_code, error_message, _, name, entries = resource[:5]
+        if error_code:
+            raise TopicMismatch(f"{name}: cannot read its configuration: {error_message}")
+        found[name] = {entry[0]: entry[1] for entry in entries}
+    return found
+
+
+def differences(spec: TopicSpec, partitions: int, actual: dict[str, str], settings: Settings) -> list[str]:
+    """What differs between an existing topic and its declaration (empty when they agree)."""
+    problems = []
+    if partitions != settings.topic_partitions:
+        problems.append(f"{spec.name}: {partitions} partitions, declared {settings.topic_partitions}")
+    for key, want in spec.config.items():
+        if actual.get(key) != want:
+            problems.append(f"{spec.name}: {key}={actual.get(key)}, declared {want}")
+    return problems
+
+
 async def ensure_topics(settings: Settings) -> list[str]:
-    """Create the missing topics; returns the names created."""
+    """Create the missing topics and verify the others; returns the names created.
+
+    Raises :class:`TopicMismatch` when an existing topic's partitions or configuration differ."""
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
     await admin.start()
     created = []
     try:
+        specs = topic_specs(settings)
         existing = set(await admin.list_topics())
-        for spec in topic_specs(settings):
+        for spec in specs:
             if spec.name in existing:
                 continue
             new = NewTopic(
@@ -57,10 +97,31 @@ async def ensure_topics(settings: Settings) -> list[str]:
             try:
                 await admin.create_topics([new])
                 created.append(spec.name)
-            except TopicAlreadyExistsError:
+            except TopicAlreadyExistsError:  # another worker created it a moment ago: verified below
                 pass
+        await _verify(admin, specs, settings)
     finally:
         await admin.close()
     if created:
         log.info("created topics %s", ", ".join(created))
     return created
+
+
+async def _verify(admin: AIOKafkaAdminClient, specs: list[TopicSpec], settings: Settings) -> None:
+    names = [s.name for s in specs]
+    described = await admin.describe_topics(names)
+    partitions = {d["topic"]: len(d.get("partitions") or []) for d in described}
+    resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
+    configs: dict[str, dict[str, str]] = {}
+    for response in await admin.describe_configs(resources):
+        configs.update(_entries(response))
+    problems = [
+        p for s in specs for p in differences(s, partitions.get(s.name, 0), configs.get(s.name, {}), settings)
+    ]
+    if problems:
+        raise TopicMismatch(
+            "existing topics differ from their declaration (streams/topics.py):\n  "
+            + "\n  ".join(problems)
+            + "\nAlter them (kafka-configs.sh --alter, kafka-topics.sh --alter) or use another "
+            "SIMPLEMEM_TOPIC_PREFIX."
+        )

@@ -46,7 +46,8 @@ def sweep_thresholds(
         console.print(f"\n[bold]dropped at {r.threshold:.2f}[/bold] (first {show} of {len(r.dropped)})")
         for window, score in r.dropped[:show]:
             console.print(
-                f"  {window.window_id}  score={score.score:.3f} novelty={score.novelty:.2f} "
+                f"  tenant={window.tenant_id} session={window.session_id} "
+                f"messages={window.new_messages[0].message_id}..{window.new_messages[-1].message_id}  score={score.score:.3f} novelty={score.novelty:.2f} "
                 f"divergence={score.divergence:.2f}"
             )
             for m in window.new_messages:

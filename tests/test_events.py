@@ -4,6 +4,7 @@ import orjson
 import pytest
 
 from schemas.events import EventRejected, parse_event
+from schemas.keys import SessionKey
 
 GOOD = {
     "tenant_id": "t1",
@@ -24,7 +25,7 @@ def parse(raw: object) -> object:
 
 def test_valid_event() -> None:
     event = parse(GOOD)
-    assert event.session_key == "t1|s1"  # type: ignore[attr-defined]
+    assert event.session_key == SessionKey("t1", "s1")  # type: ignore[attr-defined]
     assert event.ts.utcoffset() is not None  # type: ignore[attr-defined]
 
 

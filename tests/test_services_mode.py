@@ -16,6 +16,7 @@ import pytest
 from schemas.query import QueryRequest
 from schemas.settings import Settings
 from tests.services import drop_stores, require
+from tests.test_tenant_keys import COLLIDING, assert_tenants_apart, buffered_turn
 
 pytestmark = pytest.mark.integration
 
@@ -147,8 +148,34 @@ def test_redis_buffer_trims_discards_and_scopes_by_tenant(services_settings) -> 
     buf.discard("t", "s", ["m2"])
     assert [t.message_id for t in buf.recent("t")] == ["m3"]
     assert [t.message_id for t in buf.recent("t2")] == ["m4"]
-    assert 0 < buf.r.ttl(f"{services_settings.redis_key_prefix}:buf:t:s:turns") <= 60
+    assert 0 < buf.r.ttl(buf._keys("t", "s")[0]) <= 60
     buf.close()
+
+
+@pytest.mark.parametrize(("one", "other"), COLLIDING)
+def test_redis_buffer_keeps_colliding_sessions_apart(services_settings, one, other) -> None:  # type: ignore[no-untyped-def]
+    from processors.buffer import RedisBuffer
+
+    prefix = f"{services_settings.redis_key_prefix}-{uuid.uuid4().hex[:6]}"
+    buf = RedisBuffer(services_settings.redis_endpoint, turns=5, ttl_seconds=60, prefix=prefix)
+    try:
+        buf.push([buffered_turn(*one, "first"), buffered_turn(*other, "second")])
+        assert [t.message_id for t in buf.recent(one[0])] == ["first"]
+        assert [t.message_id for t in buf.recent(other[0])] == ["second"]
+        buf.discard(*one, ["first"])
+        assert [t.message_id for t in buf.recent(other[0])] == ["second"]
+    finally:
+        buf.close()
+
+
+def test_services_pipeline_keeps_colliding_tenants_apart(services_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(services_settings, tmp_path)
+    try:
+        assert_tenants_apart(rt, ("a", "b|c"), ("a|b", "c"))
+    finally:
+        rt.close()
 
 
 def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_factory, settings) -> None:  # type: ignore[no-untyped-def]

@@ -12,11 +12,14 @@ from processors.decompose import OfflineDecomposer
 from processors.pipeline import Pipeline
 from processors.streaming import MemoryStage, ScrubStage, SessionState
 from schemas.accounting import Outcome
+from schemas.keys import SessionKey
 from schemas.settings import Settings
 from schemas.stream import DeadLetterStage, SourceRef, StageRecord
 from schemas.window import AnalyzedMessage
 from tests.helpers import message
 from tests.test_accounting import RecordingIndexer
+
+S1 = SessionKey("t1", "s1")
 
 
 class NoVectors:
@@ -43,7 +46,10 @@ def stage(indexer: RecordingIndexer | None = None, clock: Callable[[], float] | 
 def turn(i: int, session: str = "s1", partition: int = 0) -> StageRecord:
     m = message(i, session=session, entities=[f"thing{i}"], embedding=[1.0, float(i)])
     return StageRecord(
-        session_key=m.session_key, message=m, source=SourceRef(topic="turns", partition=partition, offset=i)
+        tenant_id=m.tenant_id,
+        session_id=m.session_id,
+        message=m,
+        source=SourceRef(topic="turns", partition=partition, offset=i),
     )
 
 
@@ -54,12 +60,12 @@ def direct(call: Callable[[], None]) -> None:
 def test_a_replayed_turn_is_skipped_by_its_position() -> None:
     memory = stage()
     first = memory.run([turn(0), turn(1), turn(2)], {}, direct)
-    state = first.states["t1|s1"]
+    state = first.states[S1]
     assert state.buffer is not None and len(state.buffer.messages) == 3
     # after a restart the uncommitted tail comes again, followed by new turns
     again = memory.run([turn(1), turn(2), turn(3)], first.states, direct)
     assert again.duplicates == 2 and again.turns == 3
-    state = again.states["t1|s1"]
+    state = again.states[S1]
     assert state.buffer is not None
     assert [m.message_id for m in state.buffer.messages] == ["s1:m0", "s1:m1", "s1:m2", "s1:m3"]
 
@@ -67,7 +73,7 @@ def test_a_replayed_turn_is_skipped_by_its_position() -> None:
 def test_duplicates_inside_one_batch_are_skipped_too() -> None:
     result = stage().run([turn(0), turn(1), turn(0)], {}, direct)
     assert result.duplicates == 1
-    assert len(result.states["t1|s1"].buffer.messages) == 2  # type: ignore[union-attr]
+    assert len(result.states[S1].buffer.messages) == 2  # type: ignore[union-attr]
 
 
 def test_windows_close_across_batches_and_every_new_turn_gets_an_outcome() -> None:
@@ -77,7 +83,7 @@ def test_windows_close_across_batches_and_every_new_turn_gets_an_outcome() -> No
     r2 = memory.run([turn(i) for i in range(6, 12)], r1.states, direct)
     assert len(r2.windows) == 1
     assert sorted(o.message_id for o in r2.outcomes) == sorted(f"s1:m{i}" for i in range(10))
-    state = r2.states["t1|s1"]
+    state = r2.states[S1]
     assert state.buffer is not None and state.buffer.context == 5 and state.buffer.pending == 2
     assert set(state.sources) == {"s1:m10", "s1:m11"}, "decided turns leave the source map"
     assert len(state.history.vectors) == 10
@@ -87,15 +93,15 @@ def test_an_idle_check_closes_a_silent_session_only() -> None:
     clock = Clock()
     memory = stage(clock=clock)
     r1 = memory.run([turn(0), turn(1), turn(0, session="s2")], {}, direct)
-    check = StageRecord(session_key="t1|s1", idle_check_at=clock.now)
+    check = StageRecord.idle_check(SessionKey("t1", "s1"), clock.now)
     clock.now += 30
     early = memory.run([check], r1.states, direct)
-    assert early.windows == [] and early.states["t1|s1"].buffer is not None
+    assert early.windows == [] and early.states[S1].buffer is not None
     clock.now += 31
     late = memory.run([check], r1.states, direct)
     assert [o.message_id for o in late.outcomes] == ["s1:m0", "s1:m1"]
-    assert late.states["t1|s1"].buffer is None
-    assert late.states["t1|s2"].buffer is not None, "another session is untouched"
+    assert late.states[S1].buffer is None
+    assert late.states[SessionKey("t1", "s2")].buffer is not None, "another session is untouched"
 
 
 def test_an_index_failure_dead_letters_each_turn_with_its_position() -> None:
@@ -111,7 +117,7 @@ def test_an_index_failure_dead_letters_each_turn_with_its_position() -> None:
 
 def test_state_round_trips_through_its_table_encoding() -> None:
     result = stage().run([turn(0), turn(1)], {}, direct)
-    state = result.states["t1|s1"]
+    state = result.states[S1]
     raw = orjson.dumps(state.model_dump(mode="json"))
     assert SessionState.model_validate_json(raw) == state
 
@@ -149,7 +155,7 @@ def test_scrub_dead_letters_bad_input_with_its_bytes_and_passes_the_rest(scrub: 
     assert base64.b64decode(result.dead[0].original or "") == bad
     assert result.dead[1].source.offset == 2 and "ts" in result.dead[1].reason
     [record] = result.records
-    assert record.session_key == "t1|s1" and record.source == src[1]
+    assert record.session_key == SessionKey("t1", "s1") and record.source == src[1]
     assert record.message is not None and "555-0199" not in record.message.model_dump_json()
     assert "Denver" in record.message.text
     assert record.message.embedding, "vectors are computed here, once"

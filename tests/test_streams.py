@@ -21,6 +21,7 @@ import pytest
 
 from infra.workers import WorkerProcess
 from schemas.accounting import MessageOutcome
+from schemas.keys import SessionKey
 from schemas.memory import MemoryUnit
 from schemas.query import QueryRequest
 from schemas.settings import Settings, settings_for
@@ -78,14 +79,14 @@ async def _delete_topics(settings: Settings) -> None:
 
 
 def kcat_publish(settings: Settings, lines: list[bytes]) -> None:
-    """Publish with kcat, keyed tenant_id|session_id (Java's murmur2 partitioner, like every client)."""
+    """Publish with kcat, keyed by session (Java's murmur2 partitioner, like every client)."""
     from infra.services import ensure_kcat
 
     payload = b""
     for raw in lines:
         try:
             data = orjson.loads(raw)
-            key = f"{data['tenant_id']}|{data['session_id']}".encode()
+            key = SessionKey(data["tenant_id"], data["session_id"]).encode()
         except (orjson.JSONDecodeError, KeyError, TypeError):
             key = b"unkeyed"
         payload += key + b"\t" + raw.rstrip(b"\n") + b"\n"
@@ -228,6 +229,54 @@ def test_replay_rederives_a_tenant_into_a_fresh_store(env: dict[str, str], tmp_p
         assert "Pixel" in rt.retriever.query(asked).context
     finally:
         rt.close()
+
+
+COLLIDING_SESSIONS = (("a", "b|c"), ("a|b", "c"))
+
+
+def test_colliding_tenants_stay_apart_through_kafka(env: dict[str, str], worker: WorkerProcess) -> None:
+    """Tenant ``a`` session ``b|c`` and tenant ``a|b`` session ``c``, interleaved on the turns topic:
+    separate windows, histories, table rows and memories."""
+    from processors.runtime import open_runtime
+    from tests.test_tenant_keys import assert_units_apart, colliding_events
+
+    settings = settings_of(env)
+    events = colliding_events(*COLLIDING_SESSIONS)
+    kcat_publish(settings, [orjson.dumps(e) for e in events])
+    wanted = {(e["tenant_id"], e["message_id"]) for e in events}
+
+    def decided() -> bool:
+        found = [MessageOutcome.model_validate_json(v) for v in read(settings, settings.outcomes_topic)]
+        return wanted <= {(o.tenant_id, o.message_id) for o in found}
+
+    wait_for(decided, 120, "an outcome for every turn of both tenants")
+    rt = open_runtime(settings)
+    try:
+        assert_units_apart(rt.lexical.units_from_sources, *COLLIDING_SESSIONS)
+        units = [MemoryUnit.model_validate_json(v) for v in read(settings, settings.units_topic)]
+        mine = [u for u in units if u.tenant_id in {"a", "a|b"}]
+        assert mine and all(
+            all(s[0] == ("m" if u.tenant_id == "a" else "n") for s in u.source_ids) for u in mine
+        )
+    finally:
+        rt.close()
+
+
+def test_replay_selects_a_tenant_exactly(env: dict[str, str], tmp_path: Path) -> None:
+    """``replay --tenant acme`` takes acme's turns, not those of ``acme|x`` (a prefix match would)."""
+    from tests.test_tenant_keys import MALLORY, colliding_events
+
+    settings = settings_of(env)
+    ensure_topics(settings)
+    kcat_publish(settings, [orjson.dumps(e) for e in colliding_events(("acme", "x"), ("acme|x", "x"))])
+    proc = subprocess.run(
+        [str(REPO / "bin" / "simplemem"), "replay", "--tenant", "acme", "--store", str(tmp_path / "a")],
+        env={**os.environ, **env, "SIMPLEMEM_MODE": "embedded"},
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    assert f"{len(MALLORY)} of".encode() in proc.stdout, proc.stdout
 
 
 def locomo_lines(limit_turns: int) -> list[bytes]:

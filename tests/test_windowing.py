@@ -1,6 +1,7 @@
 """Windowing edge cases: full windows, stride context, idle gaps, session ends, isolation of sessions."""
 
 from processors.windowing import Windower
+from schemas.keys import SessionKey
 from schemas.window import CloseReason
 from tests.helpers import message
 
@@ -42,7 +43,7 @@ def test_wall_clock_idle_flush() -> None:
     w.add(message(0, session="s2"), now=125.0)
     flushed = w.flush_idle(now=131.0)
     assert [x.session_id for x in flushed] == ["s1"]
-    assert "t1|s2" in w.buffers
+    assert SessionKey("t1", "s2") in w.buffers
 
 
 def test_sessions_and_tenants_do_not_mix() -> None:
@@ -53,7 +54,7 @@ def test_sessions_and_tenants_do_not_mix() -> None:
     out += w.add(message(0, session="a", tenant="t2"))
     out += w.add(message(1, session="a"))
     assert len(out) == 1
-    assert {m.session_key for m in out[0].messages} == {"t1|a"}
+    assert {m.session_key for m in out[0].messages} == {SessionKey("t1", "a")}
 
 
 def test_stride_equal_to_size_has_no_context() -> None:
