@@ -474,7 +474,7 @@ class Kafka(Service):
             "num.network.threads": "2",
             "num.io.threads": "2",
             "num.recovery.threads.per.data.dir": "1",
-            "auto.create.topics.enable": "true",
+            "auto.create.topics.enable": "false",  # topics come from streams/topics.py, configured
             # one broker: every internal topic has one replica and one (not 50) partition
             "offsets.topic.replication.factor": "1",
             "offsets.topic.num.partitions": "1",
