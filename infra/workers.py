@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -31,20 +30,16 @@ class WorkerProcess:
     env: dict[str, str]
     log_path: Path
     web_port: int = field(default_factory=free_port)
+    cwd: Path = REPO_ROOT  # a user may start it from any directory
     proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {
-            **os.environ,
-            **self.env,
-            "PYTHONPATH": str(REPO_ROOT),
-            "SIMPLEMEM_WORKER_WEB_PORT": str(self.web_port),
-        }
+        env = {**os.environ, **self.env, "SIMPLEMEM_WORKER_WEB_PORT": str(self.web_port)}
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "streams.cli", "worker"],
-                cwd=REPO_ROOT,
+                [str(REPO_ROOT / "bin" / "simplemem"), "worker"],  # the command as a user runs it
+                cwd=self.cwd,
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -4,11 +4,16 @@ An unreachable store (connection refused, timeout, gRPC unavailable) is an outag
 retrying, so its consumer stops taking input and nothing is committed past what is stored. Any other
 error (the store answered and refused) is retried ``attempts`` times and then raised, so the caller
 dead-letters what it was writing with the reason.
+
+A wait for a store is cancellable: :meth:`StoreRetry.cancel` (a worker shutting down) wakes every
+waiting call, which then raises :class:`WriteCancelled`; the batch stays unacknowledged and is
+replayed. The outage callback is told which store (by the client library that raised) is blocked.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -27,6 +32,21 @@ _UNREACHABLE_NAMES = {
     "MilvusUnavailableException",
 }
 _UNREACHABLE_PHRASES = ("unavailable", "connect", "timed out", "deadline exceeded", "not ready")
+
+
+# The client library an exception comes from names the store it was talking to.
+_STORE_OF_MODULE = {"opensearchpy": "opensearch", "pymilvus": "milvus", "grpc": "milvus", "redis": "redis"}
+
+
+class WriteCancelled(BaseException):
+    """A store wait ended by shutdown. A BaseException (like ``asyncio.CancelledError``) so that
+    the stages' ``except Exception`` (which dead-letters what a store refused) lets it through."""
+
+
+def store_of(exc: BaseException) -> str:
+    """Which store an exception is about, from the client library that raised it."""
+    root = type(exc).__module__.split(".")[0]
+    return _STORE_OF_MODULE.get(root, root or "unknown")
 
 
 def is_outage(exc: BaseException) -> bool:
@@ -49,12 +69,20 @@ class StoreRetry:
         self,
         attempts: int,
         max_wait_seconds: float,
-        on_outage: Callable[[bool], None] | None = None,
+        on_outage: Callable[[str, bool], None] | None = None,
         wait_multiplier: float = 0.2,
     ) -> None:
         self.attempts = attempts
         self.wait = wait_exponential(multiplier=wait_multiplier, max=max_wait_seconds)
-        self.on_outage = on_outage or (lambda _blocked: None)
+        self.on_outage = on_outage or (lambda _store, _blocked: None)
+        self._cancelled = threading.Event()
+
+    def cancel(self) -> None:
+        """Wake every waiting call and make it (and any later one) raise :class:`WriteCancelled`."""
+        self._cancelled.set()
+
+    def _sleep(self, seconds: float) -> None:
+        self._cancelled.wait(seconds)  # a shutdown interrupts the wait
 
     def _stop(self, state: RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome else None
@@ -62,20 +90,30 @@ class StoreRetry:
             return False
         return state.attempt_number >= self.attempts
 
-    def _before_sleep(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        outage = exc is not None and is_outage(exc)
-        if outage:
-            self.on_outage(True)
-        log.warning("store write failed (attempt %d, outage=%s): %s", state.attempt_number, outage, exc)
-
     def __call__(self, call: Callable[[], T]) -> T:
+        blocked: set[str] = set()  # the stores this call waits for: the gauge counts waiting calls
+
+        def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            outage = exc is not None and is_outage(exc)
+            if exc is not None and outage and store_of(exc) not in blocked:
+                blocked.add(store_of(exc))
+                self.on_outage(store_of(exc), True)
+            log.warning("store write failed (attempt %d, outage=%s): %s", state.attempt_number, outage, exc)
+
         try:
             for attempt in Retrying(
-                stop=self._stop, wait=self.wait, before_sleep=self._before_sleep, reraise=True
+                stop=self._stop,
+                wait=self.wait,
+                sleep=self._sleep,
+                before_sleep=before_sleep,
+                reraise=True,
             ):
+                if self._cancelled.is_set():
+                    raise WriteCancelled("shutting down while waiting for a store")
                 with attempt:
                     return call()
         finally:
-            self.on_outage(False)
+            for store in blocked:
+                self.on_outage(store, False)
         raise AssertionError("unreachable")  # pragma: no cover

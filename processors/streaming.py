@@ -81,13 +81,8 @@ class ScrubStage:
                 )
             except EventRejected as exc:
                 out.dead.append(
-                    DeadLetter(
-                        stage=DeadLetterStage.VALIDATE,
-                        code=exc.code,
-                        reason=exc.reason,
-                        source=source,
-                        original=base64.b64encode(raw).decode("ascii"),
-                        failed_at=_now(),
+                    raw_dead_letter(
+                        DeadLetterStage.VALIDATE, exc.code, exc.reason, source, raw, self.settings
                     )
                 )
                 continue
@@ -128,7 +123,13 @@ class ScrubStage:
 
 
 class SessionState(BaseModel):
-    """What a stream remembers about one session between batches (a Faust table value)."""
+    """What a stream remembers about one session between batches (a Faust table value).
+
+    Its lifetime: when a silent session's window is closed, its history is dropped and the state
+    is marked ``closed_at``; it then holds only the last applied position (replays after a crash
+    skip what was applied), and the worker removes it after ``session_state_grace_seconds``.
+    A turn arriving in between reopens the session as a new one.
+    """
 
     buffer: SessionBuffer | None = Field(None, description="the open window's messages")
     history: SessionHistory = Field(default_factory=SessionHistory, description="for the entropy filter")
@@ -137,6 +138,7 @@ class SessionState(BaseModel):
     )
     source_partition: int | None = None
     source_offset: int = Field(-1, description="position of the last turn applied; replays skip to it")
+    closed_at: float | None = Field(None, description="wall-clock time its idle session was closed")
 
     def applied(self, source: SourceRef) -> bool:
         return source.partition == self.source_partition and source.offset <= self.source_offset
@@ -171,8 +173,13 @@ class MemoryStage:
         judged = []
         for window in windows:
             key = window.session_key
-            decided, history = self.pipeline.judge(window, result.states[key].history)
-            result.states[key] = result.states[key].model_copy(update={"history": history})
+            state = result.states[key]
+            decided, history = self.pipeline.judge(window, state.history)
+            if state.buffer is None:  # the session went silent and is closed: nothing to remember
+                history, closed_at = SessionHistory(), self.clock()
+            else:
+                closed_at = None
+            result.states[key] = state.model_copy(update={"history": history, "closed_at": closed_at})
             judged.append(decided)
         result.windows = judged
         result.outcomes = self.pipeline.commit(judged, result.report, write)
@@ -211,6 +218,7 @@ class MemoryStage:
                 src = record.source
                 state = state.model_copy(
                     update={
+                        "closed_at": None,
                         "buffer": buf,
                         "sources": {**state.sources, record.message.message_id: src},
                         "source_partition": src.partition,
@@ -264,11 +272,33 @@ def _dead_turn(
     )
 
 
-def _failed(event: ChatEvent, reason: str) -> MessageOutcome:
+def raw_dead_letter(
+    stage: DeadLetterStage, code: str, reason: str, source: SourceRef, raw: bytes, settings: Settings
+) -> DeadLetter:
+    """A dead letter quoting raw input, at most ``dlq_original_bytes`` of it (so it always fits its
+    topic; the whole record stays readable at ``source`` while the turns topic retains it)."""
+    cap = settings.dlq_original_bytes
+    return DeadLetter(
+        stage=stage,
+        code=code,
+        reason=reason[: settings.dlq_reason_chars],
+        source=source,
+        original=base64.b64encode(raw[:cap]).decode("ascii"),
+        original_size=len(raw),
+        truncated=len(raw) > cap,
+        failed_at=_now(),
+    )
+
+
+def failed_outcome(tenant_id: str, session_id: str | None, message_id: str, reason: str) -> MessageOutcome:
     return MessageOutcome(
-        tenant_id=event.tenant_id,
-        session_id=event.session_id,
-        message_id=event.message_id,
+        tenant_id=tenant_id,
+        session_id=session_id,
+        message_id=message_id,
         outcome=Outcome.FAILED,
         reason=reason,
     )
+
+
+def _failed(event: ChatEvent, reason: str) -> MessageOutcome:
+    return failed_outcome(event.tenant_id, event.session_id, event.message_id, reason)

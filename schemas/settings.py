@@ -160,6 +160,19 @@ class Settings(BaseSettings):
     idle_check_seconds: float = Field(10.0, gt=0, description="how often workers look for idle sessions")
     stream_data_dir: Path = Field(Path(".simplemem/faust"), description="a worker's local Faust files")
     worker_web_port: int = Field(6066, ge=1, le=65535, description="a worker's /metrics (and Faust web)")
+    dlq_original_bytes: int = Field(
+        64 * 1024,
+        ge=1024,
+        le=512 * 1024,
+        description="raw bytes a dead letter quotes (the rest stays readable at its turn's position)",
+    )
+    dlq_reason_chars: int = Field(2000, ge=80, description="a dead letter's reason is cut to this length")
+    session_state_grace_seconds: float = Field(
+        300.0,
+        gt=0,
+        description="a closed session's state (its last applied position) is kept this long, for "
+        "replays after a crash, then removed from the sessions table",
+    )
     stage_retry_attempts: int = Field(5, ge=1, description="tries before a failing store call dead-letters")
     stage_retry_max_seconds: float = Field(10.0, gt=0, description="cap of the exponential backoff")
     legacy_history_dir: Path | None = Field(

@@ -51,6 +51,7 @@ class StageRecord(BaseModel):
 class DeadLetterStage(StrEnum):
     VALIDATE = "validate"
     ANALYZE = "analyze"
+    MEMORIZE = "memorize"  # a record the memory stage could not read or process
     DECOMPOSE = "decompose"
     INDEX = "index"
 
@@ -63,8 +64,12 @@ class DeadLetter(BaseModel):
     reason: str
     source: SourceRef = Field(description="the turn's topic/partition/offset (re-read by `dlq replay`)")
     original: str | None = Field(
-        None, description="the raw bytes as received (base64), for input that never became a turn"
+        None,
+        description="the raw bytes as received (base64, at most ``dlq_original_bytes`` of them), for "
+        "input that never became a turn",
     )
+    original_size: int | None = Field(None, description="the size of the whole raw record, in bytes")
+    truncated: bool = Field(False, description="``original`` holds only the first bytes of the record")
     tenant_id: str | None = None
     session_id: str | None = None
     message_id: str | None = None

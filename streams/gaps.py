@@ -14,14 +14,12 @@ the agent to mark as consumed.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-
-from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.structs import TopicPartition
 
 from schemas.settings import Settings
 from schemas.stream import SourceRef
-from streams.kafka_io import fetch_range, first_offset
+from streams.kafka_io import committed_offset, fetch_range, first_offset
 
 log = logging.getLogger(__name__)
 
@@ -38,31 +36,42 @@ class Item:
     value: bytes
 
 
+Committed = Callable[[str, int], Awaitable[int | None]]  # where a partition resumes, None if unknown
+Fetch = Callable[[str, int, int, int], Awaitable[list[Item]]]  # records of [first, end) of a partition
+
+
 class GapGuard:
-    def __init__(self, settings: Settings, group: str) -> None:
-        self.settings = settings
-        self.group = group
+    """One per agent: each agent's partitions resume and advance on their own."""
+
+    def __init__(self, committed: Committed, fetch: Fetch) -> None:
+        self.committed = committed
+        self.fetch = fetch
         self.expected: dict[tuple[str, int], int] = {}
         self.refetched = 0
-        self._filled: list[tuple[str, int, int, int]] = []
+        self._filled: list[Hole] = []
+
+    @classmethod
+    def for_group(cls, settings: Settings, group: str) -> GapGuard:
+        """A guard reading the group's committed offsets and the skipped records from Kafka."""
+
+        async def committed(topic: str, partition: int) -> int | None:
+            offset = await committed_offset(settings, group, topic, partition)
+            if offset is not None:
+                return offset
+            return await first_offset(settings, topic, partition)  # nothing committed: from the start
+
+        async def fetch(topic: str, partition: int, first: int, end: int) -> list[Item]:
+            records = await fetch_range(settings, topic, partition, first, end)
+            return [
+                Item(SourceRef(topic=r.topic, partition=r.partition, offset=r.offset), r.key, r.value or b"")
+                for r in records
+            ]
+
+        return cls(committed, fetch)
 
     def reset(self) -> None:
         """After a rebalance: every partition resumes from its committed offset again."""
         self.expected.clear()
-
-    async def _committed(self, topic: str, partition: int) -> int | None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.settings.kafka_endpoint)
-        await admin.start()
-        try:
-            offsets = await admin.list_consumer_group_offsets(
-                self.group, partitions=[TopicPartition(topic, partition)]
-            )
-        finally:
-            await admin.close()
-        meta = offsets.get(TopicPartition(topic, partition))
-        if meta is not None and meta.offset >= 0:
-            return meta.offset
-        return await first_offset(self.settings, topic, partition)  # nothing committed: from the start
 
     async def complete(self, items: list[Item]) -> list[Item]:
         """``items`` with any skipped records put back in front of their successors."""
@@ -71,25 +80,18 @@ class GapGuard:
             src = item.source
             tp = (src.topic, src.partition)
             if tp not in self.expected:
-                committed = await self._committed(*tp)
+                committed = await self.committed(*tp)
                 if committed is not None:
                     self.expected[tp] = committed
             want = self.expected.get(tp)
             if want is not None and src.offset > want:
-                missing = await fetch_range(self.settings, src.topic, src.partition, want, src.offset)
+                missing = await self.fetch(src.topic, src.partition, want, src.offset)
                 log.warning(
                     "%s/%d: re-read %d skipped records %d..%d", *tp, len(missing), want, src.offset - 1
                 )
                 self.refetched += len(missing)
                 self._filled.append((src.topic, src.partition, want, src.offset - 1))
-                out.extend(
-                    Item(
-                        SourceRef(topic=r.topic, partition=r.partition, offset=r.offset),
-                        r.key,
-                        r.value or b"",
-                    )
-                    for r in missing
-                )
+                out.extend(missing)
             out.append(item)
             self.expected[tp] = max(src.offset + 1, want or 0)
         return out

@@ -8,7 +8,7 @@ unkeyed: the worker dead-letters them with the reason, so bad input is visible i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import orjson
@@ -111,30 +111,47 @@ async def _started_consumer(settings: Settings) -> AIOKafkaConsumer:
     return consumer
 
 
-async def read_topic(settings: Settings, topic: str) -> list[ConsumerRecord[bytes, bytes]]:
-    """Every record of ``topic`` from its start up to its end as of now (no consumer group)."""
-    records: list[ConsumerRecord[bytes, bytes]] = []
-    tps = [TopicPartition(topic, p) for p in await partitions_of(settings, topic)]
-    if not tps:
-        return records
+async def stream_topic(
+    settings: Settings, topic: str, fetch_records: int = 500
+) -> AsyncGenerator[ConsumerRecord[bytes, bytes], None]:
+    """Every record of ``topic`` from its start up to its end as of now (no consumer group), one
+    partition after another, a fetch at a time: memory does not grow with the topic."""
+    partitions = [TopicPartition(topic, p) for p in await partitions_of(settings, topic)]
+    if not partitions:
+        return
     consumer = await _started_consumer(settings)
     try:
-        consumer.assign(tps)
-        await consumer.seek_to_beginning(*tps)
-        ends = await consumer.end_offsets(tps)
-        remaining = {tp for tp in tps if ends[tp] > 0}
-        while remaining:
-            batch = await consumer.getmany(*remaining, timeout_ms=1000)
-            for tp, msgs in batch.items():
-                records.extend(msgs)
-                if msgs and msgs[-1].offset + 1 >= ends[tp]:
-                    remaining.discard(tp)
-            for tp in list(remaining):
-                if await consumer.position(tp) >= ends[tp]:
-                    remaining.discard(tp)
+        ends = await consumer.end_offsets(partitions)
+        for tp in partitions:
+            consumer.assign([tp])
+            await consumer.seek_to_beginning(tp)
+            while await consumer.position(tp) < ends[tp]:
+                batch = await consumer.getmany(tp, timeout_ms=1000, max_records=fetch_records)
+                for msg in batch.get(tp, []):
+                    if msg.offset < ends[tp]:
+                        yield msg
     finally:
         await consumer.stop()
-    return records
+
+
+async def read_topic(settings: Settings, topic: str) -> list[ConsumerRecord[bytes, bytes]]:
+    """Every record of ``topic`` up to its end as of now, in a list (for small topics)."""
+    return [record async for record in stream_topic(settings, topic)]
+
+
+def iter_topic(settings: Settings, topic: str) -> Iterator[ConsumerRecord[bytes, bytes]]:
+    """:func:`stream_topic` for synchronous code (the embedded pipeline reads it as it goes)."""
+    loop = asyncio.new_event_loop()
+    records = stream_topic(settings, topic)
+    try:
+        while True:
+            try:
+                yield loop.run_until_complete(anext(records))
+            except StopAsyncIteration:
+                return
+    finally:
+        loop.run_until_complete(records.aclose())
+        loop.close()
 
 
 async def fetch_record(
@@ -174,6 +191,34 @@ async def fetch_range(
     finally:
         await consumer.stop()
     return records
+
+
+async def committed_offset(settings: Settings, group: str, topic: str, partition: int) -> int | None:
+    """The consumer group's committed offset of one partition, None if it committed none."""
+    return (await committed_offsets(settings, group)).get((topic, partition))
+
+
+async def committed_offsets(settings: Settings, group: str) -> dict[tuple[str, int], int]:
+    """Every committed offset of a consumer group, by (topic, partition)."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
+    await admin.start()
+    try:
+        offsets = await admin.list_consumer_group_offsets(group)
+    finally:
+        await admin.close()
+    return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
+
+
+async def end_offsets(settings: Settings, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The next offset to be written of each partition (its end)."""
+    if not partitions:
+        return {}
+    consumer = await _started_consumer(settings)
+    try:
+        ends = await consumer.end_offsets([TopicPartition(t, p) for t, p in partitions])
+    finally:
+        await consumer.stop()
+    return {(tp.topic, tp.partition): int(offset) for tp, offset in ends.items()}
 
 
 async def first_offset(settings: Settings, topic: str, partition: int) -> int:

@@ -29,14 +29,20 @@ DEAD_LETTERS = Counter(
     "simplemem_dead_letters_total", "Dead letters, by stage and reason class", ["stage", "code"]
 )
 CONSUMER_LAG = Gauge(
-    "simplemem_consumer_lag", "Records behind the partition's end (processed)", ["topic", "partition"]
+    "simplemem_consumer_lag",
+    "Records behind the partition's end, from the group's committed offsets",
+    ["topic", "partition"],
 )
 STORE_WRITE_SECONDS = Histogram(
     "simplemem_store_write_seconds",
     "Latency of one store write (vector + lexical index, buffer)",
     buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
-STORE_BLOCKED = Gauge("simplemem_store_outage", "1 while a stage waits for an unreachable store")
+STORE_BLOCKED = Gauge(
+    "simplemem_store_outage", "Store writes waiting for an unreachable store (0: none)", ["store"]
+)
+SESSIONS = Gauge("simplemem_sessions", "Session states held by this worker (open, and closed within grace)")
+SESSIONS_REMOVED = Counter("simplemem_sessions_removed_total", "Closed sessions' states removed")
 REFETCHED = Gauge(
     "simplemem_refetched_records", "Records the consumer skipped and the gap guard re-read (streams/gaps.py)"
 )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -28,6 +29,7 @@ def worker(ctx: typer.Context) -> None:
     quiet_libraries()
     settings = get_settings()
     asyncio.run(ensure_topics(settings))
+    settings.stream_data_dir.mkdir(parents=True, exist_ok=True)  # Faust writes below it
     app = create_app(settings)
     err.print("loading models ...")
     app.worker_context.warm_up()  # type: ignore[attr-defined]
@@ -65,22 +67,30 @@ def replay(
     """Re-derive a tenant's memory from the retained turns topic into the configured (fresh) stores."""
     from processors.runtime import open_runtime
     from streams.cli import print_report
-    from streams.kafka_io import read_topic, session_key
+    from streams.kafka_io import iter_topic, session_key
 
     quiet_libraries()
     settings = get_settings()
-    records = asyncio.run(read_topic(settings, settings.topic(settings.turns_topic)))
-    mine = [r for r in records if r.value is not None and _tenant_of(session_key(r.value)) == tenant]
-    mine.sort(key=lambda r: (r.timestamp, r.partition, r.offset))
+    topic = settings.topic(settings.turns_topic)
+    seen = [0, 0]  # retained turns read, the tenant's among them
+
+    def lines() -> Iterator[tuple[str, bytes]]:
+        """The tenant's turns as they are read, one partition after another (a session's turns are
+        on one partition, in order): memory stays flat whatever the topic's size."""
+        for record in iter_topic(settings, topic):
+            seen[0] += 1
+            if record.value is not None and _tenant_of(session_key(record.value)) == tenant:
+                seen[1] += 1
+                yield f"{record.topic}/{record.partition}/{record.offset}", record.value
+
     rt = open_runtime(settings, store)
     try:
         with progress_bar() as progress:
-            task = progress.add_task(f"replaying {tenant}", total=len(mine))
-            lines = ((f"{r.topic}/{r.partition}/{r.offset}", r.value or b"") for r in mine)
-            report = rt.pipeline.ingest(lines, progress=lambda n: progress.advance(task, n))
+            task = progress.add_task(f"replaying {tenant}", total=None)
+            report = rt.pipeline.ingest(lines(), progress=lambda n: progress.advance(task, n))
     finally:
         rt.close()
-    out.print(f"{len(mine)} of {len(records)} retained turns belong to {tenant}")
+    out.print(f"{seen[1]} of {seen[0]} retained turns belong to {tenant}")
     print_report(report)
 
 
@@ -131,7 +141,7 @@ def dlq_replay(
     code: Annotated[str | None, typer.Option("--code", help="only this reason class")] = None,
 ) -> None:
     """Re-inject dead letters into the turns topic (after fixing the cause): the original bytes, or the
-    turn re-read from its recorded position."""
+    turn re-read from its recorded position (for a letter that quotes only part of a large record)."""
     from streams.kafka_io import fetch_record
     from streams.kafka_io import publish as send_all
 
@@ -144,7 +154,7 @@ def dlq_replay(
     payloads: list[bytes] = []
     missing = 0
     for d in chosen:
-        if d.original is not None:
+        if d.original is not None and not d.truncated:
             payloads.append(base64.b64decode(d.original))
             continue
         record = asyncio.run(fetch_record(settings, d.source.topic, d.source.partition, d.source.offset))

@@ -52,7 +52,9 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(settings.topic(settings.units_topic), compact),
         TopicSpec(settings.topic(settings.outcomes_topic), compact),
         TopicSpec(settings.topic(settings.deletions_topic), forever),
-        TopicSpec(settings.topic(settings.dlq_topic), {**forever, "max.message.bytes": str(DLQ_RECORD_BYTES)}),
+        TopicSpec(
+            settings.topic(settings.dlq_topic), {**forever, "max.message.bytes": str(DLQ_RECORD_BYTES)}
+        ),
     ]
 
 

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
-import pytest
+import threading
+import time
+from collections import Counter
 
-from processors.retry import StoreRetry, is_outage
+import pytest
+import redis
+from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+from pymilvus import MilvusException
+
+from processors.retry import StoreRetry, WriteCancelled, is_outage
 
 
 class Flaky:
@@ -21,12 +28,62 @@ class Flaky:
 
 
 def test_an_outage_is_waited_out_beyond_the_attempt_limit() -> None:
-    states: list[bool] = []
-    retry = StoreRetry(attempts=2, max_wait_seconds=0.01, on_outage=states.append, wait_multiplier=0)
-    call = Flaky(failures=6, error=ConnectionError("connection refused"))
+    states: list[tuple[str, bool]] = []
+    retry = StoreRetry(
+        attempts=2, max_wait_seconds=0.01, on_outage=lambda *s: states.append(s), wait_multiplier=0
+    )
+    call = Flaky(failures=6, error=redis.exceptions.ConnectionError("connection refused"))
     assert retry(call) == "stored"
     assert call.calls == 7
-    assert states[0] is True and states[-1] is False
+    assert states == [("redis", True), ("redis", False)], "one report per store and call"
+
+
+def test_the_outage_gauge_is_per_store_and_not_reset_by_other_writes() -> None:
+    gauge: Counter[str] = Counter()
+    retry = StoreRetry(
+        attempts=2,
+        max_wait_seconds=0.01,
+        on_outage=lambda store, down: gauge.update({store: 1 if down else -1}),
+        wait_multiplier=0,
+    )
+    milvus_back = threading.Event()
+    snapshots: list[Counter[str]] = []
+
+    def milvus_write() -> str:
+        if not milvus_back.is_set():
+            raise MilvusException(code=2, message="Fail connecting to server on localhost:19530")
+        return "stored"
+
+    blocked = threading.Thread(target=retry, args=(milvus_write,))
+    blocked.start()
+    time.sleep(0.1)
+    assert retry(Flaky(failures=1, error=OpenSearchConnectionError("N/A", "refused", None))) == "stored"
+    assert retry(lambda: "stored") == "stored"
+    snapshots.append(+gauge)
+    milvus_back.set()
+    blocked.join(timeout=5)
+    assert snapshots == [Counter({"milvus": 1})], "OpenSearch recovered; Milvus is still waited for"
+    assert +gauge == Counter()
+
+
+def test_a_shutdown_wakes_a_write_waiting_for_a_store() -> None:
+    retry = StoreRetry(attempts=2, max_wait_seconds=30, wait_multiplier=30)
+    call = Flaky(failures=10**9, error=ConnectionError("connection refused"))
+    raised: list[BaseException] = []
+
+    def waiting() -> None:
+        try:
+            retry(call)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=waiting)
+    thread.start()
+    time.sleep(0.2)
+    retry.cancel()
+    thread.join(timeout=5)
+    assert not thread.is_alive(), "the write stopped waiting"
+    assert len(raised) == 1 and isinstance(raised[0], WriteCancelled)
 
 
 def test_a_refusal_is_raised_after_the_attempts() -> None:

@@ -104,6 +104,35 @@ def test_an_idle_check_closes_a_silent_session_only() -> None:
     assert late.states[SessionKey("t1", "s2")].buffer is not None, "another session is untouched"
 
 
+def test_a_closed_session_keeps_only_its_position_until_a_turn_reopens_it() -> None:
+    clock = Clock()
+    memory = stage(clock=clock)
+    r1 = memory.run([turn(0), turn(1)], {}, direct)
+    assert r1.states[S1].closed_at is None
+    clock.now += 61
+    closed = memory.run([StageRecord.idle_check(S1, clock.now)], r1.states, direct).states[S1]
+    assert closed.closed_at == clock.now and closed.history.vectors == [] and closed.history.entities == []
+    assert closed.source_offset == 1, "a replay of the applied turns is still skipped"
+    replayed = memory.run([turn(1)], {S1: closed}, direct)
+    assert replayed.duplicates == 1
+    reopened = memory.run([turn(2)], {S1: closed}, direct).states[S1]
+    assert reopened.closed_at is None and reopened.buffer is not None
+
+
+def test_a_dead_letter_quotes_at_most_its_share_of_a_huge_record() -> None:
+    from processors.streaming import raw_dead_letter
+    from schemas.codec import dumps
+    from streams.topics import DLQ_RECORD_BYTES
+
+    settings = Settings()
+    huge = b"{" + b"x" * 900_000
+    source = SourceRef(topic="turns", partition=0, offset=7)
+    letter = raw_dead_letter(DeadLetterStage.VALIDATE, "invalid_json", "e" * 10**6, source, huge, settings)
+    assert letter.truncated and letter.original_size == len(huge)
+    assert base64.b64decode(letter.original or "") == huge[: settings.dlq_original_bytes]
+    assert len(dumps(letter)) < DLQ_RECORD_BYTES
+
+
 def test_an_index_failure_dead_letters_each_turn_with_its_position() -> None:
     memory = stage(indexer=RecordingIndexer(fail=True))
     result = memory.run([turn(i) for i in range(10)], {}, direct)

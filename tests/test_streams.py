@@ -231,6 +231,65 @@ def test_replay_rederives_a_tenant_into_a_fresh_store(env: dict[str, str], tmp_p
         rt.close()
 
 
+def test_poison_records_become_dead_letters_and_the_partitions_go_on(
+    env: dict[str, str], worker: WorkerProcess
+) -> None:
+    """A 900 KB malformed turn (its dead letter used to exceed the DLQ's record size and crash the
+    agent) and an unreadable record on the internal topic: both dead letters, and later turns of
+    every partition are still decided."""
+    from streams.kafka_io import publish
+
+    settings = settings_of(env)
+    huge = b'{"tenant_id": "poison", "text": "' + b"x" * 900_000
+    kcat_publish(settings, [huge])
+    garbage = [orjson.dumps({"tenant_id": "poison", "session": i}) for i in range(settings.topic_partitions)]
+    asyncio.run(publish(settings, garbage, topic=settings.topic(settings.scrubbed_topic)))
+    after = [
+        orjson.dumps(
+            {
+                "tenant_id": "after-poison",
+                "session_id": f"s{i}",
+                "message_id": f"after{i}",
+                "speaker": "Ana",
+                "role": "user",
+                "text": "My bike is a green Brompton.",
+                "ts": "2026-03-02T10:00:00Z",
+            }
+        )
+        for i in range(2 * settings.topic_partitions)
+    ]
+    kcat_publish(settings, after)
+    wanted = {f"after{i}" for i in range(len(after))}
+    wait_for(lambda: wanted <= set(outcomes(settings)), 120, "an outcome for every turn after the poison")
+    letters = dead_letters(settings)
+    big = [d for d in letters if d.original_size == len(huge)]
+    assert len(big) == 1 and big[0].truncated and big[0].code == "invalid_json"
+    internal = [d for d in letters if d.stage == "memorize"]
+    assert len(internal) == len(garbage)
+    assert all(d.source.topic == settings.topic(settings.scrubbed_topic) for d in internal)
+    wait_for(
+        lambda: worker.metric("simplemem_consumer_lag") == 0, 30, "lag from committed offsets to reach 0"
+    )
+
+
+def test_a_worker_starts_from_an_empty_directory_with_default_paths(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """`simplemem worker` as a new user runs it: from any directory, no data dir prepared."""
+    suffix = uuid.uuid4().hex[:8]
+    own = {**env, "SIMPLEMEM_TOPIC_PREFIX": f"fresh{suffix}.", "SIMPLEMEM_STREAM_APP_ID": f"fresh{suffix}"}
+    del own["SIMPLEMEM_STREAM_DATA_DIR"]
+    cwd = tmp_path / "somewhere"
+    cwd.mkdir()
+    w = WorkerProcess(own, tmp_path / "worker.log", cwd=cwd).start()
+    try:
+        w.wait_ready()
+        assert (cwd / ".simplemem" / "faust").is_dir()
+    finally:
+        w.stop()
+        asyncio.run(_delete_topics(settings_of(own)))
+
+
 COLLIDING_SESSIONS = (("a", "b|c"), ("a|b", "c"))
 
 

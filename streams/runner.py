@@ -1,0 +1,117 @@
+"""How an agent works through its batches, whatever the stage: the order that makes replays safe.
+
+For each batch: the stage computes (``prepare`` then ``finish``), its outputs are delivered and
+acknowledged by Kafka, then its state is written (``Handled.commit``), and only then is the batch
+acknowledged (its offsets may be committed). A crash anywhere before the acknowledgement replays
+the batch; the stages skip what they had applied.
+
+A record that makes the stage fail (a poison record: unparseable, too large to forward, a bug on
+one input) must not stop the partition: the batch is then redone one record at a time and each
+record that still fails becomes a dead letter, so the rest goes on. Shutdown (cancellation, or a
+store wait cancelled by :class:`processors.retry.WriteCancelled`) is never treated as a poison
+record: the batch is left unacknowledged and replayed by the next owner of the partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from streams.gaps import Item
+
+log = logging.getLogger(__name__)
+
+P = TypeVar("P")
+
+# One record to send: the topic's short name (as in Settings: "units", "dlq"...), key, value.
+Output = tuple[str, bytes | None, bytes]
+Deliver = Callable[[Sequence[Output]], Awaitable[None]]
+
+
+@dataclass
+class Batch:
+    """Records an agent took at once; ``ack`` lets their offsets be committed."""
+
+    items: list[Item]
+    ack: Callable[[], Awaitable[None]]
+
+
+@dataclass
+class Handled:
+    """What a stage made of some records: outputs to deliver, then the state write to run."""
+
+    outputs: list[Output] = field(default_factory=list)
+    commit: Callable[[], None] = lambda: None
+
+
+class Stage(Protocol[P]):
+    """A stream stage as the runner drives it (both halves run off the event loop)."""
+
+    async def prepare(self, items: list[Item]) -> P:
+        """The first half; may run while the previous batch's ``finish`` is delivered."""
+        ...
+
+    async def finish(self, prepared: P) -> Handled: ...
+
+    def poison(self, item: Item, error: BaseException) -> list[Output]:
+        """The dead letter (and failed outcome) for a record the stage cannot process."""
+        ...
+
+
+class AgentRunner(Generic[P]):
+    """Drives a :class:`Stage` over batches. ``overlap``: prepare batch N+1 while N is finished."""
+
+    def __init__(self, stage: Stage[P], deliver: Deliver, *, overlap: bool = False) -> None:
+        self.stage = stage
+        self.deliver = deliver
+        self.overlap = overlap
+        self.poisoned = 0
+
+    async def run(self, batches: AsyncIterator[Batch]) -> None:
+        previous: asyncio.Future[None] | None = None
+        try:
+            async for batch in batches:
+                prepared: P | Exception
+                try:
+                    prepared = await self.stage.prepare(batch.items)
+                except Exception as exc:  # redone record by record in complete()
+                    prepared = exc
+                if previous is not None:
+                    await previous
+                previous = asyncio.ensure_future(self.complete(batch, prepared))
+                if not self.overlap:
+                    await previous
+            if previous is not None:
+                await previous
+        finally:
+            if previous is not None and not previous.done():
+                previous.cancel()  # shutting down: left unacknowledged, so it is replayed
+
+    async def complete(self, batch: Batch, prepared: P | Exception) -> None:
+        """Finish, deliver, write state, acknowledge; a failure redoes the batch record by record."""
+        try:
+            if isinstance(prepared, Exception):
+                raise prepared
+            handled = await self.stage.finish(prepared)
+            await self.deliver(handled.outputs)
+            handled.commit()
+        except Exception:
+            log.exception("a batch of %d records failed; redoing it record by record", len(batch.items))
+            await self.isolate(batch.items)
+        await batch.ack()
+
+    async def isolate(self, items: list[Item]) -> None:
+        """Each record alone, its state written before the next; the ones that fail are dead letters."""
+        for item in items:
+            try:
+                handled = await self.stage.finish(await self.stage.prepare([item]))
+                await self.deliver(handled.outputs)
+            except Exception as exc:
+                log.warning("record %s is a dead letter: %s", item.source, exc)
+                self.poisoned += 1
+                await self.deliver(self.stage.poison(item, exc))
+                continue
+            handled.commit()

@@ -1,0 +1,225 @@
+"""The stream glue without Kafka: order of delivery, state and acknowledgement; poison records;
+shutdown; gap filling; batching; the sessions table's lifetime. Fakes stand in for Faust only."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+
+from processors.streaming import SessionState
+from processors.windowing import SessionBuffer
+from schemas.keys import SessionKey
+from schemas.stream import SourceRef
+from streams.batching import Batcher
+from streams.gaps import GapGuard, Item
+from streams.runner import AgentRunner, Batch, Handled, Output
+from streams.worker import SessionTable
+from tests.helpers import message
+
+
+def item(offset: int, value: bytes = b"ok", partition: int = 0) -> Item:
+    return Item(SourceRef(topic="turns", partition=partition, offset=offset), None, value)
+
+
+class Log:
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    async def deliver(self, records: Sequence[Output]) -> None:
+        self.events.extend(f"deliver {v.decode()}" for _, _, v in records)
+
+    def batch(self, *items: Item) -> Batch:
+        async def ack() -> None:
+            self.events.append("ack " + ",".join(str(i.source.offset) for i in items))
+
+        return Batch(list(items), ack)
+
+
+class RecordingStage:
+    """Outputs each value; its state write is logged; a value "bad" fails the stage."""
+
+    def __init__(self, log: Log, gate: asyncio.Event | None = None) -> None:
+        self.log = log
+        self.gate = gate
+
+    async def prepare(self, items: list[Item]) -> list[Item]:
+        return items
+
+    async def finish(self, items: list[Item]) -> Handled:
+        if self.gate is not None:
+            await self.gate.wait()
+        if any(i.value == b"bad" for i in items):
+            raise ValueError("cannot read this record")
+        offsets = ",".join(str(i.source.offset) for i in items)
+        return Handled(
+            [("out", None, i.value) for i in items], lambda: self.log.events.append(f"state {offsets}")
+        )
+
+    def poison(self, item: Item, error: BaseException) -> list[Output]:
+        return [("dlq", None, f"dead {item.source.offset} {error}".encode())]
+
+
+async def from_list(batches: list[Batch]) -> AsyncIterator[Batch]:
+    for b in batches:
+        yield b
+
+
+def test_outputs_are_delivered_then_state_written_then_the_batch_acknowledged() -> None:
+    log = Log()
+    runner = AgentRunner(RecordingStage(log), log.deliver, overlap=True)
+    asyncio.run(runner.run(from_list([log.batch(item(0), item(1)), log.batch(item(2))])))
+    assert log.events == [
+        "deliver ok",
+        "deliver ok",
+        "state 0,1",
+        "ack 0,1",
+        "deliver ok",
+        "state 2",
+        "ack 2",
+    ]
+
+
+def test_a_poison_record_becomes_a_dead_letter_and_the_rest_goes_on() -> None:
+    log = Log()
+    runner = AgentRunner(RecordingStage(log), log.deliver)
+    batches = [log.batch(item(0), item(1, b"bad"), item(2)), log.batch(item(3))]
+    asyncio.run(runner.run(from_list(batches)))
+    assert log.events == [
+        "deliver ok",
+        "state 0",
+        "deliver dead 1 cannot read this record",
+        "deliver ok",
+        "state 2",
+        "ack 0,1,2",
+        "deliver ok",
+        "state 3",
+        "ack 3",
+    ]
+    assert runner.poisoned == 1
+
+
+def test_a_batch_cut_short_by_shutdown_is_neither_stored_nor_acknowledged() -> None:
+    log = Log()
+    gate = asyncio.Event()  # never set: the stage waits (a store outage) until cancelled
+
+    async def scenario() -> None:
+        runner = AgentRunner(RecordingStage(log, gate), log.deliver, overlap=True)
+        task = asyncio.ensure_future(runner.run(from_list([log.batch(item(0)), log.batch(item(1))])))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert log.events == [], "replayed by the next owner of the partition"
+
+
+def test_the_gap_guard_puts_skipped_records_back_in_order() -> None:
+    fetched: list[tuple[int, int]] = []
+
+    async def committed(topic: str, partition: int) -> int | None:
+        return 10
+
+    async def fetch(topic: str, partition: int, first: int, end: int) -> list[Item]:
+        fetched.append((first, end))
+        return [item(o) for o in range(first, end)]
+
+    guard = GapGuard(committed, fetch)
+
+    async def scenario() -> tuple[list[int], list[int]]:
+        first = await guard.complete([item(13), item(14)])
+        second = await guard.complete([item(15)])
+        return [i.source.offset for i in first], [i.source.offset for i in second]
+
+    first, second = asyncio.run(scenario())
+    assert first == [10, 11, 12, 13, 14] and second == [15]
+    assert fetched == [(10, 13)]
+    assert guard.filled() == [("turns", 0, 10, 12)] and guard.filled() == []
+
+
+class FakeStream:
+    """A Faust stream in manual-acknowledgement mode: everything is buffered at once."""
+
+    def __init__(self, offsets: list[int]) -> None:
+        self.pending = list(offsets)
+        self.acked: list[int] = []
+        self.channel = self
+
+    @property
+    def queue(self) -> FakeStream:
+        return self
+
+    def empty(self) -> bool:
+        return not self.pending
+
+    async def events(self) -> AsyncIterator[Any]:
+        while self.pending:
+            offset = self.pending.pop(0)
+            msg = type(
+                "M", (), {"topic": "turns", "partition": 0, "offset": offset, "key": None, "value": b"v"}
+            )
+            yield type("E", (), {"message": msg})()
+
+    async def ack(self, event: Any) -> bool:
+        self.acked.append(event.message.offset)
+        return True
+
+
+def test_batches_take_what_is_buffered_and_ack_only_when_told() -> None:
+    marked: list[Any] = []
+
+    async def committed(topic: str, partition: int) -> int | None:
+        return 5
+
+    async def fetch(topic: str, partition: int, first: int, end: int) -> list[Item]:
+        return [item(o) for o in range(first, end)]
+
+    async def mark(hole: Any) -> None:
+        marked.append(hole)
+
+    stream = FakeStream([7, 8, 9])
+    batcher = Batcher(size=2, linger=0.0, guard=GapGuard(committed, fetch), mark_gap=mark)
+
+    async def scenario() -> list[list[int]]:
+        seen = []
+        async for batch in batcher.batches(stream):
+            seen.append([i.source.offset for i in batch.items])
+            assert stream.acked == [] or stream.acked[-1] < batch.items[0].source.offset
+            await batch.ack()
+        return seen
+
+    assert asyncio.run(scenario()) == [[5, 6, 7, 8], [9]]
+    assert stream.acked == [7, 8, 9] and marked == [("turns", 0, 5, 6)]
+
+
+def _state(closed_at: float | None = None, pending: bool = False) -> SessionState:
+    buffer = SessionBuffer(messages=[message(0)], last_seen=100.0) if pending else None
+    return SessionState(buffer=buffer, closed_at=closed_at)
+
+
+def test_closed_sessions_are_removed_after_their_grace_period() -> None:
+    table: dict[bytes, bytes] = {}
+    sessions = SessionTable(table)
+    closed, reopened, open_ = SessionKey("t", "closed"), SessionKey("t", "reopened"), SessionKey("t", "open")
+    sessions.put(closed, _state(closed_at=100.0))
+    sessions.put(reopened, _state(closed_at=100.0))
+    sessions.put(open_, _state(pending=True))
+    table[reopened.encode()] = _state(pending=True).model_dump_json().encode()  # a turn came back
+
+    assert sessions.expire(now=150.0, grace_seconds=60) == 0, "within the grace period"
+    assert sessions.expire(now=200.0, grace_seconds=60) == 1
+    assert set(table) == {reopened.encode(), open_.encode()}
+    assert sessions.idle(now=200.0, idle_seconds=30) == [open_] and sessions.idle(200.0, 30) == []
+
+
+def test_a_restarted_worker_learns_its_sessions_from_the_table() -> None:
+    table: dict[bytes, bytes] = {}
+    SessionTable(table).put(SessionKey("t", "a"), _state(closed_at=100.0))
+    SessionTable(table).put(SessionKey("t", "b"), _state(pending=True))
+    restarted = SessionTable(table)
+    restarted.seed()
+    assert restarted.expire(now=1000.0, grace_seconds=60) == 1
+    assert restarted.idle(now=1000.0, idle_seconds=30) == [SessionKey("t", "b")]
