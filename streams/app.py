@@ -162,7 +162,8 @@ def create_app(settings: Settings) -> faust.App:
     @app.timer(LAG_SECONDS)
     async def consumer_lag() -> None:
         """Lag from the group's committed offsets: an agent that stopped acknowledging shows here."""
-        assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment()]
+        sources = {topics["turns"].get_topic_name(), topics["scrubbed"].get_topic_name()}
+        assigned = [(tp.topic, tp.partition) for tp in app.consumer.assignment() if tp.topic in sources]
         try:
             committed = await committed_offsets(settings, settings.stream_app_id)
             ends = await end_offsets(settings, assigned)
