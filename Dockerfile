@@ -7,6 +7,7 @@ RUN uv pip install --system --no-cache -r requirements.lock
 COPY schemas schemas
 COPY processors processors
 COPY streams streams
+COPY cli cli
 COPY infra infra
 COPY bench bench
 RUN uv pip install --system --no-cache --no-deps .

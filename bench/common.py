@@ -24,7 +24,7 @@ def parser(doc: str | None, limit: int | None) -> argparse.ArgumentParser:
 def conversations(args: argparse.Namespace) -> list[Conversation]:
     """Load the conversations and prepare the process (offline models, quiet third-party logs)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from streams.console import quiet_libraries
+    from cli.console import quiet_libraries
 
     quiet_libraries()
     return load_all(args.data, args.limit)

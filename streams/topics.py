@@ -13,6 +13,7 @@ hand-over and expires after a week; ``dlq`` keeps its letters, each capped (:dat
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ MAX_RECORD_BYTES = 8 * 1024 * 1024  # a session's state with its open window sta
 # A dead letter's size limit on its topic: the raw input it quotes is capped well below this
 # (``Settings.dlq_original_bytes``), so a dead letter for any input always fits.
 DLQ_RECORD_BYTES = 1024 * 1024
+DESCRIBE_ATTEMPTS, DESCRIBE_PAUSE_SECONDS = 20, 0.25  # new topics become describable within a moment
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,18 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
     ]
 
 
-def _entries(response: Any) -> dict[str, dict[str, str]]:
-    """Topic name -> its configuration, from DescribeConfigs responses (any version)."""
+def _entries(response: Any) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Topic name -> its configuration, from DescribeConfigs responses (any version); and the
+    topics whose configuration could not be read (with the broker's error code)."""
     found: dict[str, dict[str, str]] = {}
+    errors = []
     for resource in response.resources:
         error_code, error_message, _, name, entries = resource[:5]
         if error_code:
-            raise TopicMismatch(f"{name}: cannot read its configuration: {error_message}")
-        found[name] = {entry[0]: entry[1] for entry in entries}
-    return found
+            errors.append(f"{name}: cannot read its configuration (error {error_code}) {error_message or ''}")
+        else:
+            found[name] = {entry[0]: entry[1] for entry in entries}
+    return found, errors
 
 
 def differences(spec: TopicSpec, partitions: int, actual: dict[str, str], settings: Settings) -> list[str]:
@@ -109,14 +114,30 @@ async def ensure_topics(settings: Settings) -> list[str]:
     return created
 
 
+async def _describe(
+    admin: AIOKafkaAdminClient, names: list[str]
+) -> tuple[dict[str, int], dict[str, dict[str, str]]]:
+    """Partition counts and configurations; a topic created a moment ago may not be visible to
+    every broker request yet, so unreadable ones are asked again for a few seconds."""
+    errors: list[str] = []
+    for _ in range(DESCRIBE_ATTEMPTS):
+        described = await admin.describe_topics(names)
+        partitions = {d["topic"]: len(d.get("partitions") or []) for d in described}
+        resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
+        configs: dict[str, dict[str, str]] = {}
+        errors = []
+        for response in await admin.describe_configs(resources):
+            found, failed = _entries(response)
+            configs.update(found)
+            errors += failed
+        if not errors and all(partitions.get(n) for n in names):
+            return partitions, configs
+        await asyncio.sleep(DESCRIBE_PAUSE_SECONDS)
+    raise TopicMismatch("\n".join(errors) or f"topics without partitions among {names}")
+
+
 async def _verify(admin: AIOKafkaAdminClient, specs: list[TopicSpec], settings: Settings) -> None:
-    names = [s.name for s in specs]
-    described = await admin.describe_topics(names)
-    partitions = {d["topic"]: len(d.get("partitions") or []) for d in described}
-    resources = [ConfigResource(ConfigResourceType.TOPIC, name) for name in names]
-    configs: dict[str, dict[str, str]] = {}
-    for response in await admin.describe_configs(resources):
-        configs.update(_entries(response))
+    partitions, configs = await _describe(admin, [s.name for s in specs])
     problems = [
         p for s in specs for p in differences(s, partitions.get(s.name, 0), configs.get(s.name, {}), settings)
     ]

@@ -8,7 +8,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from streams.cli import app
+from cli.main import app
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()

@@ -32,7 +32,7 @@ from tests.services import drop_stores, require
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "streams" / "data" / "sample_conversation.jsonl"
+SAMPLE = REPO / "cli" / "data" / "sample_conversation.jsonl"
 
 
 @pytest.fixture(scope="module")

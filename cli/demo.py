@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
+from typing import Annotated
 
 import orjson
+import typer
 from rich.console import Console
 
+from cli.console import out, quiet_libraries, read_lines
+from cli.report import print_report
 from processors.tokens import count_tokens
 from schemas.query import QueryRequest
-from schemas.settings import Settings
+from schemas.settings import Settings, get_settings
 
 QUESTIONS = [
     "Where does Riley work?",
@@ -25,13 +29,11 @@ AS_OF = "2026-03-20T12:00:00+00:00"
 
 
 def sample_path() -> Path:
-    return Path(str(resources.files("streams") / "data" / "sample_conversation.jsonl"))
+    return Path(str(resources.files("cli") / "data" / "sample_conversation.jsonl"))
 
 
 def run_demo(settings: Settings, store: Path, console: Console) -> None:
     from processors.runtime import open_runtime
-    from streams.cli import print_report
-    from streams.console import read_lines
 
     path = sample_path()
     rt = open_runtime(settings, store)
@@ -54,3 +56,20 @@ def run_demo(settings: Settings, store: Path, console: Console) -> None:
             console.print(result.context or "(nothing)", markup=False, highlight=False)
     finally:
         rt.close()
+
+
+def demo(
+    store: Annotated[
+        Path | None, typer.Option("--store", help="store folder (default: a temporary one)")
+    ] = None,
+) -> None:
+    """Ingest a small sample conversation, ask a few questions, show the tokens saved."""
+    import tempfile
+
+    quiet_libraries()
+    target = store or Path(tempfile.mkdtemp(prefix="simplemem-demo-"))
+    run_demo(get_settings(), target, out)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(demo)

@@ -12,11 +12,11 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from cli.console import err, out, progress_bar, quiet_libraries, read_lines
 from schemas.codec import dumps
 from schemas.keys import SessionKey
 from schemas.settings import get_settings
 from schemas.stream import DeadLetter
-from streams.console import err, out, progress_bar, quiet_libraries, read_lines
 
 dlq_app = typer.Typer(no_args_is_help=True, help="Inspect and re-inject dead letters.")
 
@@ -42,7 +42,7 @@ def publish(
         Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")
     ],
 ) -> None:
-    """Publish a history (EVENTS.jsonl) to the turns topic, keyed tenant_id|session_id."""
+    """Publish a history (EVENTS.jsonl) to the turns topic, keyed by session (tenant and session id)."""
     from streams.kafka_io import publish as send_all
     from streams.topics import ensure_topics
 
@@ -65,8 +65,8 @@ def replay(
     ] = None,
 ) -> None:
     """Re-derive a tenant's memory from the retained turns topic into the configured (fresh) stores."""
+    from cli.report import print_report
     from processors.runtime import open_runtime
-    from streams.cli import print_report
     from streams.kafka_io import iter_topic, session_key
 
     quiet_libraries()

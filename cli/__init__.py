@@ -1,0 +1,1 @@
+"""The ``simplemem`` command line (Typer): a client of processors/ and streams/, imported by neither."""

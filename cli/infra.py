@@ -1,0 +1,52 @@
+"""`simplemem infra up | down | status`: the local services (infra/) for development and tests."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cli.console import err
+from cli.report import print_statuses
+
+infra_app = typer.Typer(no_args_is_help=True, help="Start, stop and inspect the local services (infra/).")
+ServicesArg = Annotated[
+    list[str] | None,
+    typer.Argument(help="kafka, opensearch, milvus, redis (default: all)", show_default=False),
+]
+
+
+@infra_app.command("up")
+def infra_up(services: ServicesArg = None, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Install what is missing, start the services, wait until each answers a real request."""
+    from infra.services import InfraError, up
+
+    try:
+        print_statuses(up(services or None), json_out)
+    except InfraError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(1) from None
+
+
+@infra_app.command("down")
+def infra_down(
+    services: ServicesArg = None, json_out: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """Stop what `up` started (pid files)."""
+    from infra.services import down
+
+    print_statuses(down(services or None), json_out)
+
+
+@infra_app.command("status")
+def infra_status(
+    services: ServicesArg = None, json_out: Annotated[bool, typer.Option("--json")] = False
+) -> None:
+    """What runs where: endpoint, pid and state of each service."""
+    from infra.services import status
+
+    print_statuses(status(services or None), json_out)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(infra_app, name="infra")

@@ -1,0 +1,35 @@
+"""The ``simplemem`` command line: one module per command group, assembled here."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+from pydantic import ValidationError
+
+from cli import demo, infra, memory, streams
+from cli.console import err
+from schemas.settings import Settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Streaming long-term memory for LLM agents."
+)
+for group in (memory, demo, streams, infra):
+    group.register(app)
+
+
+def main() -> None:  # pragma: no cover
+    try:
+        Settings()
+    except ValidationError as exc:
+        err.print(f"[red]invalid SIMPLEMEM_* settings:[/red] {exc}")
+        raise SystemExit(2) from None
+    app(prog_name="simplemem")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

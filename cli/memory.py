@@ -1,0 +1,135 @@
+"""`simplemem ingest | query | tune-threshold`: the memory of a store, from the command line."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import orjson
+import typer
+from pydantic import ValidationError
+
+from cli.console import out, progress_bar, quiet_libraries, read_lines
+from cli.report import print_answer, print_report
+from schemas.query import QueryRequest, QueryResult
+from schemas.settings import get_settings
+
+if TYPE_CHECKING:
+    from processors.runtime import Runtime
+
+StoreOpt = Annotated[
+    Path | None, typer.Option("--store", help="store folder (default: SIMPLEMEM_STORE or ./.simplemem)")
+]
+
+
+def _runtime(store: Path | None) -> Runtime:
+    from processors.runtime import open_runtime
+
+    quiet_libraries()
+    return open_runtime(get_settings(), store)
+
+
+def ingest(
+    events: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")
+    ],
+    store: StoreOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print the accounting as JSON")] = False,
+) -> None:
+    """Run the whole pipeline over EVENTS.jsonl and print the accounting."""
+    rt = _runtime(store)
+    total = sum(1 for _ in read_lines(events))
+    try:
+        with progress_bar() as progress:
+            task = progress.add_task("loading models", total=total)
+            pipeline = rt.pipeline
+            progress.update(task, description="ingesting")
+            report = pipeline.ingest(read_lines(events), progress=lambda n: progress.advance(task, n))
+    finally:
+        rt.close()
+    if json_out:
+        sys.stdout.buffer.write(
+            orjson.dumps(report.model_dump(mode="json", exclude={"filtered_scores"})) + b"\n"
+        )
+    else:
+        print_report(report)
+
+
+def query(
+    text: Annotated[str | None, typer.Argument(help="the question")] = None,
+    tenant: Annotated[str | None, typer.Option("--tenant", help="tenant id")] = None,
+    store: StoreOpt = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="ISO-8601 time the question is asked at")
+    ] = None,
+    batch: Annotated[
+        Path | None,
+        typer.Option(
+            "--batch", exists=True, dir_okay=False, help="questions JSONL: {id, tenant_id, query, as_of?}"
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="print JSON (one line per question)")] = False,
+) -> None:
+    """Answer "what does the agent need to know" for a question, from a tenant's memory."""
+    if batch is None and (text is None or tenant is None):
+        raise typer.BadParameter("give TEXT and --tenant, or --batch FILE")
+    rt = _runtime(store)
+    retriever = rt.retriever
+    from processors.migration import MigrationState
+    from streams.lazy import lazy_migration
+
+    migration = lazy_migration(rt)
+
+    def answer(request: QueryRequest) -> QueryResult:
+        state = migration.ensure(request.tenant_id) if migration else None
+        result = retriever.query(request)
+        if state == MigrationState.IN_PROGRESS:
+            result.migration = state.value
+        return result
+
+    try:
+        if batch is not None:
+            for where, raw in read_lines(batch):
+                try:
+                    request = QueryRequest.model_validate(orjson.loads(raw))
+                except (orjson.JSONDecodeError, ValidationError) as exc:
+                    line = {"id": None, "error": f"{where}: {exc}"}
+                    sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
+                    continue
+                result = answer(request)
+                sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
+            return
+        try:
+            request = QueryRequest(tenant_id=tenant or "", query=text or "", as_of=as_of)
+        except ValidationError as exc:
+            raise typer.BadParameter(str(exc)) from None
+        result = answer(request)
+        if json_out:
+            sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
+            return
+        print_answer(result)
+    finally:
+        if migration:
+            sys.stdout.flush()
+            migration.wait()  # the answer is out; let the import finish before the process exits
+        rt.close()
+
+
+def tune_threshold(
+    events: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
+    thresholds: Annotated[str, typer.Option("--thresholds", help="comma-separated")] = "0.25,0.35,0.45",
+    show: Annotated[int, typer.Option("--show", help="dropped windows listed per threshold")] = 10,
+) -> None:
+    """Discard rate and the windows dropped at each threshold (the A/B procedure), writing nothing."""
+    from cli.tuning import sweep_thresholds
+
+    quiet_libraries()
+    values = [float(v) for v in thresholds.split(",") if v.strip()]
+    sweep_thresholds(get_settings(), read_lines(events), values, show, out)
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(ingest)
+    app.command()(query)
+    app.command("tune-threshold")(tune_threshold)
