@@ -23,6 +23,23 @@ class SessionHistory(BaseModel):
 
     vectors: list[list[HalfVector]] = Field(default_factory=list, description="per message, its statements'")
     entities: list[list[str]] = Field(default_factory=list)
+    message_ids: list[str] = Field(
+        default_factory=list, description="per message (empty in state written before edits were handled)"
+    )
+
+    def without(self, message_ids: set[str]) -> SessionHistory:
+        """The history without earlier versions of these messages: an edit is judged against what
+        was said around it, not against the words it replaces."""
+        if not message_ids or len(self.message_ids) != len(self.vectors):
+            return self
+        keep = [i for i, mid in enumerate(self.message_ids) if mid not in message_ids]
+        if len(keep) == len(self.message_ids):
+            return self
+        return SessionHistory(
+            vectors=[self.vectors[i] for i in keep],
+            entities=[self.entities[i] for i in keep],
+            message_ids=[self.message_ids[i] for i in keep],
+        )
 
     @model_validator(mode="before")
     @classmethod
@@ -65,6 +82,7 @@ class EntropyFilter:
 
     def score(self, window: Window, history: SessionHistory) -> EntropyScore:
         """Score a window against a history (pure: does not update it)."""
+        history = history.without({m.message_id for m in window.new_messages})
         # Only the new messages are judged: the context part is already in the history.
         window_entities = {e for m in window.new_messages for e in m.entities}
         seen = {e for ents in history.entities for e in ents}
@@ -86,10 +104,20 @@ class EntropyFilter:
         )
 
     def remember(self, history: SessionHistory, messages: list[AnalyzedMessage]) -> SessionHistory:
-        """The history after ``messages`` were seen (kept or not: history is what was said)."""
-        vectors = (history.vectors + [statement_vectors(m) for m in messages])[-self.history_messages :]
-        entities = (history.entities + [m.entities for m in messages])[-self.history_messages :]
-        return SessionHistory(vectors=vectors, entities=entities)
+        """The history after ``messages`` were seen (kept or not: history is what was said); an
+        edited message's earlier version leaves it."""
+        history = history.without({m.message_id for m in messages})
+        ids = (
+            history.message_ids
+            if len(history.message_ids) == len(history.vectors)
+            else [""] * len(history.vectors)
+        )
+        n = self.history_messages
+        return SessionHistory(
+            vectors=(history.vectors + [statement_vectors(m) for m in messages])[-n:],
+            entities=(history.entities + [m.entities for m in messages])[-n:],
+            message_ids=(ids + [m.message_id for m in messages])[-n:],
+        )
 
     def decide(self, window: Window) -> EntropyScore:
         """Score against this process's history for the session, then advance that history."""

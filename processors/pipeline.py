@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Protocol
 
@@ -56,9 +56,34 @@ class Indexer:
         self.lexical = lexical
         self.vectors = vectors
 
-    def index(self, drafts: Sequence[DraftUnit]) -> None:
-        if not drafts:
-            return
+    def index(
+        self, drafts: Sequence[DraftUnit], decided: Sequence[tuple[str, str]] = ()
+    ) -> list[tuple[str, str]]:
+        """Write ``drafts``. ``decided`` are the (tenant, message id) of every message decided now:
+        the units an earlier version of one of them left (a frontend edits a message by sending its
+        id again with new text) are deleted first. Returns the (tenant, unit id) deleted."""
+        removed = self._remove_replaced(drafts, decided)
+        if drafts:
+            self._write(drafts)
+        return removed
+
+    def _remove_replaced(
+        self, drafts: Sequence[DraftUnit], decided: Sequence[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        keep = {d.unit.id for d in drafts}
+        by_tenant: dict[str, list[str]] = {}
+        for tenant, message_id in decided:
+            by_tenant.setdefault(tenant, []).append(message_id)
+        removed: list[tuple[str, str]] = []
+        for tenant, message_ids in by_tenant.items():
+            stale = [u.id for u in self.lexical.units_from_sources(tenant, message_ids) if u.id not in keep]
+            if stale:
+                self.vectors.delete(tenant, stale)
+                self.lexical.delete(tenant, stale)
+                removed += [(tenant, uid) for uid in stale]
+        return removed
+
+    def _write(self, drafts: Sequence[DraftUnit]) -> None:
         missing = [i for i, d in enumerate(drafts) if d.vector is None]
         fresh = self.embedder.encode([_embed_text(drafts[i]) for i in missing])
         matrix = np.zeros((len(drafts), self.embedder.dim), dtype=np.float32)
@@ -186,10 +211,14 @@ class Pipeline:
         """Index the kept windows' units, account for every message, clear the decided turns from the
         buffer. ``write`` wraps each store call (the streams retry it through a store outage)."""
         write = write or (lambda call: call())
+        results = _latest_versions(results)
         drafts = [d for r in results if r.kept and not r.error for d in r.drafts]
+        decided = [
+            (r.window.tenant_id, m.message_id) for r in results if not r.error for m in r.window.new_messages
+        ]
         index_error = None
         try:
-            write(lambda: self.indexer.index(drafts))
+            write(lambda: report.replaced.extend(self.indexer.index(drafts, decided)))
         except Exception as exc:
             log.exception("indexing failed")
             index_error = f"indexing failed: {exc}"
@@ -296,6 +325,22 @@ class Pipeline:
         for message in messages:
             windows.extend(self.windower.add(message, now))
         self.run_windows(windows, report)
+
+
+def _latest_versions(results: Sequence[WindowResult]) -> list[WindowResult]:
+    """When a message was edited (sent again) within one batch, its units come from its last
+    window only: drafts an earlier window made from an older version are dropped."""
+    last: dict[tuple[str, str], int] = {}
+    for i, r in enumerate(results):
+        for m in r.window.new_messages:
+            last[(r.window.tenant_id, m.message_id)] = i
+    out = []
+    for i, r in enumerate(results):
+        stale = {sid for (t, sid), j in last.items() if j > i and t == r.window.tenant_id}
+        if stale and any(set(d.unit.source_ids) & stale for d in r.drafts):
+            r = replace(r, drafts=[d for d in r.drafts if not set(d.unit.source_ids) & stale])
+        out.append(r)
+    return out
 
 
 def buffered_turns(messages: Sequence[AnalyzedMessage]) -> list[BufferedTurn]:

@@ -53,6 +53,12 @@ class Windower:
             emitted.append(self._emit(buf, CloseReason.IDLE))
             buf = None
         buf = SessionBuffer() if buf is None else buf.model_copy()
+        undecided = [m.message_id for m in buf.messages[buf.context :]]
+        if message.message_id in undecided:  # an edit of a message not decided yet: it replaces it
+            at = buf.context + undecided.index(message.message_id)
+            buf.messages = [*buf.messages[:at], message, *buf.messages[at + 1 :]]
+            buf.last_seen = now
+            return buf, emitted
         buf.messages = [*buf.messages, message]
         buf.last_seen = now
         if len(buf.messages) >= self.window_size:

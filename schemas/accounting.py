@@ -44,6 +44,9 @@ class IngestReport(BaseModel):
     outcomes: Counter[str] = Field(default_factory=Counter)
     filtered_scores: list[float] = Field(default_factory=list)
     failures: list[MessageOutcome] = Field(default_factory=list)
+    replaced: list[tuple[str, str]] = Field(
+        default_factory=list, description="(tenant, unit id) deleted because their message was edited"
+    )
 
     @property
     def discard_rate(self) -> float:

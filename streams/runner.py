@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 
 P = TypeVar("P")
 
-# One record to send: the topic's short name (as in Settings: "units", "dlq"...), key, value.
-Output = tuple[str, bytes | None, bytes]
+# One record to send: the topic's short name (as in Settings: "units", "dlq"...), key, value
+# (None: a tombstone, on a compacted topic).
+Output = tuple[str, bytes | None, bytes | None]
 Deliver = Callable[[Sequence[Output]], Awaitable[None]]
 
 

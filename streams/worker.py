@@ -281,6 +281,7 @@ class MemorizeStep:
                 states[key] = state
         result = await self.worker.in_thread(self.worker.memory_pool, self._memorize, records, states)
         units: list[Output] = [("units", u.id.encode(), dumps(u)) for u in result.units]
+        units += [("units", uid.encode(), None) for _, uid in result.report.replaced]  # edited away
         outcomes = dead_letter_outputs(result.dead, [])
         outcomes += [("outcomes", message_key(o.tenant_id, o.message_id), dumps(o)) for o in result.outcomes]
 

@@ -15,10 +15,11 @@ class RecordingIndexer:
         self.fail = fail
         self.indexed: list = []
 
-    def index(self, drafts: list) -> None:
+    def index(self, drafts: list, decided: list | None = None) -> list:
         if self.fail:
             raise ConnectionError("store down")
         self.indexed.extend(drafts)
+        return []
 
 
 class ExplodingDecomposer:

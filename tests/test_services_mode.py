@@ -225,3 +225,17 @@ def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_fact
     finally:
         for rt in runtimes:
             rt.close()
+
+
+def test_an_edit_replaces_the_old_version_in_opensearch_and_milvus(services_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from processors.runtime import open_runtime
+    from tests.test_edits import EDITED, FILLER, ORIGINAL, assert_only_the_edit_is_remembered, event, lines
+
+    first = [event(0, "Hello!"), event(1, ORIGINAL), *[event(i + 2, t) for i, t in enumerate(FILLER)]]
+    rt = open_runtime(services_settings, tmp_path)
+    try:
+        rt.pipeline.ingest(lines(first))
+        rt.pipeline.ingest(lines([event(len(first) + 5, EDITED, message_id="m1")]))
+        assert_only_the_edit_is_remembered(rt)
+    finally:
+        rt.close()

@@ -290,6 +290,37 @@ def test_a_worker_starts_from_an_empty_directory_with_default_paths(
         asyncio.run(_delete_topics(settings_of(own)))
 
 
+def test_an_edit_through_kafka_replaces_the_old_version_and_tombstones_its_units(
+    env: dict[str, str], worker: WorkerProcess
+) -> None:
+    from processors.runtime import open_runtime
+    from streams.kafka_io import read_topic
+    from tests.test_edits import EDITED, FILLER, ORIGINAL, assert_only_the_edit_is_remembered, event
+
+    settings = settings_of(env)
+    first = [event(0, "Hello!"), event(1, ORIGINAL), *[event(i + 2, t) for i, t in enumerate(FILLER)]]
+    kcat_publish(settings, [orjson.dumps(e) for e in first])
+    wanted = {e["message_id"] for e in first}
+
+    def decided() -> set[str]:
+        found = [MessageOutcome.model_validate_json(v) for v in read(settings, settings.outcomes_topic)]
+        return {o.message_id for o in found if o.tenant_id == "edits"}
+
+    wait_for(lambda: wanted <= decided(), 120, "the original conversation to be decided")
+    kcat_publish(settings, [orjson.dumps(event(len(first) + 5, EDITED, message_id="m1"))])
+
+    def tombstones() -> list[bytes]:
+        records = asyncio.run(read_topic(settings, settings.topic(settings.units_topic)))
+        return [r.key for r in records if r.value is None and r.key]
+
+    wait_for(lambda: bool(tombstones()), 120, "the old version's units to be tombstoned")
+    rt = open_runtime(settings)
+    try:
+        assert_only_the_edit_is_remembered(rt)
+    finally:
+        rt.close()
+
+
 COLLIDING_SESSIONS = (("a", "b|c"), ("a|b", "c"))
 
 
