@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -14,8 +13,8 @@ from rich.table import Table
 
 from cli.console import err, out, progress_bar, quiet_libraries, read_lines
 from schemas.codec import dumps
-from schemas.keys import SessionKey
-from schemas.settings import get_settings
+from schemas.keys import check_id
+from schemas.settings import Settings, get_settings
 from schemas.stream import DeadLetter
 
 dlq_app = typer.Typer(no_args_is_help=True, help="Inspect and re-inject dead letters.")
@@ -24,17 +23,27 @@ dlq_app = typer.Typer(no_args_is_help=True, help="Inspect and re-inject dead let
 def worker(ctx: typer.Context) -> None:
     """Start a stream worker (Faust). Extra options go to Faust's worker, e.g. --web-port 6067."""
     from streams.app import create_app
-    from streams.topics import ensure_topics
 
     quiet_libraries()
     settings = get_settings()
-    asyncio.run(ensure_topics(settings))
+    _topics_ready(settings)
     settings.stream_data_dir.mkdir(parents=True, exist_ok=True)  # Faust writes below it
     app = create_app(settings)
     err.print("loading models ...")
     app.worker_context.warm_up()  # type: ignore[attr-defined]
     sys.argv = ["simplemem worker", "worker", "--loglevel", "warn", *ctx.args]
     app.main()
+
+
+def _topics_ready(settings: Settings) -> None:
+    """Create or verify the topics; a topic that differs from its declaration stops the command."""
+    from streams.topics import TopicMismatch, ensure_topics
+
+    try:
+        asyncio.run(ensure_topics(settings))
+    except TopicMismatch as exc:
+        err.print(f"[red]{exc}[/red]", markup=True, highlight=False)
+        raise typer.Exit(2) from None
 
 
 def publish(
@@ -44,10 +53,9 @@ def publish(
 ) -> None:
     """Publish a history (EVENTS.jsonl) to the turns topic, keyed by session (tenant and session id)."""
     from streams.kafka_io import publish as send_all
-    from streams.topics import ensure_topics
 
     settings = get_settings()
-    asyncio.run(ensure_topics(settings))
+    _topics_ready(settings)
     lines = [raw for _, raw in read_lines(events)]
     with progress_bar() as progress:
         task = progress.add_task("publishing", total=len(lines))
@@ -64,38 +72,28 @@ def replay(
         typer.Option("--store", help="embedded store folder (services mode: the configured stores)"),
     ] = None,
 ) -> None:
-    """Re-derive a tenant's memory from the retained turns topic into the configured (fresh) stores."""
+    """Re-derive a tenant's memory from the durable (scrubbed) history into the configured stores."""
     from cli.report import print_report
     from processors.runtime import open_runtime
-    from streams.kafka_io import iter_topic, session_key
+    from streams.history import HistoryCount, tenant_history
 
     quiet_libraries()
     settings = get_settings()
-    topic = settings.topic(settings.turns_topic)
-    seen = [0, 0]  # retained turns read, the tenant's among them
-
-    def lines() -> Iterator[tuple[str, bytes]]:
-        """The tenant's turns as they are read, one partition after another (a session's turns are
-        on one partition, in order): memory stays flat whatever the topic's size."""
-        for record in iter_topic(settings, topic):
-            seen[0] += 1
-            if record.value is not None and _tenant_of(session_key(record.value)) == tenant:
-                seen[1] += 1
-                yield f"{record.topic}/{record.partition}/{record.offset}", record.value
-
+    try:
+        check_id(tenant, tenant=True)
+    except ValueError as exc:
+        raise typer.BadParameter(f"--tenant: {exc}") from None
+    count = HistoryCount()
     rt = open_runtime(settings, store)
     try:
         with progress_bar() as progress:
             task = progress.add_task(f"replaying {tenant}", total=None)
-            report = rt.pipeline.ingest(lines(), progress=lambda n: progress.advance(task, n))
+            messages = tenant_history(settings, tenant, count)
+            report = rt.pipeline.ingest_analyzed(messages, progress=lambda n: progress.advance(task, n))
     finally:
         rt.close()
-    out.print(f"{seen[1]} of {seen[0]} retained turns belong to {tenant}")
+    out.print(f"{count.turns} of {count.records} retained records are turns of {tenant}")
     print_report(report)
-
-
-def _tenant_of(key: SessionKey | None) -> str | None:
-    return None if key is None else key.tenant_id
 
 
 def _dead_letters() -> list[tuple[int, DeadLetter]]:

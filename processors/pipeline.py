@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from functools import partial
+from itertools import chain
 from typing import Protocol
 
 import numpy as np
@@ -257,6 +258,30 @@ class Pipeline:
             pending, pending_batch = submitted, batch
         if pending is not None:
             self._ingest_prepared(pending_batch, pending, report, progress)
+        self.flush(report)
+        return report
+
+    def ingest_analyzed(
+        self,
+        messages: Iterable[AnalyzedMessage],
+        report: IngestReport | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> IngestReport:
+        """Re-derive memory from messages scrubbed and analysed before (the durable history: the
+        scrubbed topic): embed, window, judge, decompose and index; flush all sessions at the end.
+        No raw text is involved, and spaCy does not run again."""
+        report = report or IngestReport()
+        batch: list[AnalyzedMessage] = []
+        for message in chain(messages, [None]):  # None: the end, flush the last batch
+            if message is not None:
+                batch.append(message)
+            if batch and (message is None or len(batch) >= self.settings.ingest_batch_messages):
+                report.read += len(batch)
+                report.accepted += len(batch)
+                self._window_and_index(self.analyzer.embed(batch), report)
+                if progress:
+                    progress(len(batch))
+                batch = []
         self.flush(report)
         return report
 

@@ -160,6 +160,12 @@ class Settings(BaseSettings):
     idle_check_seconds: float = Field(10.0, gt=0, description="how often workers look for idle sessions")
     stream_data_dir: Path = Field(Path(".simplemem/faust"), description="a worker's local Faust files")
     worker_web_port: int = Field(6066, ge=1, le=65535, description="a worker's /metrics (and Faust web)")
+    raw_retention_seconds: int = Field(
+        7 * 24 * 3600,
+        ge=1,
+        description="how long raw input is kept: the turns topic and the dead letters that quote it "
+        "(durable history is the scrubbed topic)",
+    )
     dlq_original_bytes: int = Field(
         64 * 1024,
         ge=1024,

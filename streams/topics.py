@@ -6,9 +6,11 @@ partition, a day of retention). A topic that exists with another partition count
 than this module declares stops the worker with the differences listed: retention and compaction
 decide what the service keeps, so they are never silently different.
 
-``turns`` and ``deletions`` keep everything (replay and lazy migration re-read turns); ``units`` and
-``outcomes`` are compacted by key (the latest word on a unit or a turn); ``scrubbed`` is an internal
-hand-over and expires after a week; ``dlq`` keeps its letters, each capped (:data:`DLQ_RECORD_BYTES`).
+Durable history holds no raw PII: ``turns`` (raw input) and ``dlq`` (whose letters may quote raw input,
+each capped: :data:`DLQ_RECORD_BYTES`) are deleted after ``raw_retention_seconds`` (7 days);
+``scrubbed`` (scrubbed, analysed turns) is kept and is what ``replay`` re-derives memory from;
+``units`` and ``outcomes`` are compacted by key (the latest word on a unit or a turn); ``deletions``
+keeps everything.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from schemas.settings import Settings
 
 log = logging.getLogger(__name__)
 
-WEEK_MS = 7 * 24 * 3600 * 1000
+SEGMENTS_PER_RETENTION = 7  # raw input is deleted at most 1/7 of its retention late
 MAX_RECORD_BYTES = 8 * 1024 * 1024  # a session's state with its open window stays well below this
 # A dead letter's size limit on its topic: the raw input it quotes is capped well below this
 # (``Settings.dlq_original_bytes``), so a dead letter for any input always fits.
@@ -44,19 +46,30 @@ class TopicMismatch(RuntimeError):
     """Existing topics differ from what the service declares; the message lists every difference."""
 
 
+def raw_retention(settings: Settings) -> dict[str, str]:
+    """Delete raw input after ``raw_retention_seconds``. Kafka deletes whole closed segments, so a
+    segment rolls every 1/SEGMENTS_PER_RETENTION of the retention: a record is gone at most that
+    much (plus the broker's retention check interval) after its time."""
+    ms = settings.raw_retention_seconds * 1000
+    return {
+        "retention.ms": str(ms),
+        "retention.bytes": "-1",
+        "segment.ms": str(max(1000, ms // SEGMENTS_PER_RETENTION)),
+    }
+
+
 def topic_specs(settings: Settings) -> list[TopicSpec]:
     forever = {"retention.ms": "-1", "retention.bytes": "-1"}
     compact = {"cleanup.policy": "compact"}
     big = {"max.message.bytes": str(MAX_RECORD_BYTES)}
+    raw = raw_retention(settings)
     return [
-        TopicSpec(settings.topic(settings.turns_topic), forever),
-        TopicSpec(settings.topic(settings.scrubbed_topic), {"retention.ms": str(WEEK_MS), **big}),
+        TopicSpec(settings.topic(settings.turns_topic), raw),
+        TopicSpec(settings.topic(settings.scrubbed_topic), {**forever, **big}),
         TopicSpec(settings.topic(settings.units_topic), compact),
         TopicSpec(settings.topic(settings.outcomes_topic), compact),
         TopicSpec(settings.topic(settings.deletions_topic), forever),
-        TopicSpec(
-            settings.topic(settings.dlq_topic), {**forever, "max.message.bytes": str(DLQ_RECORD_BYTES)}
-        ),
+        TopicSpec(settings.topic(settings.dlq_topic), {**raw, "max.message.bytes": str(DLQ_RECORD_BYTES)}),
     ]
 
 

@@ -1,0 +1,133 @@
+"""Durable history holds no raw PII: with a short raw retention, after it passes, no retained topic
+holds a raw PII string, and the memory can still be re-derived from the scrubbed history."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from infra.workers import WorkerProcess
+from schemas.accounting import MessageOutcome
+from schemas.settings import Settings, settings_for
+from tests.services import drop_stores, require
+from tests.test_streams import REPO, _delete_topics, kcat_publish, wait_for
+
+pytestmark = pytest.mark.integration
+
+RAW_RETENTION_SECONDS = 5
+PII = ["415-555-0123", "dana.w@example.org", "4111 1111 1111 1111"]
+TURNS = [
+    f"You can call me at {PII[0]} after six.",
+    f"My work e-mail is {PII[1]}, use that for the invoices.",
+    "The invoices go to the finance team in Leeds.",
+    f"The card for the deposit is {PII[2]}.",
+]
+
+
+def event(i: int, text: str) -> bytes:
+    return orjson.dumps(
+        {
+            "tenant_id": "retention",
+            "session_id": "s1",
+            "message_id": f"r{i}",
+            "speaker": "Dana",
+            "role": "user",
+            "text": text,
+            "ts": f"2026-05-0{i + 1}T10:00:00Z",
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    suffix = uuid.uuid4().hex[:8]
+    values = {
+        "SIMPLEMEM_MODE": "services",
+        "SIMPLEMEM_TOPIC_PREFIX": f"ret{suffix}.",
+        "SIMPLEMEM_STREAM_APP_ID": f"ret{suffix}",
+        "SIMPLEMEM_TOPIC_PARTITIONS": "2",
+        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-ret-{suffix}",
+        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_ret_{suffix}",
+        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-ret-{suffix}",
+        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
+        "SIMPLEMEM_STREAM_IDLE_SECONDS": "2",
+        "SIMPLEMEM_RAW_RETENTION_SECONDS": str(RAW_RETENTION_SECONDS),
+        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
+    }
+    settings = settings_for(values)
+    require(settings, kafka=True)
+    yield values
+    drop_stores(settings)
+    asyncio.run(_delete_topics(settings))
+
+
+async def every_retained_record(settings: Settings) -> list[bytes]:
+    """Keys and values of every record in every topic of this deployment (Faust's included)."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from streams.kafka_io import read_topic
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
+    await admin.start()
+    try:
+        mine = [
+            t
+            for t in await admin.list_topics()
+            if t.startswith((settings.topic_prefix, settings.stream_app_id))
+        ]
+    finally:
+        await admin.close()
+    found: list[bytes] = []
+    for topic in mine:
+        for record in await read_topic(settings, topic):
+            found += [record.key or b"", record.value or b""]
+    return found
+
+
+def test_no_raw_pii_is_retained_after_the_raw_retention(env: dict[str, str], tmp_path: Path) -> None:
+    from streams.topics import ensure_topics
+
+    settings = settings_for(env)
+    asyncio.run(ensure_topics(settings))
+    worker = WorkerProcess(env, tmp_path / "worker.log").start()
+    try:
+        worker.wait_ready()
+        bad = b'{"tenant_id": "retention", "text": "reach me on ' + PII[0].encode() + b'"'
+        kcat_publish(settings, [*(event(i, t) for i, t in enumerate(TURNS)), bad])
+
+        def decided() -> bool:
+            from tests.test_streams import read
+
+            found = [MessageOutcome.model_validate_json(v) for v in read(settings, settings.outcomes_topic)]
+            return {f"r{i}" for i in range(len(TURNS))} <= {o.message_id for o in found}
+
+        wait_for(decided, 120, "every turn decided")
+        records = asyncio.run(every_retained_record(settings))
+        assert any(p.encode() in r for p in PII for r in records), "raw input is there before the retention"
+
+        def raw_pii_gone() -> bool:
+            retained = asyncio.run(every_retained_record(settings))
+            return not any(p.encode() in r for p in PII for r in retained)
+
+        wait_for(raw_pii_gone, 120, "raw PII to leave every retained topic")
+    finally:
+        worker.stop()
+
+    fresh = tmp_path / "rebuilt"
+    proc = subprocess.run(
+        [str(REPO / "bin" / "simplemem"), "replay", "--tenant", "retention", "--store", str(fresh)],
+        env={**os.environ, **env, "SIMPLEMEM_MODE": "embedded"},
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+    assert f"{len(TURNS)} of".encode() in proc.stdout, proc.stdout
+    stored = b"".join(p.read_bytes() for p in fresh.rglob("*") if p.is_file())
+    assert b"Leeds" in stored and not any(p.encode() in stored for p in PII)
