@@ -3,7 +3,7 @@
 Entity novelty is the share of the window's named things not seen in the session's recent history;
 semantic divergence is how far the window's most novel statement is from its nearest statement in
 the recent messages (1 - cosine, MiniLM vectors computed once per sentence). A session's first
-window has no history and scores 1. Windows below the threshold are dropped, and counted with their scores. History is per
+window (nothing said before it) scores 1, whatever it names. Windows below the threshold are dropped, and counted with their scores. History is per
 (tenant, session): it lives where the session's partition is processed.
 """
 
@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
-from schemas.keys import SessionKey
 from schemas.window import AnalyzedMessage, EntropyScore, HalfVector, Vector, Window
 
 
@@ -78,7 +77,6 @@ class EntropyFilter:
         self.threshold = threshold
         self.alpha = alpha
         self.history_messages = history_messages
-        self.histories: dict[SessionKey, SessionHistory] = {}
 
     def score(self, window: Window, history: SessionHistory) -> EntropyScore:
         """Score a window against a history (pure: does not update it)."""
@@ -89,8 +87,8 @@ class EntropyFilter:
         novelty = len(window_entities - seen) / len(window_entities) if window_entities else 0.0
         new = [v for m in window.new_messages for v in statement_vectors(m)]
         past = [v for message in history.vectors for v in message]
-        if not past:
-            divergence, novelty = 1.0, 1.0 if window_entities else novelty
+        if not past:  # nothing said before (a session's first window): nothing in it is redundant
+            divergence, novelty = 1.0, 1.0
         elif not new:
             divergence = 0.0
         else:
@@ -118,11 +116,3 @@ class EntropyFilter:
             entities=(history.entities + [m.entities for m in messages])[-n:],
             message_ids=(ids + [m.message_id for m in messages])[-n:],
         )
-
-    def decide(self, window: Window) -> EntropyScore:
-        """Score against this process's history for the session, then advance that history."""
-        key = window.session_key
-        history = self.histories.get(key, SessionHistory())
-        result = self.score(window, history)
-        self.histories[key] = self.remember(history, window.new_messages)
-        return result

@@ -23,6 +23,7 @@ from processors.buffer import RecentTurnBuffer
 from processors.decompose import Decomposition, DraftUnit
 from processors.embedding import Embedder
 from processors.entropy import EntropyFilter, SessionHistory
+from processors.sessions import LocalSessions
 from processors.stores.protocols import LexicalStore, VectorStore
 from processors.windowing import Windower
 from schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
@@ -123,6 +124,7 @@ class Pipeline:
         self.entropy = EntropyFilter(
             settings.entropy_threshold, settings.entropy_alpha, settings.entropy_history_messages
         )
+        self.sessions = LocalSessions(self.windower)  # embedded mode's session state (streams: a table)
         self.clock = clock
         self.buffer = buffer
 
@@ -146,9 +148,7 @@ class Pipeline:
     def process_window(self, window: Window) -> WindowResult:
         """Judge and decompose a window against this process's history for its session."""
         key = window.session_key
-        result, self.entropy.histories[key] = self.judge(
-            window, self.entropy.histories.get(key, SessionHistory())
-        )
+        result, self.sessions.histories[key] = self.judge(window, self.sessions.history(key))
         return result
 
     def judge(self, window: Window, history: SessionHistory) -> tuple[WindowResult, SessionHistory]:
@@ -242,11 +242,15 @@ class Pipeline:
         lines: Iterable[tuple[str, bytes | str]],
         report: IngestReport | None = None,
         progress: Callable[[int], None] | None = None,
+        *,
+        close_sessions: bool = True,
     ) -> IngestReport:
-        """Run ``(where, raw)`` lines through every stage; flush all sessions at the end.
+        """Run ``(where, raw)`` lines through every stage; flush all sessions at the end (unless
+        ``close_sessions`` is false: more of the same conversations is coming, and their open
+        windows wait for it, their turns queryable from the recent-turn buffer meanwhile).
 
         The NLP half of batch N+1 runs on the preparer's thread while batch N is
-        embedded, windowed and indexed: spaCy and torch each keep one of the two cores busy.
+        embedded, windowed and indexed: spaCy and ONNX Runtime each keep one of the two cores busy.
         """
         report = report or IngestReport()
         pending: Future[list[AnalyzedMessage]] | None = None
@@ -258,7 +262,8 @@ class Pipeline:
             pending, pending_batch = submitted, batch
         if pending is not None:
             self._ingest_prepared(pending_batch, pending, report, progress)
-        self.flush(report)
+        if close_sessions:
+            self.flush(report)
         return report
 
     def ingest_analyzed(
@@ -285,14 +290,10 @@ class Pipeline:
         self.flush(report)
         return report
 
-    def feed(self, events: list[ChatEvent], report: IngestReport) -> None:
-        """Process validated events as they arrive (streams): windows close when full or idle."""
-        if events:
-            self._ingest_prepared(events, self.analyzer.preparer.submit(events), report, None)
-
     def flush(self, report: IngestReport) -> None:
         """Close every open window (end of input, shutdown) and seal the vector store."""
-        self.run_windows(self.windower.flush_all(), report)
+        self.run_windows(self.sessions.close_all(), report)
+        self.sessions.forget_closed()
         self.indexer.vectors.flush()
 
     def _batches(
@@ -348,7 +349,7 @@ class Pipeline:
         windows: list[Window] = []
         now = self.clock()
         for message in messages:
-            windows.extend(self.windower.add(message, now))
+            windows.extend(self.sessions.add(message, now))
         self.run_windows(windows, report)
 
 

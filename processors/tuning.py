@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from processors.entropy import EntropyFilter
+from processors.sessions import LocalSessions
 from processors.windowing import Windower
 from schemas.settings import Settings
 from schemas.window import AnalyzedMessage, EntropyScore, Window
@@ -25,10 +26,17 @@ class ThresholdOutcome:
 
 def scored_windows(settings: Settings, messages: list[AnalyzedMessage]) -> list[tuple[Window, EntropyScore]]:
     """Windows and their scores; the score does not depend on the threshold, so compute it once."""
-    windower = Windower(settings.window_size, settings.window_stride, settings.session_idle_seconds)
+    sessions = LocalSessions(
+        Windower(settings.window_size, settings.window_stride, settings.session_idle_seconds)
+    )
     entropy = EntropyFilter(1.0, settings.entropy_alpha, settings.entropy_history_messages)
-    windows = [w for m in messages for w in windower.add(m)] + windower.flush_all()
-    return [(w, entropy.decide(w)) for w in windows]
+    windows = [w for m in messages for w in sessions.add(m)] + sessions.close_all()
+    scored = []
+    for w in windows:
+        history = sessions.history(w.session_key)
+        scored.append((w, entropy.score(w, history)))
+        sessions.histories[w.session_key] = entropy.remember(history, w.new_messages)
+    return scored
 
 
 def sweep(scored: list[tuple[Window, EntropyScore]], thresholds: list[float]) -> list[ThresholdOutcome]:

@@ -2,10 +2,11 @@
 
 A window is emitted when it is full: the first one holds ``window_size`` new messages, each later one
 the ``window_size - stride`` previous messages as context plus ``stride`` new ones, so every message is
-decided on exactly once and still has context for coreference. A session that goes idle (by event time
-on ingestion, or by wall clock through :meth:`Windower.flush_idle`) or ends flushes what it has, so no
-message waits forever. State is plain data (:class:`SessionBuffer`), so a stream can keep it in a
-changelog-backed table.
+decided on exactly once and still has context for coreference. A session that goes idle (a gap in
+event time, seen by :meth:`Windower.step`; in streams also a silent session, by wall clock, closed
+with :meth:`Windower.close`) or ends flushes what it has, so no message waits forever. The windower
+is pure: state is plain data (:class:`SessionBuffer`) that its caller keeps (a Faust table in
+streams, :class:`processors.sessions.LocalSessions` in one process).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from datetime import timedelta
 
 from pydantic import BaseModel, Field
 
-from schemas.keys import SessionKey
 from schemas.window import AnalyzedMessage, CloseReason, Window
 
 
@@ -35,14 +35,6 @@ class Windower:
         self.window_size = window_size
         self.stride = stride
         self.idle = timedelta(seconds=idle_seconds)
-        self.buffers: dict[SessionKey, SessionBuffer] = {}
-
-    def add(self, message: AnalyzedMessage, now: float = 0.0) -> list[Window]:
-        """Buffer one message; return the windows it closes (an idle gap first, then a full window)."""
-        key = message.session_key
-        buf, emitted = self.step(self.buffers.get(key), message, now)
-        self.buffers[key] = buf
-        return emitted
 
     def step(
         self, buf: SessionBuffer | None, message: AnalyzedMessage, now: float = 0.0
@@ -81,19 +73,3 @@ class Windower:
             new_from=buf.context,
             reason=reason,
         )
-
-    def _flush(self, key: SessionKey, reason: CloseReason) -> list[Window]:
-        buf = self.buffers.pop(key, None)
-        return [] if buf is None else self.close(buf, reason)[1]
-
-    def end_session(self, key: SessionKey) -> list[Window]:
-        return self._flush(key, CloseReason.END)
-
-    def flush_idle(self, now: float) -> list[Window]:
-        """Close the sessions silent for longer than the idle timeout (wall clock, for streams)."""
-        idle = self.idle.total_seconds()
-        stale = [k for k, b in self.buffers.items() if now - b.last_seen >= idle]
-        return [w for k in stale for w in self._flush(k, CloseReason.IDLE)]
-
-    def flush_all(self) -> list[Window]:
-        return [w for k in list(self.buffers) for w in self._flush(k, CloseReason.END)]

@@ -135,7 +135,7 @@ class Settings(BaseSettings):
 
     # --- streams (Kafka topics, Faust workers) --------------------------------------------------
     topic_prefix: str = "simplemem."
-    turns_topic: str = Field("turns", description="input: chat events keyed tenant_id|session_id")
+    turns_topic: str = Field("turns", description="input: chat events keyed by session (schemas/keys.py)")
     scrubbed_topic: str = Field("scrubbed", description="internal: scrubbed, analysed turns (no raw text)")
     units_topic: str = Field("units", description="memory units as indexed, for consumers and audit")
     outcomes_topic: str = Field("outcomes", description="per-turn outcome: indexed, filtered or failed")

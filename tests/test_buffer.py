@@ -57,7 +57,9 @@ def test_fresh_fact_answered_from_buffer_then_from_memory(tmp_path, settings) ->
                 ["Hi there!", "My locker code room is B12 on the third floor.", "ok thanks"]
             )
         ]
-        rt.pipeline.feed(events, report)
+        rt.pipeline.ingest(
+            [(e.message_id, e.model_dump_json()) for e in events], report, close_sessions=False
+        )
         assert report.windows == 0  # the window (10 messages) is still open: nothing is indexed yet
         request = QueryRequest(tenant_id="acme", query="Where is Ana's locker room?")
         before = rt.retriever.query(request)

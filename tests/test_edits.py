@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
+from processors.sessions import LocalSessions
 from processors.windowing import Windower
 from schemas.query import QueryRequest
 from tests.helpers import message
@@ -44,7 +45,7 @@ def lines(events: list[dict[str, str]]) -> list[tuple[str, bytes]]:
 
 
 def test_an_edit_of_an_undecided_message_replaces_it_in_the_window() -> None:
-    w = Windower(window_size=4, stride=2, idle_seconds=3600)
+    w = LocalSessions(Windower(window_size=4, stride=2, idle_seconds=3600))
     w.add(message(0))
     w.add(message(1))
     edited = message(1).model_copy(update={"text": "edited"})

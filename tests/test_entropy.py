@@ -11,14 +11,29 @@ def window(msgs: list, new_from: int = 0) -> Window:
     return Window(tenant_id="t1", session_id="s1", messages=msgs, new_from=new_from)
 
 
-def test_first_window_scores_one() -> None:
-    f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20)
-    s = f.decide(window([message(0, entities=["bob"], embedding=[1.0, 0.0])]))
+class Session:
+    """The filter over one session's windows, keeping its history as the pipeline does."""
+
+    def __init__(self, f: EntropyFilter) -> None:
+        self.f = f
+        self.history = SessionHistory()
+
+    def decide(self, w: Window):  # type: ignore[no-untyped-def]
+        score = self.f.score(w, self.history)
+        self.history = self.f.remember(self.history, w.new_messages)
+        return score
+
+
+@pytest.mark.parametrize("entities", [["bob"], []])
+@pytest.mark.parametrize("alpha", [0.5, 0.8])
+def test_a_first_window_scores_one_with_or_without_named_things(entities: list[str], alpha: float) -> None:
+    f = EntropyFilter(threshold=0.35, alpha=alpha, history_messages=20)
+    s = f.score(window([message(0, entities=entities, embedding=[1.0, 0.0])]), SessionHistory())
     assert s.score == 1.0 and s.kept
 
 
 def test_repeated_content_is_dropped_and_novel_content_kept() -> None:
-    f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20)
+    f = Session(EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20))
     f.decide(window([message(0, entities=["bob"], embedding=[1.0, 0.0])]))
     same = f.decide(window([message(1, entities=["bob"], embedding=[1.0, 0.0])]))
     assert same.novelty == 0.0 and same.divergence == pytest.approx(0.0) and not same.kept
@@ -44,7 +59,7 @@ def test_history_is_bounded() -> None:
 
 
 def test_small_talk_window_without_vectors_scores_zero_after_history() -> None:
-    f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20)
+    f = Session(EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20))
     f.decide(window([message(0, entities=["bob"], embedding=[1.0, 0.0])]))
     s = f.decide(window([message(1)]))
     assert s.score == 0.0 and not s.kept

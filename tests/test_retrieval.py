@@ -34,8 +34,7 @@ def ingest_turns(rt) -> None:  # type: ignore[no-untyped-def]
         )
         for i, (speaker, text) in enumerate(TURNS)
     ]
-    rt.pipeline.feed(events, report)
-    rt.pipeline.flush(report)
+    rt.pipeline.ingest([(e.message_id, e.model_dump_json()) for e in events], report)
     assert report.units >= 4
 
 

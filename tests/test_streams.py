@@ -455,3 +455,35 @@ def test_a_store_outage_pauses_the_stream_and_loses_nothing(
     wait_for(lambda: ids <= set(outcomes(settings)), 120, "every turn decided after the store came back")
     assert worker.metric("simplemem_store_outage") == 0
     assert not [d for d in dead_letters(settings) if d.tenant_id == "outage"]
+
+
+def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_nothing(
+    env: dict[str, str], worker: WorkerProcess, tmp_path: Path
+) -> None:
+    """SIGTERM during an outage: the write waiting for the store is cancelled, the worker exits, the
+    batch stays unacknowledged and the next worker decides it. (Stops the module's worker: last.)"""
+    from infra.services import down, up
+
+    settings = settings_of(env)
+    events = [orjson.loads(line) for line in SAMPLE.read_bytes().splitlines() if line.strip()][:12]
+    for e in events:
+        e["tenant_id"], e["message_id"] = "sigterm", f"sigterm:{e['message_id']}"
+    ids = {e["message_id"] for e in events}
+    down(["redis"])
+    try:
+        kcat_publish(settings, [orjson.dumps(e) for e in events])
+        wait_for(lambda: worker.metric("simplemem_store_outage") >= 1, 60, "the worker to wait for Redis")
+        assert worker.proc is not None
+        started = time.monotonic()
+        worker.proc.send_signal(15)  # SIGTERM to the worker itself, as a supervisor would
+        worker.proc.wait(timeout=60)
+        stopped_after = time.monotonic() - started
+    finally:
+        up(["redis"])
+    assert stopped_after < 30, f"the worker took {stopped_after:.0f} s to stop"
+    successor = WorkerProcess(env, tmp_path / "successor.log").start()
+    try:
+        successor.wait_ready()
+        wait_for(lambda: ids <= set(outcomes(settings)), 120, "every turn decided by the next worker")
+    finally:
+        successor.stop()

@@ -1,13 +1,18 @@
 """Windowing edge cases: full windows, stride context, idle gaps, session ends, isolation of sessions."""
 
+from processors.sessions import LocalSessions
 from processors.windowing import Windower
 from schemas.keys import SessionKey
 from schemas.window import CloseReason
 from tests.helpers import message
 
 
+def sessions(window_size: int, stride: int, idle_seconds: float) -> LocalSessions:
+    return LocalSessions(Windower(window_size, stride, idle_seconds))
+
+
 def test_first_window_waits_for_size_then_slides_by_stride() -> None:
-    w = Windower(window_size=4, stride=2, idle_seconds=3600)
+    w = sessions(window_size=4, stride=2, idle_seconds=3600)
     out = [win for i in range(8) for win in w.add(message(i))]
     assert [len(x.messages) for x in out] == [4, 4, 4]
     assert [x.new_from for x in out] == [0, 2, 2]
@@ -16,38 +21,40 @@ def test_first_window_waits_for_size_then_slides_by_stride() -> None:
 
 
 def test_end_flushes_partial_window_with_context() -> None:
-    w = Windower(window_size=4, stride=2, idle_seconds=3600)
+    w = sessions(window_size=4, stride=2, idle_seconds=3600)
     for i in range(5):
         w.add(message(i))
-    rest = w.flush_all()
+    rest = w.close_all()
     assert len(rest) == 1
     assert rest[0].reason == CloseReason.END
     assert [m.message_id for m in rest[0].new_messages] == ["s1:m4"]
     assert rest[0].new_from == 2
-    assert w.flush_all() == []
+    assert w.close_all() == []
 
 
 def test_event_time_gap_closes_window_before_new_message() -> None:
-    w = Windower(window_size=10, stride=10, idle_seconds=60)
+    w = sessions(window_size=10, stride=10, idle_seconds=60)
     w.add(message(0))
     w.add(message(1))
     out = w.add(message(100))  # 99 minutes later
     assert len(out) == 1 and out[0].reason == CloseReason.IDLE
     assert [m.message_id for m in out[0].messages] == ["s1:m0", "s1:m1"]
-    assert [m.message_id for m in w.flush_all()[0].messages] == ["s1:m100"]
+    assert [m.message_id for m in w.close_all()[0].messages] == ["s1:m100"]
 
 
-def test_wall_clock_idle_flush() -> None:
-    w = Windower(window_size=10, stride=5, idle_seconds=30)
-    w.add(message(0), now=100.0)
-    w.add(message(0, session="s2"), now=125.0)
-    flushed = w.flush_idle(now=131.0)
-    assert [x.session_id for x in flushed] == ["s1"]
-    assert SessionKey("t1", "s2") in w.buffers
+def test_closing_a_window_emits_its_undecided_messages_only() -> None:
+    w_pure = Windower(window_size=4, stride=2, idle_seconds=3600)
+    buf = None
+    for i in range(5):
+        buf, _ = w_pure.step(buf, message(i))
+    assert buf is not None
+    empty, closed = w_pure.close(buf, CloseReason.IDLE)
+    assert empty is None and [m.message_id for m in closed[0].new_messages] == ["s1:m4"]
+    assert closed[0].reason == CloseReason.IDLE
 
 
 def test_sessions_and_tenants_do_not_mix() -> None:
-    w = Windower(window_size=2, stride=2, idle_seconds=3600)
+    w = sessions(window_size=2, stride=2, idle_seconds=3600)
     out = []
     out += w.add(message(0, session="a"))
     out += w.add(message(0, session="b"))
@@ -58,12 +65,12 @@ def test_sessions_and_tenants_do_not_mix() -> None:
 
 
 def test_stride_equal_to_size_has_no_context() -> None:
-    w = Windower(window_size=3, stride=3, idle_seconds=3600)
+    w = sessions(window_size=3, stride=3, idle_seconds=3600)
     out = [win for i in range(6) for win in w.add(message(i))]
     assert [x.new_from for x in out] == [0, 0]
 
 
 def test_single_message_window() -> None:
-    w = Windower(window_size=1, stride=1, idle_seconds=3600)
+    w = sessions(window_size=1, stride=1, idle_seconds=3600)
     assert len(w.add(message(0))) == 1
-    assert w.flush_all() == []
+    assert w.close_all() == []
