@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import orjson
+from cachetools import TTLCache
 
 from schemas.keys import SessionKey, tenant_key
 from schemas.window import BufferedTurn
@@ -30,39 +31,50 @@ class RecentTurnBuffer(Protocol):
 
 
 class InMemoryBuffer:
-    def __init__(self, turns: int, ttl_seconds: int, clock: Callable[[], float] = time.time) -> None:
+    """One process's buffer: per session its last ``turns`` turns, the session dropped ``ttl_seconds``
+    after its last turn (a TTL cache, also bounded in sessions: a tenant that never asks again does
+    not keep its turns)."""
+
+    def __init__(
+        self, turns: int, ttl_seconds: int, max_sessions: int, clock: Callable[[], float] = time.time
+    ) -> None:
         self.turns = turns
-        self.ttl = ttl_seconds
-        self.clock = clock
-        self._sessions: dict[str, dict[str, tuple[float, dict[str, BufferedTurn]]]] = {}
+        self._sessions: TTLCache[SessionKey, dict[str, BufferedTurn]] = TTLCache(
+            maxsize=max_sessions, ttl=ttl_seconds, timer=clock
+        )
         self._lock = threading.Lock()
 
     def push(self, turns: Sequence[BufferedTurn]) -> None:
-        now = self.clock()
         with self._lock:
             for t in turns:
-                sessions = self._sessions.setdefault(t.tenant_id, {})
-                _, recent = sessions.get(t.session_id, (now, {}))
+                key = SessionKey(t.tenant_id, t.session_id)
+                recent = dict(self._sessions.get(key, {}))
                 recent[t.message_id] = t
                 while len(recent) > self.turns:
                     del recent[next(iter(recent))]
-                sessions[t.session_id] = (now, recent)
+                self._sessions[key] = recent  # set again: the session's TTL starts anew
 
     def recent(self, tenant_id: str) -> list[BufferedTurn]:
-        now = self.clock()
         with self._lock:
-            sessions = self._sessions.get(tenant_id, {})
-            for sid in [s for s, (seen, _) in sessions.items() if now - seen > self.ttl]:
-                del sessions[sid]
-            turns = [t for _, recent in sessions.values() for t in recent.values()]
+            self._sessions.expire()
+            turns = [
+                t
+                for key, recent in self._sessions.items()
+                if key.tenant_id == tenant_id
+                for t in recent.values()
+            ]
         return [t for t in turns if t.tenant_id == tenant_id]  # checked again where it is read
 
     def discard(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> None:
         with self._lock:
-            entry = self._sessions.get(tenant_id, {}).get(session_id)
-            if entry is not None:
+            recent = self._sessions.get(SessionKey(tenant_id, session_id))
+            if recent is not None:
                 for mid in message_ids:
-                    entry[1].pop(mid, None)
+                    recent.pop(mid, None)
+
+    def __len__(self) -> int:
+        """Sessions held (expired ones included until the next write or read)."""
+        return len(self._sessions)
 
     def close(self) -> None:
         pass

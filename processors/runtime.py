@@ -80,7 +80,7 @@ class Runtime:
             return RedisBuffer(
                 s.redis_endpoint, s.buffer_turns, s.buffer_ttl_seconds, prefix=s.redis_key_prefix
             )
-        return InMemoryBuffer(s.buffer_turns, s.buffer_ttl_seconds)
+        return InMemoryBuffer(s.buffer_turns, s.buffer_ttl_seconds, s.buffer_max_sessions)
 
     @cached_property
     def decomposer(self) -> Decomposer:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import orjson
 from pydantic import BaseModel
@@ -13,11 +13,3 @@ M = TypeVar("M", bound=BaseModel)
 def dumps(model: BaseModel) -> bytes:
     """Serialise a model to compact JSON bytes (None fields kept: the contract is explicit)."""
     return orjson.dumps(model.model_dump(mode="json"))
-
-
-def dumps_obj(obj: Any) -> bytes:
-    return orjson.dumps(obj)
-
-
-def loads(raw: bytes | str) -> Any:
-    return orjson.loads(raw)

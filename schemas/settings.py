@@ -213,6 +213,9 @@ class Settings(BaseSettings):
 
     # --- recent-turn buffer (lookaside) ---------------------------------------------------------
     buffer_turns: int = Field(20, ge=1, description="recent turns kept per (tenant, session)")
+    buffer_max_sessions: int = Field(
+        100_000, ge=1, description="embedded mode: sessions the in-process buffer holds at most"
+    )
     buffer_ttl_seconds: int = Field(7200, ge=1)
     buffer_min_score: float = Field(0.35, ge=0.0, le=1.0, description="buffer hits below this are ignored")
 

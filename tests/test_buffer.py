@@ -29,12 +29,22 @@ def turn(i: int, session: str = "s", tenant: str = "t") -> BufferedTurn:
 
 def test_in_memory_buffer_keeps_last_n_per_session_and_expires() -> None:
     now = [1000.0]
-    buf = InMemoryBuffer(turns=2, ttl_seconds=60, clock=lambda: now[0])
+    buf = InMemoryBuffer(turns=2, ttl_seconds=60, max_sessions=100, clock=lambda: now[0])
     buf.push([turn(1), turn(2), turn(3), turn(4, session="other"), turn(5, tenant="t2")])
     assert sorted(t.message_id for t in buf.recent("t")) == ["m2", "m3", "m4"]
     assert [t.message_id for t in buf.recent("t2")] == ["m5"]
     now[0] += 61
     assert buf.recent("t") == []
+
+
+def test_tenants_that_never_ask_again_do_not_stay_in_the_buffer() -> None:
+    now = [1000.0]
+    buf = InMemoryBuffer(turns=2, ttl_seconds=60, max_sessions=500, clock=lambda: now[0])
+    buf.push([turn(i, tenant=f"t{i}") for i in range(1000)])
+    assert len(buf) == 500, "bounded in sessions"
+    now[0] += 61
+    buf.push([turn(0, tenant="late")])
+    assert len(buf) == 1, "the silent tenants' turns expired"
 
 
 def test_fresh_fact_answered_from_buffer_then_from_memory(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]

@@ -161,7 +161,7 @@ def scrub(nlp, scrubber) -> ScrubStage:  # type: ignore[no-untyped-def]
             m.embedding = [1.0, 0.0]
         return messages
 
-    return ScrubStage(Settings(), NlpPreparer(nlp, scrubber), embed, InMemoryBuffer(20, 3600))
+    return ScrubStage(Settings(), NlpPreparer(nlp, scrubber), embed, InMemoryBuffer(20, 3600, 100))
 
 
 def test_scrub_dead_letters_bad_input_with_its_bytes_and_passes_the_rest(scrub: ScrubStage) -> None:

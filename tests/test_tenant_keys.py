@@ -97,7 +97,7 @@ def buffered_turn(tenant: str, session: str, mid: str) -> BufferedTurn:
 def test_in_memory_buffer_keeps_colliding_sessions_apart(
     one: tuple[str, str], other: tuple[str, str]
 ) -> None:
-    buf = InMemoryBuffer(turns=5, ttl_seconds=60)
+    buf = InMemoryBuffer(turns=5, ttl_seconds=60, max_sessions=10)
     buf.push([buffered_turn(*one, "first"), buffered_turn(*other, "second")])
     assert [t.message_id for t in buf.recent(one[0])] == ["first"]
     assert [t.message_id for t in buf.recent(other[0])] == ["second"]

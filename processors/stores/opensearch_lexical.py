@@ -220,14 +220,5 @@ class OpenSearchLexicalStore:
         body = {"query": {"bool": {"filter": self._filters(tenant_id)}}}
         return int(self.client.count(index=self.index, body=body, routing=tenant_id)["count"])
 
-    def raw_search(self, tenant_id: str | None, text: str) -> list[dict[str, Any]]:
-        """Full-text search over every stored field (for audits such as "is this string stored?")."""
-        query: dict[str, Any] = {"query_string": {"query": f'"{text}"', "fields": ["*"]}}
-        if tenant_id:
-            query = {"bool": {"must": query, "filter": self._filters(tenant_id)}}
-        result = self.client.search(index=self.index, body={"query": query, "size": 100})
-        hits: list[dict[str, Any]] = result["hits"]["hits"]
-        return hits
-
     def close(self) -> None:
         self.client.close()
