@@ -49,6 +49,7 @@ PHATIC = frozenset(
 )
 CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ", "NUM"}
 KEYWORD_POS = {"NOUN", "PROPN"}
+MAX_KEYWORDS = 8  # the symbolic layer's keywords per unit: the nouns beyond these add only noise
 STOP_KEYWORDS = {"thing", "things", "lot", "time", "way", "day", "kind", "stuff", "bit", "one"}
 
 
@@ -233,7 +234,7 @@ class OfflineDecomposer:
         location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
         keywords = _unique(
             [t[0].lower() for t in tokens if t[2] in KEYWORD_POS and t[0].lower() not in STOP_KEYWORDS]
-        )[:8]
+        )[:MAX_KEYWORDS]
         unit = MemoryUnit.build(
             tenant_id=message.tenant_id,
             text=text,

@@ -3,8 +3,10 @@ bf16 on one core, which is what lets the embedder and spaCy share a 2-core machi
 
 The int8 file is derived once per machine from the shipped weights (export with ``torch.onnx``, then
 ``onnxruntime`` dynamic quantization, per-channel) and cached under a key of the source files and the
-tool versions; nothing comes from a model hub. Vectors agree with the torch model to a mean cosine of
-0.99 on LoCoMo sentences (checked by ``tests/test_onnx_embedding.py``).
+tool versions; nothing comes from a model hub. Vectors agree with the fp32 torch model to a mean
+cosine of 0.991 (minimum 0.966) on the 5,522 informative LoCoMo sentences (measured once, when this
+backend was adopted); ``tests/test_onnx_embedding.py`` checks mean > 0.98 and minimum > 0.95 on ten
+sentences of its own.
 """
 
 from __future__ import annotations

@@ -50,6 +50,8 @@ _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 # the shape of questions to a multi-session memory, not on any one question: an 8-word question
 # about a named person already needs a dozen memories, since its answer may sit in any session;
 # "What is my favorite color?" stays near k_min.
+# Candidates read per memory chosen: room for the near-duplicates and filtered ones skipped.
+SELECT_HEAD_FACTOR = 3
 LENGTH = (0.4, 8.0)
 ENTITIES = (0.2, 1.0)
 TEMPORAL = (0.2, 1.0)
@@ -285,7 +287,7 @@ class Retriever:
         k: int,
         transient: dict[str, MemoryUnit] | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
-        head = ranked[: k * 3]
+        head = ranked[: k * SELECT_HEAD_FACTOR]
         units = {
             u.id: u
             for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (transient or {})])

@@ -73,6 +73,7 @@ _WD = r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _WD_SHORT = r"(?P<wd>mon|tues?|weds?|thu(?:rs?)?|fri|(?-i:Sat|Sun))\.?"
 _MONTH = r"(?P<month>january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+RECURRING_LOOKBACK_CHARS = 12  # "every"/"each" just before a day or month: a habit, not a date
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
 
 # Order matters: longer, more specific patterns first (the alternation is tried left to right).
@@ -323,7 +324,7 @@ def find_anchors(text: str, ref: datetime | date, *, past: bool = False, loose: 
             if name == "on_weekday" and not (phrase[0].isupper() or phrase.lower().startswith("on ")):
                 continue
             if name in ("on_weekday", "rel_weekday", "in_month") and _RECURRING.search(
-                text[max(0, start - 12) : start]
+                text[max(0, start - RECURRING_LOOKBACK_CHARS) : start]
             ):
                 continue  # "every Thursday", "each May": a habit, not a date
             try:

@@ -21,6 +21,8 @@ _ID = re.compile(r"[\w.:/@|+=#~-]+")
 # a letter, digit or "_" (so never "." or ".." or an option-like "-x").
 _TENANT_ID = re.compile(r"\w[\w.:@|+=#~-]*")
 
+MAX_ID_CHARS = 256  # the longest id any store field is made for (Settings.max_id_chars may lower it)
+
 ID_RULE = "letters, digits and . : / @ | + = # ~ - _ only (no spaces or control characters)"
 TENANT_RULE = "letters, digits and . : @ | + = # ~ - _ only, starting with a letter, digit or _"
 

@@ -19,13 +19,16 @@ class MemoryStatus(StrEnum):
     ARCHIVED = "archived"
 
 
+MEMORY_ID_CHARS = 32  # hex digits of a memory id: 128 bits of SHA-256, no collision in any tenant's life
+
+
 def memory_id(tenant_id: str, kind: MemoryKind | str, source_ids: list[str], text: str) -> str:
     """Deterministic id: the same tenant, sources and text give the same id, so replays upsert."""
     h = hashlib.sha256()
     for part in (tenant_id, str(kind), "\x1f".join(sorted(source_ids)), text):
         h.update(part.encode("utf-8"))
         h.update(b"\x1e")
-    return h.hexdigest()[:32]
+    return h.hexdigest()[:MEMORY_ID_CHARS]
 
 
 class UnitContent(BaseModel):

@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from schemas.keys import MAX_ID_CHARS
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LOCAL_HOST = "127.0.0.1"  # not a setting: the local services bind loopback only
 
@@ -45,7 +47,7 @@ class Settings(BaseSettings):
 
     # --- input validation -----------------------------------------------------------------------
     max_text_chars: int = Field(20_000, ge=1, description="longer messages are rejected, not truncated")
-    max_id_chars: int = Field(256, ge=8)
+    max_id_chars: int = Field(MAX_ID_CHARS, ge=8, le=MAX_ID_CHARS)
 
     # --- stage 1: windowing ---------------------------------------------------------------------
     window_size: int = Field(10, ge=1)

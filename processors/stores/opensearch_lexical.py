@@ -16,9 +16,13 @@ from typing import Any
 
 from opensearchpy import OpenSearch, RequestError, helpers
 
-from processors.stores.protocols import Hit, SymbolicFilter, day_range, index_names
+from processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, day_range, index_names
 from processors.text import query_terms
 from schemas.memory import MemoryStatus, MemoryUnit
+
+REQUEST_TIMEOUT_SECONDS = 30  # a request slower than this is an outage (the stage waits it out)
+MAX_KNOWN_NAMES = 1000  # person names matched per query: far more than any question names
+MAX_RESULT_WINDOW = 10_000  # OpenSearch's default index.max_result_window: one request's most hits
 
 MAPPING: dict[str, Any] = {
     "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}},
@@ -53,7 +57,7 @@ class OpenSearchLexicalStore:
     def __init__(
         self, url: str, index: str, *, client: OpenSearch | None = None, refresh_interval: str = "1s"
     ) -> None:
-        self.client = client or OpenSearch(hosts=[url], timeout=30)
+        self.client = client or OpenSearch(hosts=[url], timeout=REQUEST_TIMEOUT_SECONDS)
         self.index = index
         if not self.client.indices.exists(index=index):
             body = {**MAPPING, "settings": {"index": {**MAPPING["settings"]["index"]}}}
@@ -169,18 +173,20 @@ class OpenSearchLexicalStore:
         if not lowered:
             return []
         should: list[dict[str, Any]] = [{"terms": {"person_names": lowered}}]
-        should += [{"prefix": {"person_names": c}} for c in lowered if len(c) >= 3]
+        should += [{"prefix": {"person_names": c}} for c in lowered if len(c) >= MIN_NAME_PREFIX]
         body = {
             "size": 0,
             "query": {
                 "bool": {"filter": self._filters(tenant_id), "should": should, "minimum_should_match": 1}
             },
-            "aggs": {"names": {"terms": {"field": "person_names", "size": 1000}}},
+            "aggs": {"names": {"terms": {"field": "person_names", "size": MAX_KNOWN_NAMES}}},
         }
         buckets = self._search(tenant_id, body)["aggregations"]["names"]["buckets"]
         names = {b["key"] for b in buckets}
         return sorted(
-            n for n in names if n in lowered or any(len(c) >= 3 and n.startswith(c) for c in lowered)
+            n
+            for n in names
+            if n in lowered or any(len(c) >= MIN_NAME_PREFIX and n.startswith(c) for c in lowered)
         )
 
     def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
@@ -205,7 +211,7 @@ class OpenSearchLexicalStore:
         if not source_ids:
             return []
         body = {
-            "size": 10_000,
+            "size": MAX_RESULT_WINDOW,
             "_source": ["doc"],
             "query": {
                 "bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": list(source_ids)}}]}

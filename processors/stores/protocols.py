@@ -12,6 +12,9 @@ import numpy.typing as npt
 
 from schemas.memory import MemoryUnit
 
+# A query word of at least this many letters matches a known name it begins ("Mel" for "Melanie").
+MIN_NAME_PREFIX = 3
+
 
 @dataclass(frozen=True)
 class SymbolicFilter:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import orjson
 
-from processors.stores.protocols import Hit, SymbolicFilter, day_range, index_names
+from processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, day_range, index_names
 from processors.text import query_terms
 from schemas.memory import MemoryStatus, MemoryUnit
 
@@ -169,7 +169,7 @@ class SqliteLexicalStore:
         if not lowered:
             return []
         marks = ",".join("?" * len(lowered))
-        prefixes = [c for c in lowered if len(c) >= 3]
+        prefixes = [c for c in lowered if len(c) >= MIN_NAME_PREFIX]
         like = "".join(" OR name LIKE ? ESCAPE '\\'" for _ in prefixes)
         args = [tenant_id, *lowered, *(_escape_like(p) + "%" for p in prefixes)]
         with self._lock:
