@@ -26,7 +26,6 @@ def test_services_present_with_health_checks() -> None:
         "redis",
         "prometheus",
         "worker",
-        "query",
     } <= set(services)
     for name in ("kafka", "opensearch", "milvus", "etcd", "minio", "redis"):
         assert "healthcheck" in services[name], name
@@ -34,7 +33,7 @@ def test_services_present_with_health_checks() -> None:
 
 def test_environment_names_are_settings() -> None:
     fields = {f"SIMPLEMEM_{name.upper()}" for name in Settings.model_fields}
-    for name in ("worker", "query"):
+    for name in ("worker",):
         env = compose()["services"][name]["environment"]
         unknown = set(env) - fields
         assert not unknown, f"{name}: {unknown} are not settings"
@@ -53,3 +52,23 @@ def test_ports_match_the_defaults() -> None:
     assert {"9092", "9200", "19530", "6379"} <= published
     assert (ROOT / "Dockerfile").exists()
     assert (ROOT / services["prometheus"]["volumes"][0].split(":")[0]).exists()
+
+
+def test_every_simplemem_command_the_compose_file_runs_exists() -> None:
+    """Each `simplemem ...` a service runs resolves to a command of the CLI, with its options."""
+    import typer.main
+
+    from cli.main import app
+
+    group = typer.main.get_command(app)
+    runs = [
+        svc["command"]
+        for svc in compose()["services"].values()
+        if svc.get("command", [None])[0] == "simplemem"
+    ]
+    assert runs, "the compose file runs the service's own command"
+    for argv in runs:
+        ctx = group.make_context("simplemem", list(argv[1:]), resilient_parsing=True)
+        name, command, rest = group.resolve_command(ctx, list(argv[1:]))
+        assert command is not None, argv
+        command.make_context(name or "", rest, parent=ctx)  # raises on an unknown option
