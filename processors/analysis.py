@@ -10,7 +10,8 @@ on 2 cores, since MiniLM needs both, and 15 s slower to start.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
@@ -23,6 +24,8 @@ from processors.nlp import doc_entities, doc_sentences, pipe
 from processors.pii import PiiScrubber
 from schemas.events import ChatEvent
 from schemas.window import AnalyzedMessage
+
+log = logging.getLogger(__name__)
 
 
 class NlpPreparer:
@@ -109,3 +112,18 @@ class MessageAnalyzer:
             mean = unit_mean([s.embedding for s in p.sentences])
             p.embedding = mean.tolist() if mean is not None else []
         return list(prepared)
+
+
+def one_by_one(
+    analyze: Callable[[list[ChatEvent]], list[AnalyzedMessage]], events: Sequence[ChatEvent]
+) -> list[AnalyzedMessage | Exception]:
+    """After a batch failed: each event alone, so one message that breaks the analysis costs only
+    itself (its place holds the exception, for the caller to account for)."""
+    results: list[AnalyzedMessage | Exception] = []
+    for event in events:
+        try:
+            results.extend(analyze([event]))
+        except Exception as exc:
+            log.warning("analysis failed for message %s: %s", event.message_id, exc)
+            results.append(exc)
+    return results

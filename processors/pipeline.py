@@ -18,7 +18,7 @@ from typing import Protocol
 
 import numpy as np
 
-from processors.analysis import MessageAnalyzer
+from processors.analysis import MessageAnalyzer, one_by_one
 from processors.buffer import RecentTurnBuffer
 from processors.decompose import Decomposition, DraftUnit
 from processors.embedding import Embedder
@@ -328,18 +328,19 @@ class Pipeline:
 
     def _analyze_one_by_one(self, events: list[ChatEvent], report: IngestReport) -> list[AnalyzedMessage]:
         messages: list[AnalyzedMessage] = []
-        for event in events:
-            try:
-                messages.extend(self.analyzer.analyze([event]))
-            except Exception as exc:
+        for event, result in zip(events, one_by_one(self.analyzer.analyze, events), strict=True):
+            if isinstance(result, Exception):
                 report.record(
                     MessageOutcome(
                         tenant_id=event.tenant_id,
+                        session_id=event.session_id,
                         message_id=event.message_id,
                         outcome=Outcome.FAILED,
-                        reason=f"analysis failed: {exc}",
+                        reason=f"analysis failed: {result}",
                     )
                 )
+            else:
+                messages.append(result)
         return messages
 
     def _window_and_index(self, messages: list[AnalyzedMessage], report: IngestReport) -> None:

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from processors.analysis import NlpPreparer
+from processors.analysis import NlpPreparer, one_by_one
 from processors.buffer import RecentTurnBuffer
 from processors.entropy import SessionHistory
 from processors.pipeline import Pipeline, WindowResult, buffered_turns
@@ -111,14 +111,14 @@ class ScrubStage:
         except Exception:
             log.exception("analysis failed for a batch; retrying one by one")
         messages: list[AnalyzedMessage | None] = []
-        for source, event in accepted:
-            try:
-                messages.append(self.preparer.prepare([event])[0])
-            except Exception as exc:
-                reason = f"analysis failed: {exc}"
+        for (source, event), result in zip(accepted, one_by_one(self.preparer.prepare, events), strict=True):
+            if isinstance(result, Exception):
+                reason = f"analysis failed: {result}"
                 out.dead.append(_dead_turn(DeadLetterStage.ANALYZE, "analysis_error", reason, source, event))
                 out.failed.append(_failed(event, reason))
                 messages.append(None)
+            else:
+                messages.append(result)
         return messages
 
 

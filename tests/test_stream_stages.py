@@ -12,6 +12,7 @@ from processors.decompose import OfflineDecomposer
 from processors.pipeline import Pipeline
 from processors.streaming import MemoryStage, ScrubStage, SessionState
 from schemas.accounting import Outcome
+from schemas.events import ChatEvent
 from schemas.keys import SessionKey
 from schemas.settings import Settings
 from schemas.stream import DeadLetterStage, SourceRef, StageRecord
@@ -190,3 +191,47 @@ def test_scrub_dead_letters_bad_input_with_its_bytes_and_passes_the_rest(scrub: 
     assert record.message.embedding, "vectors are computed here, once"
     [buffered] = scrub.buffer.recent("t1")  # type: ignore[union-attr]
     assert buffered.message_id == "m1" and "555-0199" not in buffered.text, "queryable at once, scrubbed"
+
+
+EVENT = {
+    "tenant_id": "t1",
+    "session_id": "s1",
+    "speaker": "Ana",
+    "role": "user",
+    "ts": "2026-03-01T10:00:00Z",
+}
+
+
+class PickyPreparer:
+    """Analyses any batch without the word "boom"; a batch with it fails as a whole."""
+
+    def prepare(self, events: Sequence[ChatEvent]) -> list[AnalyzedMessage]:
+        if any("boom" in e.text for e in events):
+            raise ValueError("cannot analyse this")
+        return [
+            AnalyzedMessage(
+                tenant_id=e.tenant_id,
+                session_id=e.session_id,
+                message_id=e.message_id,
+                speaker=e.speaker,
+                role=e.role,
+                ts=e.ts,
+                text=e.text,
+                prose=e.text,
+            )
+            for e in events
+        ]
+
+
+def test_a_message_that_breaks_the_analysis_costs_only_itself() -> None:
+    scrub = ScrubStage(Settings(), PickyPreparer(), lambda messages: list(messages))  # type: ignore[arg-type]
+    raw = [
+        orjson.dumps({**EVENT, "message_id": f"m{i}", "text": text})
+        for i, text in enumerate(["fine", "boom", "also fine"])
+    ]
+    result = scrub.run([(SourceRef(topic="turns", partition=0, offset=i), r) for i, r in enumerate(raw)])
+    assert [r.message.message_id for r in result.records if r.message] == ["m0", "m2"]
+    assert [(d.stage, d.message_id, d.source.offset) for d in result.dead] == [
+        (DeadLetterStage.ANALYZE, "m1", 1)
+    ]
+    assert [(o.message_id, o.outcome) for o in result.failed] == [("m1", Outcome.FAILED)]
