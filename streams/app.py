@@ -58,6 +58,10 @@ def create_app(settings: Settings) -> faust.App:
         broker_session_timeout=settings.stream_session_timeout_seconds,
         broker_heartbeat_interval=settings.stream_session_timeout_seconds / 3,
         consumer_auto_offset_reset="earliest",
+        # Faust would wait, at shutdown and at each rebalance, until every record it handed out is
+        # acknowledged; ours are acknowledged only once stored, so during a store outage it would
+        # wait for the outage. Unacknowledged records are replayed by the partition's next owner.
+        stream_wait_empty=False,
         producer_max_request_size=MAX_RECORD_BYTES,
         web_port=settings.worker_web_port,
         web_host="0.0.0.0",
