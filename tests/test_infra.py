@@ -1,8 +1,11 @@
-"""The local services of infra/services.py, for real.
+"""The launcher of the local services (infra/), tested for what it promises: `up` is idempotent and waits
+for readiness, `down` stops only what `up` started, a stale pid file is not a running service, a taken
+port or a server that dies is a clear error, and each real service runs as the launcher configured it.
 
-The integration tests need the services up (``python -m infra.services up``). A service that does not
-answer skips its test, unless ``SIMPLEMEM_INTEGRATION=1``: then it fails it. The other tests check the
-launcher's own logic (status JSON, pid files, stopping) without any service.
+The launcher's logic is tested on a stand-in service (a few lines of Python serving a port) registered
+beside the real four, so it runs everywhere in seconds. The integration tests need the real services up
+(`simplemem infra up`); a service that does not answer skips them, unless SIMPLEMEM_INTEGRATION=1:
+then it fails them.
 """
 
 from __future__ import annotations
@@ -10,209 +13,262 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from infra import services
-from infra.settings import HOST, REPO_ROOT, InfraSettings
+from infra import process, services
+from infra.errors import InfraError
+from infra.kafka_service import kafka_metadata
+from infra.service import Launch, Service
+from schemas.settings import LOCAL_HOST as HOST
+from schemas.settings import REPO_ROOT, Settings
 
 REQUIRED = os.environ.get("SIMPLEMEM_INTEGRATION") == "1"
 
-
-@pytest.fixture(scope="module")
-def infra_settings() -> InfraSettings:
-    return InfraSettings()
-
-
-def require(name: str, settings: InfraSettings) -> None:
-    """Skips (or, with SIMPLEMEM_INTEGRATION=1, fails) when the service does not answer a real request."""
-    svc = services.SERVICE_CLASSES[name](settings)
-    if svc.probe(timeout=5.0):
-        return
-    message = f"{name} is not reachable at {svc.endpoint} (start it: python -m infra.services up {name})"
-    if REQUIRED:
-        pytest.fail(message)
-    pytest.skip(message)
+# accepts and closes connections on the port given as argv[1]: "ready" for the stand-in's probe
+SERVE = (
+    "import socket, sys\n"
+    "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+    "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
+    "while True: s.accept()[0].close()\n"
+)
 
 
-# --------------------------------------------------------------------------------------------------
-# integration: the four services
-# --------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.integration
-def test_kafka_topic_produce_consume(infra_settings: InfraSettings) -> None:
-    require("kafka", infra_settings)
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-    bootstrap = f"{HOST}:{infra_settings.kafka_port}"
-    topic = f"simplemem-test-{uuid.uuid4().hex[:8]}"
-    payload = b'{"text": "hello kafka"}'
-
-    async def scenario() -> tuple[bytes | None, bytes | None]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            await admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])
-            assert topic in await admin.list_topics()
-            producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
-            await producer.start()
-            try:
-                await producer.send_and_wait(topic, payload, key=b"tenant-1")
-            finally:
-                await producer.stop()
-            consumer = AIOKafkaConsumer(
-                topic,
-                bootstrap_servers=bootstrap,
-                group_id=f"{topic}-group",
-                auto_offset_reset="earliest",
-                enable_auto_commit=False,
-            )
-            await consumer.start()
-            try:
-                msg = await asyncio.wait_for(consumer.getone(), timeout=30)
-                await consumer.commit()
-            finally:
-                await consumer.stop()
-            return msg.key, msg.value
-        finally:
-            await admin.delete_topics([topic])
-            await admin.close()
-
-    key, value = asyncio.run(scenario())
-    assert key == b"tenant-1"
-    assert value == payload
-
-
-@pytest.mark.integration
-def test_opensearch_english_analyzer_search(infra_settings: InfraSettings) -> None:
-    require("opensearch", infra_settings)
-    from opensearchpy import OpenSearch
-
-    client = OpenSearch(hosts=[{"host": HOST, "port": infra_settings.opensearch_port}], timeout=30)
-    index = f"simplemem-test-{uuid.uuid4().hex[:8]}"
-    mappings = {
-        "properties": {
-            "tenant_id": {"type": "keyword"},
-            "text": {"type": "text", "analyzer": "english"},
-        }
-    }
-    client.indices.create(
-        index=index, body={"settings": {"number_of_shards": 1, "number_of_replicas": 0}, "mappings": mappings}
-    )
-    try:
-        docs = [
-            ("1", "t1", "Alice was running with her dogs in the park"),
-            ("2", "t1", "Bob bought a new laptop"),
-            ("3", "t2", "Carol runs every morning with a dog"),
-        ]
-        for doc_id, tenant, text in docs:
-            client.index(index=index, id=doc_id, body={"tenant_id": tenant, "text": text})
-        client.indices.refresh(index=index)
-        # the english analyzer stems: "runs"/"running" -> "run", "dogs" -> "dog"
-        tokens = client.indices.analyze(index=index, body={"field": "text", "text": "running dogs"})["tokens"]
-        assert [t["token"] for t in tokens] == ["run", "dog"]
-        query = {
-            "query": {
-                "bool": {
-                    "must": {"match": {"text": "run dog"}},
-                    "filter": {"term": {"tenant_id": "t1"}},
-                }
-            }
-        }
-        hits = client.search(index=index, body=query)["hits"]["hits"]
-        assert [h["_id"] for h in hits] == ["1"]
-    finally:
-        client.indices.delete(index=index)
-        client.close()
-
-
-@pytest.mark.integration
-def test_milvus_collection_insert_search(infra_settings: InfraSettings) -> None:
-    require("milvus", infra_settings)
-    from pymilvus import MilvusClient
-
-    client = MilvusClient(uri=f"http://{HOST}:{infra_settings.milvus_port}", timeout=30)
-    name = f"simplemem_test_{uuid.uuid4().hex[:8]}"
-    dim = 8
-    try:
-        client.create_collection(name, dimension=dim, metric_type="COSINE")
-        rows = [
-            {"id": i, "vector": [1.0 if j == i else 0.0 for j in range(dim)], "tenant": f"t{i % 2}"}
-            for i in range(dim)
-        ]
-        assert client.insert(name, rows)["insert_count"] == dim
-        client.flush(name)
-        query = [[0.0, 0.0, 0.0, 1.0, 0.1, 0.0, 0.0, 0.0]]
-        result = client.search(name, data=query, limit=2, output_fields=["tenant"])
-        assert [hit["id"] for hit in result[0]] == [3, 4]
-        assert result[0][0]["entity"]["tenant"] == "t1"
-        filtered = client.search(name, data=query, limit=2, filter='tenant == "t0"', output_fields=["tenant"])
-        assert filtered[0][0]["id"] == 4
-    finally:
-        if name in client.list_collections():
-            client.drop_collection(name)
-        client.close()
-
-
-@pytest.mark.integration
-def test_redis_set_get(infra_settings: InfraSettings) -> None:
-    require("redis", infra_settings)
-    import redis
-
-    client = redis.Redis(host=HOST, port=infra_settings.redis_port, socket_timeout=10)
-    key = f"simplemem:test:{uuid.uuid4().hex[:8]}"
-    try:
-        assert client.set(key, "value-1", ex=60)
-        assert client.get(key) == b"value-1"
-    finally:
-        client.delete(key)
-        client.close()
-
-
-@pytest.mark.integration
-def test_status_reports_running_services(infra_settings: InfraSettings) -> None:
-    """With SIMPLEMEM_INTEGRATION=1 every service must be up *and* recorded by `up` (its pid file)."""
-    if not REQUIRED:
-        pytest.skip("only with SIMPLEMEM_INTEGRATION=1")
-    rows = services.status(None, infra_settings)
-    assert {r.name: r.state for r in rows} == dict.fromkeys(services.SERVICE_NAMES, "running")
-    assert all(r.pid is not None for r in rows)
-
-
-# --------------------------------------------------------------------------------------------------
-# the launcher's logic, without services
-# --------------------------------------------------------------------------------------------------
-
-
-def _isolated_env(tmp_path: Path) -> dict[str, str]:
-    """Settings pointing at a scratch folder and at ports nothing listens on."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMPLEMEM_")}
-    env["SIMPLEMEM_INFRA_DIR"] = str(tmp_path / "infra")
-    for key in ("KAFKA", "KAFKA_CONTROLLER", "OPENSEARCH", "OPENSEARCH_TRANSPORT", "MILVUS", "REDIS"):
-        env[f"SIMPLEMEM_{key}_PORT"] = str(_free_port())
-    return env
-
-
-def _free_port() -> int:
-    import socket
-
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind((HOST, 0))
         return int(sock.getsockname()[1])
 
 
-def test_status_json_shape_when_stopped(tmp_path: Path) -> None:
-    env = _isolated_env(tmp_path)
+def stand_in(port: int, argv: list[str] | None = None) -> type[Service]:
+    """A service class whose server is `argv` (default: SERVE on `port`); it counts its launches."""
+
+    class StandIn(Service):
+        name = "standin"
+        launches = 0
+
+        @property
+        def endpoint(self) -> str:
+            return f"{HOST}:{port}"
+
+        @property
+        def ports(self) -> list[int]:
+            return [port]
+
+        def install(self) -> None:
+            pass
+
+        def prepare(self) -> Launch:
+            type(self).launches += 1
+            return Launch(argv or [sys.executable, "-c", SERVE, str(port)], self.root)
+
+        def probe(self, timeout: float) -> bool:
+            try:
+                socket.create_connection((HOST, port), timeout=timeout).close()
+            except OSError:
+                return False
+            return True
+
+    return StandIn
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(infra_dir=tmp_path / "infra", infra_stop_grace=2.0, infra_ready_timeout=20.0)
+
+
+@pytest.fixture
+def register(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[None]:
+    """Stops the stand-in after the test, while `use` still has it registered (monkeypatch is set up
+    before this fixture, so it is undone after it)."""
+    yield
+    if "standin" in services.SERVICE_CLASSES:
+        services.down(["standin"], settings)
+
+
+def use(monkeypatch: pytest.MonkeyPatch, cls: type[Service]) -> type[Service]:
+    monkeypatch.setitem(services.SERVICE_CLASSES, "standin", cls)
+    return cls
+
+
+@pytest.fixture
+def foreign(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Processes the test starts itself, as another program would: never `up`'s to stop."""
+    procs: list[subprocess.Popen[bytes]] = []
+    yield procs
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def serve_foreign(port: int, procs: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(port)])
+    procs.append(proc)
+    deadline = time.monotonic() + 10
+    while not process_listens(port) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return proc
+
+
+def process_listens(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex((HOST, port)) == 0
+
+
+# --------------------------------------------------------------------------------------------------
+# the launcher's logic, on a stand-in service
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.usefixtures("register")
+def test_up_twice_starts_nothing_new(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
+    cls = use(monkeypatch, stand_in(free_port()))
+    [first] = services.up(["standin"], settings)
+    assert first.state == "running" and first.pid is not None
+    assert json.loads(cls(settings).pid_file.read_text())["pid"] == first.pid
+    [again] = services.up(["standin"], settings)
+    assert (again.state, again.pid) == ("running", first.pid)
+    assert cls.launches == 1  # type: ignore[attr-defined]
+    [stopped] = services.down(["standin"], settings)
+    assert (stopped.state, stopped.pid) == ("stopped", None)
+    assert not process.is_alive(first.pid)
+    assert not cls(settings).pid_file.exists()
+
+
+@pytest.mark.usefixtures("register")
+def test_down_leaves_alone_what_up_did_not_start(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings, foreign: list[subprocess.Popen[bytes]]
+) -> None:
+    port = free_port()
+    cls = use(monkeypatch, stand_in(port))
+    other = serve_foreign(port, foreign)  # the same server on the same port, started by someone else
+    svc = cls(settings)
+    svc.root.mkdir(parents=True)
+    # ...even with a pid file naming it, when the process is not the one the file recorded (reused pid)
+    svc.pid_file.write_text(json.dumps({"pid": other.pid, "created": time.time() - 3600}))
+    [row] = services.status(["standin"], settings)
+    assert (row.state, row.pid) == ("stopped", None)
+    services.down(["standin"], settings)
+    assert other.poll() is None, "down signalled a process that up did not start"
+    assert process_listens(port)
+
+
+@pytest.mark.usefixtures("register")
+def test_stale_pid_file_is_not_a_running_service(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings, foreign: list[subprocess.Popen[bytes]]
+) -> None:
+    cls = use(monkeypatch, stand_in(free_port()))
+    svc = cls(settings)
+    svc.root.mkdir(parents=True)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    bystander = subprocess.Popen(["sleep", "300"])
+    foreign.append(bystander)
+    for record in (
+        {"pid": dead.pid, "created": time.time()},  # a pid that is gone
+        {"pid": bystander.pid, "created": time.time() - 3600},  # a live pid of another process
+        {"pid": bystander.pid, "start": 1},  # the same, in the pid file of the launcher before psutil
+    ):
+        svc.pid_file.write_text(json.dumps(record))
+        assert svc.running_pid() is None, record
+        [row] = services.status(["standin"], settings)
+        assert (row.state, row.pid) == ("stopped", None)
+    [row] = services.up(["standin"], settings)  # starts a server of its own instead
+    assert row.state == "running" and row.pid not in (dead.pid, bystander.pid)
+    assert cls.launches == 1  # type: ignore[attr-defined]
+    assert bystander.poll() is None
+
+
+def test_pid_file_of_the_launcher_before_psutil_still_counts(settings: Settings) -> None:
+    """Services started by the previous launcher (clock ticks in `start`) stay `down`-able."""
+    svc = stand_in(free_port())(settings)
+    svc.root.mkdir(parents=True)
+    ticks = int(Path(f"/proc/{os.getpid()}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    svc.pid_file.write_text(json.dumps({"pid": os.getpid(), "start": ticks}))
+    assert svc.running_pid() == os.getpid()
+
+
+@pytest.mark.usefixtures("register")
+def test_a_taken_port_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings, foreign: list[subprocess.Popen[bytes]]
+) -> None:
+    port = free_port()
+    cls = use(monkeypatch, stand_in(port))
+    serve_foreign(port, foreign)
+    with pytest.raises(InfraError) as caught:
+        services.up(["standin"], settings)
+    message = str(caught.value)
+    assert "standin" in message and str(port) in message and "already in use" in message
+    assert cls.launches == 0  # type: ignore[attr-defined]
+    assert not cls(settings).pid_file.exists()
+
+
+@pytest.mark.usefixtures("register")
+def test_a_server_that_dies_while_starting_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, settings: Settings
+) -> None:
+    argv = [sys.executable, "-c", "import sys; print('cannot start: no disk'); sys.exit(3)"]
+    cls = use(monkeypatch, stand_in(free_port(), argv))
+    began = time.monotonic()
+    with pytest.raises(InfraError) as caught:
+        services.up(["standin"], settings)
+    assert time.monotonic() - began < 10, "a dead server is noticed, not waited for until the timeout"
+    message = str(caught.value)
+    assert "standin: exited while starting" in message
+    assert "cannot start: no disk" in message  # the log's tail is quoted
+    assert not cls(settings).pid_file.exists()
+
+
+@pytest.mark.usefixtures("register")
+def test_not_ready_in_time_is_stopped_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    settings = Settings(infra_dir=tmp_path / "infra", infra_stop_grace=2.0, infra_ready_timeout=1.0)
+    cls = use(monkeypatch, stand_in(free_port(), ["sleep", "300"]))  # runs, never serves
+    with pytest.raises(InfraError, match=r"standin: not ready after 1 s \(stopped it again\)"):
+        services.up(["standin"], settings)
+    [row] = services.status(["standin"], settings)
+    assert row.state == "stopped"
+    assert not cls(settings).pid_file.exists()
+
+
+def test_unhealthy_then_down_stops_the_whole_group(settings: Settings) -> None:
+    """A recorded live process that does not answer is `unhealthy`; `down` SIGKILLs what SIGTERM left."""
+    svc = stand_in(free_port())(settings)
+    svc.root.mkdir(parents=True)
+    # the leader dies on SIGTERM and leaves a child behind, which only the group's SIGKILL reaches
+    pid = svc.spawn(Launch(["bash", "-c", "sleep 300 & wait"], settings.infra_dir))
+    try:
+        assert svc.running_pid() == pid
+        assert (svc.status().state, svc.status().pid) == ("unhealthy", pid)
+        deadline = time.monotonic() + 5
+        while len(process.group_members(pid)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(process.group_members(pid)) == 2
+        assert svc.stop() == pid
+        assert process.group_members(pid) == []
+        assert not svc.pid_file.exists()
+        assert svc.status().state == "stopped"
+    finally:
+        process.terminate_group(pid, 0)
+
+
+def test_status_json_from_the_command_line(tmp_path: Path) -> None:
+    """`simplemem infra status --json`, from a directory that is not the repo, on the ports of the env."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIMPLEMEM_")}
+    env["SIMPLEMEM_INFRA_DIR"] = str(tmp_path / "infra")
+    for key in ("KAFKA", "KAFKA_CONTROLLER", "OPENSEARCH", "OPENSEARCH_TRANSPORT", "MILVUS", "REDIS"):
+        env[f"SIMPLEMEM_{key}_PORT"] = str(free_port())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     out = subprocess.run(
-        [sys.executable, "-m", "infra.services", "status", "--json"],
-        cwd=REPO_ROOT,
+        [str(REPO_ROOT / "bin" / "simplemem"), "infra", "status", "--json"],
+        cwd=elsewhere,
         env=env,
         capture_output=True,
         text=True,
@@ -223,12 +279,11 @@ def test_status_json_shape_when_stopped(tmp_path: Path) -> None:
     assert [r["name"] for r in rows] == list(services.SERVICE_NAMES)
     for row in rows:
         assert set(row) == {"name", "endpoint", "pid", "state"}
-        assert row["state"] == "stopped"
-        assert row["pid"] is None
-        assert HOST in row["endpoint"]
+        assert (row["state"], row["pid"]) == ("stopped", None)
     ports = {r["name"]: r["endpoint"].rsplit(":", 1)[1].split("/")[0] for r in rows}
     assert ports["redis"] == env["SIMPLEMEM_REDIS_PORT"]
     assert ports["kafka"] == env["SIMPLEMEM_KAFKA_PORT"]
+    assert list(elsewhere.iterdir()) == [], "status wrote into the directory it was run from"
 
 
 def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -236,95 +291,157 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     monkeypatch.setenv("SIMPLEMEM_INFRA_DIR", str(tmp_path))
     monkeypatch.setenv("SIMPLEMEM_INFRA_READY_TIMEOUT", "7")
     monkeypatch.delenv("SIMPLEMEM_KAFKA_PORT", raising=False)
-    settings = InfraSettings()
+    settings = Settings()
     assert settings.redis_port == 16379
     assert settings.kafka_port == 9092
     assert settings.infra_ready_timeout == 7
-    assert settings.service_dir("redis") == tmp_path.resolve() / "redis"
+    assert services.Redis(settings).pid_file == tmp_path.resolve() / "redis" / "redis.pid"
 
 
-def test_pid_file_unhealthy_then_down(tmp_path: Path) -> None:
-    """A recorded live process that does not answer is `unhealthy`; `down` stops its whole group."""
-    env = _isolated_env(tmp_path)
-    settings = InfraSettings(
-        infra_dir=tmp_path / "infra", redis_port=int(env["SIMPLEMEM_REDIS_PORT"]), infra_stop_grace=1.0
-    )
-    svc = services.Redis(settings)
-    # a stand-in for the server: a process group whose leader dies on SIGTERM but leaves a child behind,
-    # so `down` must also SIGKILL the rest of the group after the grace period
-    launch = services.Launch(["bash", "-c", "sleep 300 & wait"], tmp_path)
-    svc.root.mkdir(parents=True)
-    pid = svc.spawn(launch)
+def test_kafka_metadata_gives_up_in_time() -> None:
+    """The readiness request is bounded: a port that accepts and never answers does not hang `status`."""
+    with socket.socket() as silent:
+        silent.bind((HOST, 0))
+        silent.listen()
+        began = time.monotonic()
+        with pytest.raises((TimeoutError, OSError)):
+            kafka_metadata(silent.getsockname()[1], timeout=1.0)
+        assert time.monotonic() - began < 5
+
+
+# --------------------------------------------------------------------------------------------------
+# integration: the real services, as the launcher started them
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def real() -> Settings:
+    return Settings()
+
+
+def require(name: str, settings: Settings) -> Service:
+    """The running service, else skip (or, with SIMPLEMEM_INTEGRATION=1, fail)."""
+    svc = services.SERVICE_CLASSES[name](settings)
+    if svc.running_pid() is not None and svc.probe(timeout=5.0):
+        return svc
+    message = f"{name} is not running at {svc.endpoint} (start it: simplemem infra up {name})"
+    if REQUIRED:
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.mark.integration
+def test_status_reports_running_services(real: Settings) -> None:
+    """With SIMPLEMEM_INTEGRATION=1 every service must be up *and* recorded by `up` (its pid file)."""
+    if not REQUIRED:
+        pytest.skip("only with SIMPLEMEM_INTEGRATION=1")
+    rows = services.status(None, real)
+    assert {r.name: r.state for r in rows} == dict.fromkeys(services.SERVICE_NAMES, "running")
+    assert all(r.pid is not None for r in rows)
+
+
+@pytest.mark.integration
+def test_up_on_running_services_is_a_no_op(real: Settings) -> None:
+    pids = {name: require(name, real).running_pid() for name in services.SERVICE_NAMES}
+    began = time.monotonic()
+    rows = services.up(None, real)
+    assert time.monotonic() - began < 30
+    assert {r.name: r.pid for r in rows} == pids
+    assert {r.state for r in rows} == {"running"}
+
+
+@pytest.mark.integration
+def test_another_infra_dir_neither_stops_nor_doubles_the_services(real: Settings, tmp_path: Path) -> None:
+    """Same ports, other state folder: `down` there leaves them alone, `up` there refuses the ports."""
+    svcs = [require(name, real) for name in ("kafka", "redis")]
+    pids = [svc.running_pid() for svc in svcs]
+    other = real.model_copy(update={"infra_dir": tmp_path / "other"})
+    (tmp_path / "other" / "kafka").mkdir(parents=True)
+    (tmp_path / "other" / "redis").mkdir(parents=True)
+    services.down(["kafka", "redis"], other)
+    assert all(svc.probe(timeout=5.0) for svc in svcs)
+    with pytest.raises(InfraError, match="already in use by a process that `up` did not start"):
+        services.up(["kafka", "redis"], other)
+    assert [svc.running_pid() for svc in svcs] == pids
+    assert all(svc.probe(timeout=5.0) for svc in svcs)
+
+
+@pytest.mark.integration
+def test_kafka_broker_as_configured(real: Settings) -> None:
+    """One broker that is its own controller, and no topic created by a client that merely uses it."""
+    require("kafka", real)
+    brokers, cluster_id, controller = kafka_metadata(real.kafka_port, timeout=10)
+    assert brokers == [(1, HOST, real.kafka_port)]
+    assert controller == 1 and cluster_id
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.admin import AIOKafkaAdminClient
+    from aiokafka.errors import KafkaError
+
+    topic = f"simplemem-never-declared-{uuid.uuid4().hex[:8]}"
+    bootstrap = f"{HOST}:{real.kafka_port}"
+
+    async def publish_then_list() -> list[str]:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=3000)
+        await producer.start()
+        try:
+            with pytest.raises(KafkaError):  # UnknownTopicOrPartitionError
+                await producer.send_and_wait(topic, b"too early")
+        finally:
+            await producer.stop()
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            return list(await admin.list_topics())
+        finally:
+            await admin.close()
+
+    assert topic not in asyncio.run(publish_then_list())
+
+
+@pytest.mark.integration
+def test_opensearch_node_as_configured(real: Settings) -> None:
+    """One node of cluster `simplemem`, its data in the service folder, HTTP on loopback only."""
+    import httpx
+
+    svc = require("opensearch", real)
+    url = f"{svc.endpoint}/_nodes/_local/http,settings"
+    node = httpx.get(url, trust_env=False, timeout=10).json()
+    [info] = node["nodes"].values()
+    assert node["cluster_name"] == "simplemem"
+    assert info["settings"]["discovery"]["type"] == "single-node"
+    assert info["settings"]["path"]["data"] == [str(svc.data_dir)]
+    assert info["settings"]["network"]["host"] == HOST
+    assert info["http"]["publish_address"] == f"{HOST}:{real.opensearch_port}"
+
+
+@pytest.mark.integration
+def test_milvus_server_is_in_the_launchers_process_group(real: Settings) -> None:
+    """`down` signals the launcher's group: the C++ server must be in it, or it would outlive `down`."""
+    import psutil
+
+    svc = require("milvus", real)
+    pid = svc.running_pid()
+    assert pid is not None
+    names = {psutil.Process(p).name() for p in process.group_members(pid)}
+    assert "milvus" in names, names
+
+
+@pytest.mark.integration
+def test_redis_as_configured_and_restartable(real: Settings) -> None:
+    """No persistence, data in its folder; `down` then `up` gives a new process on the same port."""
+    import redis
+
+    svc = require("redis", real)
+    client = redis.Redis(host=HOST, port=real.redis_port, socket_timeout=5)
     try:
-        record = json.loads(svc.pid_file.read_text())
-        assert record["pid"] == pid
-        assert svc.running_pid() == pid
-        [row] = services.status(["redis"], settings)
-        assert (row.state, row.pid) == ("unhealthy", pid)
-        deadline = time.monotonic() + 5
-        while len(services._group_members(pid)) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(services._group_members(pid)) == 2
-        [row] = services.down(["redis"], settings)
-        assert (row.state, row.pid) == ("stopped", None)
-        assert not svc.pid_file.exists()
-        assert services._group_members(pid) == []
+        config = client.config_get("*")
+        assert (config["save"], config["appendonly"], config["bind"]) == ("", "no", HOST)
+        assert config["dir"] == str(svc.data_dir)
     finally:
-        services._terminate(pid, 1.0)
-
-
-def test_stale_or_reused_pid_is_not_ours(tmp_path: Path) -> None:
-    settings = InfraSettings(infra_dir=tmp_path / "infra")
-    svc = services.Redis(settings)
-    svc.root.mkdir(parents=True)
-    # a dead pid
-    proc = subprocess.Popen(["true"])
-    proc.wait()
-    svc.pid_file.write_text(json.dumps({"pid": proc.pid, "start": 1}))
-    assert svc.running_pid() is None
-    # a live pid whose start time differs from the recorded one: a reused pid, not ours
-    svc.pid_file.write_text(json.dumps({"pid": os.getpid(), "start": 1}))
-    assert svc.running_pid() is None
-    [row] = services.status(["redis"], settings)
-    assert row.state == "stopped"
-    services.down(["redis"], settings)  # must not signal this test process
-    assert not svc.pid_file.exists()
-
-
-def test_kafka_metadata_request_against_fake_broker() -> None:
-    """The readiness probe parses a real Metadata v4 response (served here by a tiny fake broker)."""
-    import socket
-    import struct
-    import threading
-
-    def kstr(text: str | None) -> bytes:
-        if text is None:
-            return struct.pack(">h", -1)
-        return struct.pack(">h", len(text)) + text.encode()
-
-    server = socket.socket()
-    server.bind((HOST, 0))
-    server.listen(1)
-    port = server.getsockname()[1]
-
-    def serve() -> None:
-        conn, _ = server.accept()
-        with conn:
-            (size,) = struct.unpack(">i", conn.recv(4))
-            request = b""
-            while len(request) < size:
-                request += conn.recv(size - len(request))
-            api_key, version, correlation = struct.unpack_from(">hhi", request)
-            assert (api_key, version) == (3, 4)
-            body = struct.pack(">iii", correlation, 0, 1) + struct.pack(">i", 1) + kstr(HOST)
-            body += struct.pack(">i", port) + kstr(None) + kstr("cluster-x") + struct.pack(">i", 1)
-            body += struct.pack(">i", 0)  # no topics
-            conn.sendall(struct.pack(">i", len(body)) + body)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    brokers, cluster, controller = services.kafka_metadata(port, timeout=5)
-    thread.join(5)
-    server.close()
-    assert brokers == [(1, HOST, port)]
-    assert (cluster, controller) == ("cluster-x", 1)
+        client.close()
+    before = svc.running_pid()
+    [row] = services.down(["redis"], real)
+    assert (row.state, row.pid) == ("stopped", None)
+    assert not process_listens(real.redis_port)
+    [row] = services.up(["redis"], real)
+    assert row.state == "running" and row.pid not in (None, before)

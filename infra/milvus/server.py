@@ -1,6 +1,6 @@
 """Runs the Milvus standalone server of the PyPI package ``milvus`` in the foreground, on loopback.
 
-Started by infra/services.py as a detached child process, with the Python that has ``milvus`` installed
+Started by infra/milvus_service.py as a detached child process, with the Python that has ``milvus`` installed
 (the project's venv, or its own venv when installing it there would change a package version). It imports
 nothing from this repository. ``default_server`` starts the C++ server as its own child; SIGTERM or
 SIGINT stops that child gracefully (SIGKILL only after --stop-grace seconds), then this process exits.
