@@ -26,6 +26,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaTimeoutError, NodeNotRead
 from faust.types import TP
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from processors.retry import WriteCancelled
 from schemas.codec import dumps
 from schemas.settings import Settings
 from schemas.stream import StageRecord
@@ -121,6 +122,8 @@ def create_app(settings: Settings) -> faust.App:
     async def run(runner: AgentRunner[Any], batches: Batcher, stream: faust.StreamT) -> None:
         try:
             await runner.run(batches.batches(stream.noack()))  # type: ignore[attr-defined]
+        except WriteCancelled:  # shutting down while a store was unreachable: replayed by the next owner
+            log.warning("agent stopped while waiting for a store; its batch stays unacknowledged")
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # not a record's fault (those are dead letters): stop the worker
