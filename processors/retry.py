@@ -56,7 +56,7 @@ def is_outage(exc: BaseException) -> bool:
     for cls in type(exc).__mro__:
         if cls.__name__ in _UNREACHABLE_NAMES:
             return True
-    if type(exc).__name__ == "MilvusException":
+    if type(exc).__name__ == "MilvusException" or store_of(exc) == "milvus":  # gRPC errors too
         text = str(exc).lower()
         return any(p in text for p in _UNREACHABLE_PHRASES)
     return False

@@ -104,3 +104,14 @@ def test_outage_classification_covers_the_store_clients() -> None:
     assert is_outage(MilvusException(code=2, message="Fail connecting to server on localhost:19530"))
     assert not is_outage(MilvusException(code=1100, message="invalid parameter"))
     assert not is_outage(ValueError("bad"))
+
+
+def test_a_grpc_error_of_an_unreachable_milvus_is_an_outage() -> None:
+    import grpc
+
+    class Unavailable(grpc.RpcError):
+        def __str__(self) -> str:
+            return "<_InactiveRpcError: StatusCode.UNAVAILABLE failed to connect to all addresses>"
+
+    Unavailable.__module__ = "grpc._channel"
+    assert is_outage(Unavailable())

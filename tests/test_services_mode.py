@@ -246,3 +246,45 @@ def test_an_edit_replaces_the_old_version_in_opensearch_and_milvus(services_sett
         assert_only_the_edit_is_remembered(rt)
     finally:
         rt.close()
+
+
+def test_a_store_that_refuses_a_write_dead_letters_the_turns_after_the_retries(
+    services_settings, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """OpenSearch answers but refuses (a write-blocked index): not an outage, so the real retry
+    wrapper gives up after its attempts and the turns become dead letters with the reason."""
+    import time
+
+    from processors.retry import StoreRetry
+    from processors.runtime import open_runtime
+    from processors.streaming import MemoryStage
+    from schemas.accounting import Outcome
+    from schemas.events import ChatEvent
+    from schemas.stream import DeadLetterStage, SourceRef, StageRecord
+    from tests.test_edits import FILLER, event
+
+    rt = open_runtime(services_settings, tmp_path)
+    client, index = rt.lexical.client, rt.lexical.index
+    try:
+        events = [
+            ChatEvent.model_validate(event(i, text) | {"tenant_id": "refused"})
+            for i, text in enumerate(FILLER)
+        ]
+        messages = rt.pipeline.analyzer.analyze(events)
+        records = [
+            StageRecord.turn(m, SourceRef(topic="turns", partition=0, offset=i))
+            for i, m in enumerate(messages)
+        ]
+        client.indices.put_settings(index=index, body={"index.blocks.write": True})
+        retry = StoreRetry(attempts=2, max_wait_seconds=0.1)
+        started = time.monotonic()
+        result = MemoryStage(rt.pipeline, time.time).run(records, {}, retry)
+        assert time.monotonic() - started < 60, "a refusal is not waited out like an outage"
+        failed = [o for o in result.outcomes if o.outcome == Outcome.FAILED]
+        assert failed and all("index" in (o.reason or "") for o in failed)
+        assert {d.message_id for d in result.dead} == {o.message_id for o in failed}
+        assert {(d.stage, d.code) for d in result.dead} == {(DeadLetterStage.INDEX, "store_error")}
+        assert rt.lexical.count("refused") == 0
+    finally:
+        client.indices.put_settings(index=index, body={"index.blocks.write": None})
+        rt.close()

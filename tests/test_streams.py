@@ -462,26 +462,34 @@ def test_sigkill_mid_stream_then_restart_reconciles(
     assert max(statements.values()) == 1, "a statement from the same turns is stored once"
 
 
+@pytest.mark.parametrize("store", ["redis", "opensearch", "milvus"])
 def test_a_store_outage_pauses_the_stream_and_loses_nothing(
-    env: dict[str, str], worker: WorkerProcess
+    env: dict[str, str], worker: WorkerProcess, store: str
 ) -> None:
+    """The real service stopped: the stage waits (the gauge names the store), nothing is decided
+    or dead-lettered meanwhile, and everything is decided once it is back."""
     from infra.services import down, up
 
     settings = settings_of(env)
+    tenant = f"outage-{store}"
     events = [orjson.loads(line) for line in SAMPLE.read_bytes().splitlines() if line.strip()][:12]
     for e in events:
-        e["tenant_id"], e["message_id"] = "outage", f"outage:{e['message_id']}"
+        e["tenant_id"], e["message_id"] = tenant, f"{tenant}:{e['message_id']}"
     ids = {e["message_id"] for e in events}
-    down(["redis"])
+    down([store])
     try:
         kcat_publish(settings, [orjson.dumps(e) for e in events])
-        wait_for(lambda: worker.metric("simplemem_store_outage") == 1, 60, "the worker to notice the outage")
+        wait_for(
+            lambda: worker.metric(f'simplemem_store_outage{{store="{store}"}}') >= 1,
+            120,
+            f"the worker to wait for {store}",
+        )
         assert not ids & set(outcomes(settings)), "nothing is decided while a store is down"
     finally:
-        up(["redis"])
-    wait_for(lambda: ids <= set(outcomes(settings)), 120, "every turn decided after the store came back")
-    assert worker.metric("simplemem_store_outage") == 0
-    assert not [d for d in dead_letters(settings) if d.tenant_id == "outage"]
+        up([store])
+    wait_for(lambda: ids <= set(outcomes(settings)), 300, "every turn decided after the store came back")
+    wait_for(lambda: worker.metric("simplemem_store_outage") == 0, 30, "the outage gauge to fall back")
+    assert not [d for d in dead_letters(settings) if d.tenant_id == tenant]
 
 
 def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_nothing(
