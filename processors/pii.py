@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 import tldextract
 from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-from presidio_analyzer.nlp_engine import SpacyNlpEngine
+from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
+from presidio_analyzer.nlp_engine import NlpArtifacts, SpacyNlpEngine
 from presidio_analyzer.predefined_recognizers import EmailRecognizer
 from presidio_anonymizer import AnonymizerEngine
 from presidio_anonymizer.entities import OperatorConfig
@@ -40,12 +41,17 @@ class PiiScrubber:
         engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": nlp.meta.get("name", "en")}])
         engine.nlp = {"en": nlp}  # type: ignore[assignment]  # reuse the loaded pipeline
         self._engine = engine
+        self._nlp = nlp
         registry = RecognizerRegistry(supported_languages=["en"])
         registry.load_predefined_recognizers(languages=["en"], nlp_engine=engine)
         registry.remove_recognizer("SpacyRecognizer")
         registry.remove_recognizer("EmailRecognizer")
         registry.add_recognizer(OfflineEmailRecognizer())
-        self._analyzer = AnalyzerEngine(registry=registry, nlp_engine=engine, supported_languages=["en"])
+        # Whole words: as substrings, the passport context word "us" would be found in "just".
+        enhancer = LemmaContextAwareEnhancer(context_matching_mode="whole_word")
+        self._analyzer = AnalyzerEngine(
+            registry=registry, nlp_engine=engine, supported_languages=["en"], context_aware_enhancer=enhancer
+        )
         self._anonymizer = AnonymizerEngine()
         self._entities = list(entities)
         self._threshold = score_threshold
@@ -55,17 +61,12 @@ class PiiScrubber:
         """Replace every detected identifier in ``text``; ``doc`` is the spaCy analysis of ``text``."""
         if not text.strip():
             return Scrubbed(text, [])
-        artifacts = self._engine._doc_to_nlp_artifact(doc, "en") if doc is not None else None
-        if artifacts is not None and doc is not None:
-            # The pipeline runs without a lemmatizer; lower-cased words serve Presidio's context
-            # words ("phone", "card") as well, and keep "my phone is ..." a <PHONE_NUMBER>.
-            artifacts.lemmas = [t.lower_ for t in doc]
         results = self._analyzer.analyze(
             text=text,
             language="en",
             entities=self._entities,
             score_threshold=self._threshold,
-            nlp_artifacts=artifacts,
+            nlp_artifacts=self._artifacts(doc if doc is not None else self._nlp(text)),
         )
         if not results:
             return Scrubbed(text, [])
@@ -75,3 +76,12 @@ class PiiScrubber:
             operators=self._operators,
         )
         return Scrubbed(anonymized.text, sorted({r.entity_type for r in results}))
+
+    def _artifacts(self, doc: Doc) -> NlpArtifacts:
+        """Presidio's view of ``doc``. The pipeline runs without a lemmatizer; lower-cased words serve
+        as lemmas for the context words ("passport", "card"), and the keywords the context search
+        reads are rebuilt from them (Presidio builds them from the empty lemmas otherwise)."""
+        artifacts = self._engine._doc_to_nlp_artifact(doc, "en")
+        artifacts.lemmas = [t.lower_ for t in doc]
+        artifacts.keywords = artifacts.set_keywords(self._engine, artifacts.lemmas, "en")
+        return artifacts
