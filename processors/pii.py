@@ -1,8 +1,10 @@
 """PII scrubbing with Presidio, before anything is embedded, stored or logged.
 
-Contact and account identifiers (phones, e-mails, cards, IBANs, national ids, IPs...) become typed
-placeholders such as ``<PHONE_NUMBER>``. Person names and places are kept on purpose: memory needs
-them. Presidio reuses the spaCy analysis the pipeline already made (no second NLP pass).
+Contact and account identifiers (phones, e-mails, cards, IBANs, national ids, IPs...) and secrets
+(keys, tokens, passwords, PINs) become typed placeholders such as ``<PHONE_NUMBER>``, ``<SECRET>``.
+Person names and places are kept on purpose: memory needs them. Presidio reuses the spaCy analysis
+the pipeline already made (no second NLP pass). The recognizers are listed in
+:mod:`processors.pii_recognizers`.
 """
 
 from __future__ import annotations
@@ -10,24 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import tldextract
 from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
 from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
 from presidio_analyzer.nlp_engine import NlpArtifacts, SpacyNlpEngine
-from presidio_analyzer.predefined_recognizers import EmailRecognizer
 from presidio_anonymizer import AnonymizerEngine
 from presidio_anonymizer.entities import OperatorConfig
 from spacy.language import Language
 from spacy.tokens import Doc
 
-_OFFLINE_TLD = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
-
-
-class OfflineEmailRecognizer(EmailRecognizer):
-    """Presidio's e-mail recognizer with the bundled public-suffix list (no download at run time)."""
-
-    def validate_result(self, pattern_text: str) -> bool:
-        return bool(_OFFLINE_TLD(pattern_text).fqdn)
+from processors.pii_recognizers import REPLACED, chat_recognizers
 
 
 @dataclass(frozen=True)
@@ -44,9 +37,10 @@ class PiiScrubber:
         self._nlp = nlp
         registry = RecognizerRegistry(supported_languages=["en"])
         registry.load_predefined_recognizers(languages=["en"], nlp_engine=engine)
-        registry.remove_recognizer("SpacyRecognizer")
-        registry.remove_recognizer("EmailRecognizer")
-        registry.add_recognizer(OfflineEmailRecognizer())
+        for name in REPLACED:
+            registry.remove_recognizer(name)
+        for recognizer in chat_recognizers():
+            registry.add_recognizer(recognizer)
         # Whole words: as substrings, the passport context word "us" would be found in "just".
         enhancer = LemmaContextAwareEnhancer(context_matching_mode="whole_word")
         self._analyzer = AnalyzerEngine(

@@ -31,6 +31,7 @@ DEFAULT_PII_ENTITIES = (
     "CRYPTO",
     "MAC_ADDRESS",
     "MEDICAL_LICENSE",
+    "SECRET",  # keys, tokens, passwords, PINs (processors/pii_secrets.py)
 )
 
 

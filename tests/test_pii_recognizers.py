@@ -1,0 +1,91 @@
+"""Our recognizers: secrets, in prose and in code."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from schemas.events import ChatEvent
+
+pytestmark = pytest.mark.slow
+
+# Made-up key material of each format's shape; {} in the sentence stands for it.
+SECRETS = [
+    ("Stripe live secret key", "the billing key is {}, rotate it", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ("Stripe publishable key", "checkout uses {}", "pk_live_51HqLyjWDarjtT1zdp7dcQ9"),
+    ("Stripe restricted key", "reporting runs on {}", "rk_live_8Zt4xQ1wV7pLmN3oR5sK"),
+    ("OpenAI key", "my openai key is {}", "sk-T3BlbkFJa8Xq2mZr7Lp0Vw4Ny9Ks6Dj1Hc5Gb3Fe"),
+    ("OpenAI project key", "new key: {}", "sk-proj-Ab3_dE9fGh2-Jk7LmN0pQr5StUv8WxYz1aB4cD6"),
+    ("AWS access key id", "the deploy user has {}", "AKIAQ3EXAMPLE7KEYZ2W"),
+    ("AWS temporary key id", "STS returned {} for the session", "ASIAY4ZTEMP0RARY5KEY"),
+    (
+        "AWS secret after its cue",
+        "and the secret access key is {}",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLE1",
+    ),
+    ("GitHub classic token", "my token {} works", "ghp_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("GitHub OAuth token", "login returned {}", "gho_16C7e42F292c6912E7710c838347Ae178B4a"),
+    ("GitHub app token", "the logs show {}", "ghs_16C7e42F292c6912E7710c838347Ae178B4a"),
+    (
+        "GitHub fine-grained token",
+        "PAT {}",
+        "github_pat_11ABCDEFG0abcdefghijkl_mnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRS1",
+    ),
+    ("Slack bot token", "bot token {}", "xoxb-2401529847-9816512383-QyzX4kZb2Wd7Lm0Pq8Rs3Tv5"),
+    ("Slack user token", "I pasted {} by mistake", "xoxp-1234567890-0987654321-1122334455-a1b2c3d4e5f6"),
+    (
+        "JWT",
+        "got {} back",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
+    ("Google API key", "maps key {} here", "AIzaSyB3x9Kq2Lm7Np0Rs4Tv8Wx1Yz5Ab6Cd9Ef"),
+    (
+        "private key block",
+        "key:\n-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----",
+        "MIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM2u",
+    ),
+    ("password", "my password is {}", "hunter2"),
+    ("password as a plain word", "my gmail password is {}", "sunflower"),
+    ("passphrase", "my passphrase is {}", "correct horse battery staple"),
+    ("PIN", "PIN is {}", "4821"),
+    ("token after its cue", "the api key is {}", "3f9a1c7e5b2d4f6a8c0e1b3d5f7a9c2e"),
+    ("password in a URL", "postgres://admin:{}@db.internal:5432/orders", "Xy7pQ2rs"),
+]
+
+
+@pytest.mark.parametrize(("template", "secret"), [c[1:] for c in SECRETS], ids=[c[0] for c in SECRETS])
+def test_secrets_become_secret_placeholders(scrubber: Any, nlp: Any, template: str, secret: str) -> None:
+    text = template.format(secret)
+    result = scrubber.scrub(text, nlp(text))
+    assert secret not in result.text
+    assert "<SECRET>" in result.text
+
+
+def _event(i: int, speaker: str, text: str) -> ChatEvent:
+    ts = datetime(2026, 1, 1, tzinfo=UTC)
+    return ChatEvent(
+        tenant_id="t", session_id="s", message_id=str(i), speaker=speaker, role="user", text=text, ts=ts
+    )
+
+
+@pytest.fixture(scope="module")
+def preparer(nlp: Any, scrubber: Any) -> Any:
+    from processors.analysis import NlpPreparer
+
+    return NlpPreparer(nlp, scrubber)
+
+
+CODE = (
+    "Here is my config:\n```python\nimport boto3\n"
+    'AWS_ACCESS_KEY_ID = "AKIAQ3EXAMPLE7KEYZ2W"\n'
+    'DB_PASSWORD = "s3cr3t-Pa55"\n'
+    'api_key = request.headers.get("X-Api-Key")\n'
+    'client = boto3.client("s3", region_name="eu-west-1")\n```\nwhy does it fail?'
+)
+
+
+def test_secrets_in_code_blocks_are_scrubbed_and_the_rest_is_verbatim(preparer: Any) -> None:
+    (message,) = preparer.prepare([_event(0, "Sam", CODE)])
+    expected = CODE[CODE.index("```") : CODE.rindex("```") + 3]
+    expected = expected.replace("AKIAQ3EXAMPLE7KEYZ2W", "<SECRET>").replace("s3cr3t-Pa55", "<SECRET>")
+    assert message.code_blocks == [expected]
