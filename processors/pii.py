@@ -1,10 +1,10 @@
 """PII scrubbing with Presidio, before anything is embedded, stored or logged.
 
-Contact and account identifiers (phones, e-mails, cards, IBANs, national ids, IPs...) and secrets
-(keys, tokens, passwords, PINs) become typed placeholders such as ``<PHONE_NUMBER>``, ``<SECRET>``.
-Person names and places are kept on purpose: memory needs them. Presidio reuses the spaCy analysis
-the pipeline already made (no second NLP pass). The recognizers are listed in
-:mod:`processors.pii_recognizers`.
+Contact and account identifiers (phones, e-mails, cards, IBANs, national ids, IPs...), secrets
+(keys, tokens, passwords, PINs) and numbers a cue word names ("policy number ...") become typed
+placeholders such as ``<PHONE_NUMBER>``, ``<SECRET>``, ``<ID_NUMBER>``. Person names and places are
+kept on purpose: memory needs them. Presidio reuses the spaCy analysis the pipeline already made (no
+second NLP pass). The recognizers are listed in :mod:`processors.pii_recognizers`.
 """
 
 from __future__ import annotations

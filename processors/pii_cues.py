@@ -18,6 +18,9 @@ from spacy.tokens import Doc
 
 # Above a phone number with its context boost (0.4 + 0.35), below the self-evident secret formats.
 CUED_SCORE = 0.85
+ID_MIN_CHARS = 4
+BARE_ID_MIN_DIGITS = 9  # more than a date's eight (2024-03-15)
+ATTRIBUTE_PATH = re.compile(r"[A-Za-z]\.[A-Za-z]")
 # Between cue and value, in prose: "is", ":", ", which is", "? It's", "as" (payroll has it as ...);
 # a dash only when spaced ("PIN - 4821"), not inside a value ("blue-otter-77").
 PROSE = (
@@ -33,6 +36,47 @@ LOOSE = rf"(?:{EXPLICIT}|\s+|(?<=#))"
 ASIDE = r"\s+(?:for|to|on|of)\s+(?:[\w'.-]+\s+){0,3}?[\w'.-]+"
 QUOTE_CHARS = "\"'`“”‘’"
 QUOTED = r"""["'“‘`](?P<quoted>[^"'“”‘’`\n]{1,100})["'”’`]"""
+
+# Identifier values: letters and digits, inner - / . separators, or digit groups split by spaces.
+ID_VALUE = r"[A-Z0-9]+(?:(?:[-/.]|\s(?=\d+\b))[A-Z0-9]+)*"
+ID_SUBJECTS = (
+    "policy",
+    "member",
+    "membership",
+    "account",
+    "acct",
+    "order",
+    "licence",
+    "license",
+    "driver's license",
+    "driver's licence",
+    "case",
+    "customer",
+    "client",
+    "ticket",
+    "claim",
+    "confirmation",
+    "booking",
+    "reservation",
+    "tracking",
+    "invoice",
+    "patient",
+    "employee",
+    "staff",
+    "student",
+    "subscriber",
+    "contract",
+    "loan",
+    "application",
+    "registration",
+    "card",
+    "insurance",
+    "medical record",
+    "reference",
+)
+ID_QUALIFIERS = ("number", "no.", "no", "nr.", "nr", "num", "#", "id", "code", "reference", "ref")
+# Cues that name an identifier on their own: "use reference INV20240117", "booking ref QX7P2M".
+ID_STANDALONE = ("reference", "ref", "confirmation", "tracking", "pnr", "mrn")
 
 
 def cue_alternation(cues: Iterable[str]) -> str:
@@ -119,3 +163,73 @@ def cued(
     between = f"(?:{ASIDE}{EXPLICIT}|{connector})" if aside else connector
     # The cue ends a word: at a non-letter ("Order #W88213374") or before one ("passwords" is no cue).
     return rf"(?<![A-Za-z])({cues})(?:(?<![A-Za-z])|(?![A-Za-z])){between}{value_part}"
+
+
+def _id_shaped(found: Found) -> bool:
+    """An identifier has a digit, or is a capitalised code ("QXPPZM"); words are not identifiers."""
+    text = found.text
+    if len(text) < ID_MIN_CHARS:
+        return False
+    return any(c.isdigit() for c in text) or (text.isalpha() and text.isupper())
+
+
+def _code_shaped(found: Found) -> bool:
+    """Without "number" or "#" after the cue ("my order is ..."), only a code is an identifier:
+    letters with digits, or more digits than a date has ("my order was 1500 dollars" is an amount);
+    an attribute path ("boto3.client") is code."""
+    text = found.text
+    digits = sum(c.isdigit() for c in text)
+    has_letter = any(c.isalpha() for c in text)
+    if ATTRIBUTE_PATH.search(text):
+        return False
+    return _id_shaped(found) and ((digits > 0 and has_letter) or digits >= BARE_ID_MIN_DIGITS)
+
+
+def id_number_recognizers() -> list[CueRecognizer]:
+    """Policy, member, account, order, licence, case... numbers: the identifier after the cue."""
+    subjects = cue_alternation(ID_SUBJECTS)
+    qualifiers = "|".join(re.escape(q) for q in ID_QUALIFIERS)
+    cues = rf"(?:{subjects})\s*(?:{qualifiers})|{cue_alternation(ID_STANDALONE)}"
+    return [
+        CueRecognizer("ID_NUMBER", cued(cues, ID_VALUE, aside=True), _id_shaped),
+        CueRecognizer(
+            "ID_NUMBER", cued(subjects, ID_VALUE, PROSE), _code_shaped, name="BareCueIdNumberRecognizer"
+        ),
+    ]
+
+
+PASSPORT_CUES = "passport(?:\\s*(?:number|no\\.?|nr\\.?|num|#|id))?"
+PASSPORT_VALUE = r"[A-Z0-9]{6,9}(?![A-Z0-9])"
+PASSPORT_MIN_DIGITS = 5
+
+
+def passport_recognizer() -> CueRecognizer:
+    """Any passport number after a passport cue (US 9 digits, "C01X00T47", "N1234567"...)."""
+    return CueRecognizer(
+        "US_PASSPORT",
+        cued(PASSPORT_CUES, PASSPORT_VALUE),
+        lambda f: sum(c.isdigit() for c in f.text) >= PASSPORT_MIN_DIGITS,
+    )
+
+
+SSN_CUES = r"ssn|social(?:\s+security)?(?:\s*(?:number|no\.?|#))?"
+SSN_VALUE = r"\d{3}(?P<sep>[- ]?)\d{2}(?P=sep)\d{4}(?!\d)"
+SSN_NEVER_ISSUED = ("000", "666")
+SSN_ITIN_AREA = "9"
+
+
+def _issued_ssn(found: Found) -> bool:
+    """SSA rules: no 000, 666 or 9xx area (9xx are ITINs), no 00 group, no 0000 serial."""
+    digits = "".join(c for c in found.text if c.isdigit())
+    area, group, serial = digits[:3], digits[3:5], digits[5:]
+    return (
+        area not in SSN_NEVER_ISSUED
+        and not area.startswith(SSN_ITIN_AREA)
+        and group != "00"
+        and serial != "0000"
+    )
+
+
+def ssn_recognizer() -> CueRecognizer:
+    """SSNs after their cue, with or without separators ("my ssn is 536228714")."""
+    return CueRecognizer("US_SSN", cued(SSN_CUES, SSN_VALUE), _issued_ssn)

@@ -1,7 +1,8 @@
 """The recognizers the scrubber registers: Presidio's, adjusted for chat, plus our own.
 
 Adjusted: e-mail, with the bundled public-suffix list (no download at run time). Ours: secrets
-(:mod:`processors.pii_secret_formats`, :mod:`processors.pii_secrets`).
+(:mod:`processors.pii_secret_formats`, :mod:`processors.pii_secrets`) and values after a cue word
+(:mod:`processors.pii_cues`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import tldextract
 from presidio_analyzer import EntityRecognizer
 from presidio_analyzer.predefined_recognizers import EmailRecognizer
 
+from processors.pii_cues import id_number_recognizers, passport_recognizer, ssn_recognizer
 from processors.pii_secret_formats import SecretFormatRecognizer, UrlPasswordRecognizer
 from processors.pii_secrets import secret_cue_recognizers
 
@@ -34,4 +36,7 @@ def chat_recognizers() -> list[EntityRecognizer]:
         SecretFormatRecognizer(),
         UrlPasswordRecognizer(),
         *secret_cue_recognizers(),
+        *id_number_recognizers(),
+        passport_recognizer(),
+        ssn_recognizer(),
     ]

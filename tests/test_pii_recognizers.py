@@ -1,4 +1,4 @@
-"""Our recognizers: secrets, in prose and in code."""
+"""Our recognizers: secrets, in prose and in code; identifiers after their cue words."""
 
 from datetime import UTC, datetime
 from typing import Any
@@ -59,6 +59,57 @@ def test_secrets_become_secret_placeholders(scrubber: Any, nlp: Any, template: s
     result = scrubber.scrub(text, nlp(text))
     assert secret not in result.text
     assert "<SECRET>" in result.text
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "placeholder"),
+    [
+        ("My passport number is 912803456", "912803456", "<US_PASSPORT>"),
+        ("German passport: C01X00T47", "C01X00T47", "<US_PASSPORT>"),
+        ("My SSN is 536228714", "536228714", "<US_SSN>"),
+        ("my policy number is PLC-5521-884-12", "PLC-5521-884-12", "<ID_NUMBER>"),
+        ("My member number is MBR00234871", "MBR00234871", "<ID_NUMBER>"),
+        ("account number 0049381122", "0049381122", "<ID_NUMBER>"),
+        ("Order #W88213374 never arrived", "W88213374", "<ID_NUMBER>"),
+        ("my Amazon order is 114-3941689-8772291", "114-3941689-8772291", "<ID_NUMBER>"),
+        ("driver's licence number D6101-40706-60905", "D6101-40706-60905", "<ID_NUMBER>"),
+        ("case no. 24-cr-00981 - the hearing is in May", "24-cr-00981", "<ID_NUMBER>"),
+    ],
+)
+def test_identifiers_after_their_cue_are_replaced(
+    scrubber: Any, nlp: Any, text: str, value: str, placeholder: str
+) -> None:
+    result = scrubber.scrub(text, nlp(text))
+    assert value not in result.text
+    assert placeholder in result.text
+
+
+@pytest.mark.parametrize(
+    ("text", "placeholder"),
+    [
+        ("order number 1234567890", "<ID_NUMBER>"),
+    ],
+)
+def test_numbers_get_the_placeholder_of_what_they_are(
+    scrubber: Any, nlp: Any, text: str, placeholder: str
+) -> None:
+    """An order number is not a phone."""
+    result = scrubber.scrub(text, nlp(text))
+    assert result.text == text.rsplit(" ", 1)[0] + " " + placeholder
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # plain words and numbers that follow a cue, or look like one
+        "I ran 4821 meters this morning!",
+        "My password is too short according to the site.",
+        "My password is Priya",
+        "My order was 1500 dollars.",
+    ],
+)
+def test_look_alikes_stay(scrubber: Any, nlp: Any, text: str) -> None:
+    assert scrubber.scrub(text, nlp(text)).text == text
 
 
 def _event(i: int, speaker: str, text: str) -> ChatEvent:
