@@ -1,4 +1,4 @@
-"""Our recognizers: secrets, in prose and in code; identifiers after their cue words."""
+"""Our recognizers: secrets, in prose and in code; identifiers after their cue words; false positives."""
 
 from datetime import UTC, datetime
 from typing import Any
@@ -66,6 +66,8 @@ def test_secrets_become_secret_placeholders(scrubber: Any, nlp: Any, template: s
     [
         ("My passport number is 912803456", "912803456", "<US_PASSPORT>"),
         ("German passport: C01X00T47", "C01X00T47", "<US_PASSPORT>"),
+        ("My new Mastercard is 2221 5260 1815 9080", "2221 5260 1815 9080", "<CREDIT_CARD>"),
+        ("They keep declining 2720 3016 6131 8607.", "2720 3016 6131 8607", "<CREDIT_CARD>"),
         ("My SSN is 536228714", "536228714", "<US_SSN>"),
         ("my policy number is PLC-5521-884-12", "PLC-5521-884-12", "<ID_NUMBER>"),
         ("My member number is MBR00234871", "MBR00234871", "<ID_NUMBER>"),
@@ -74,6 +76,7 @@ def test_secrets_become_secret_placeholders(scrubber: Any, nlp: Any, template: s
         ("my Amazon order is 114-3941689-8772291", "114-3941689-8772291", "<ID_NUMBER>"),
         ("driver's licence number D6101-40706-60905", "D6101-40706-60905", "<ID_NUMBER>"),
         ("case no. 24-cr-00981 - the hearing is in May", "24-cr-00981", "<ID_NUMBER>"),
+        ("Pay it to AT61 1904 3002 3457 3201 please", "AT61 1904 3002 3457 3201", "<IBAN_CODE>"),
     ],
 )
 def test_identifiers_after_their_cue_are_replaced(
@@ -88,12 +91,13 @@ def test_identifiers_after_their_cue_are_replaced(
     ("text", "placeholder"),
     [
         ("order number 1234567890", "<ID_NUMBER>"),
+        ("call me at 415-555-0199", "<PHONE_NUMBER>"),
     ],
 )
 def test_numbers_get_the_placeholder_of_what_they_are(
     scrubber: Any, nlp: Any, text: str, placeholder: str
 ) -> None:
-    """An order number is not a phone."""
+    """An order number is not a phone; a US phone number that passes the NHS checksum is not an NHS number."""
     result = scrubber.scrub(text, nlp(text))
     assert result.text == text.rsplit(" ", 1)[0] + " " + placeholder
 
@@ -101,6 +105,8 @@ def test_numbers_get_the_placeholder_of_what_they_are(
 @pytest.mark.parametrize(
     "text",
     [
+        "Version 1.2.3.4 is out, upgrade when you can.",
+        "Try the book with ISBN 0-306-40615-2.",
         # plain words and numbers that follow a cue, or look like one
         "I ran 4821 meters this morning!",
         "My password is too short according to the site.",
