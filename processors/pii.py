@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+from presidio_analyzer import AnalyzerEngine, RecognizerRegistry, RecognizerResult
 from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
 from presidio_analyzer.nlp_engine import NlpArtifacts, SpacyNlpEngine
 from presidio_anonymizer import AnonymizerEngine
@@ -62,6 +62,7 @@ class PiiScrubber:
             score_threshold=self._threshold,
             nlp_artifacts=self._artifacts(doc if doc is not None else self._nlp(text)),
         )
+        results = strongest_first(text, results)
         if not results:
             return Scrubbed(text, [])
         anonymized = self._anonymizer.anonymize(
@@ -79,3 +80,37 @@ class PiiScrubber:
         artifacts.lemmas = [t.lower_ for t in doc]
         artifacts.keywords = artifacts.set_keywords(self._engine, artifacts.lemmas, "en")
         return artifacts
+
+
+def strongest_first(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerResult]:
+    """Overlapping detections resolved by score, then length, so that the reported types are the
+    placeholders written: "order number 1234567890" is an <ID_NUMBER> (its cue's reading, 0.85) and
+    no <PHONE_NUMBER> (0.4 + context). Presidio's anonymizer would let a weaker detection that
+    contains a stronger one win ("login: <SECRET>"); here what the weaker one covers beyond the
+    stronger is replaced as a remnant ("login: <EMAIL_ADDRESS> / <SECRET>"), so nothing leaks."""
+    kept: list[RecognizerResult] = []
+    for r in sorted(results, key=lambda r: (-r.score, r.start - r.end, r.start)):
+        pieces = _uncovered(r.start, r.end, kept)
+        if pieces == [(r.start, r.end)]:
+            kept.append(r)
+            continue
+        for start, end in pieces:  # a remnant, without the separators around it (" / ")
+            while start < end and not text[start].isalnum():
+                start += 1
+            while end > start and not text[end - 1].isalnum():
+                end -= 1
+            if start < end:
+                kept.append(RecognizerResult(r.entity_type, start, end, r.score))
+    return sorted(kept, key=lambda r: r.start)
+
+
+def _uncovered(start: int, end: int, kept: Sequence[RecognizerResult]) -> list[tuple[int, int]]:
+    pieces = [(start, end)]
+    for k in kept:
+        pieces = [
+            part
+            for s, e in pieces
+            for part in ((s, min(e, k.start)), (max(s, k.end), e))
+            if part[0] < part[1]
+        ]
+    return pieces

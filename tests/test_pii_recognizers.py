@@ -1,4 +1,4 @@
-"""Our recognizers: secrets, in prose and in code; identifiers after their cue words; false positives."""
+"""Our recognizers and scrubber rules: secrets, cue-word identifiers, code, false positives."""
 
 from datetime import UTC, datetime
 from typing import Any
@@ -116,6 +116,14 @@ def test_numbers_get_the_placeholder_of_what_they_are(
 )
 def test_look_alikes_stay(scrubber: Any, nlp: Any, text: str) -> None:
     assert scrubber.scrub(text, nlp(text)).text == text
+
+
+def test_overlaps_go_to_the_strongest_reading_without_leaking_the_rest(scrubber: Any, nlp: Any) -> None:
+    text = "Netflix login: mike.t@gmail.com / Popcorn2023"
+    result = scrubber.scrub(text, nlp(text))
+    assert result.text == "Netflix login: <EMAIL_ADDRESS> / <SECRET>"
+    assert result.pii_types == ["EMAIL_ADDRESS", "SECRET"]
+    assert scrubber.scrub("order number 1234567890").pii_types == ["ID_NUMBER"]
 
 
 def _event(i: int, speaker: str, text: str) -> ChatEvent:
