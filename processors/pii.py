@@ -22,6 +22,9 @@ from spacy.tokens import Doc
 
 from processors.pii_recognizers import REPLACED, chat_recognizers
 
+# Characters without which a speaker name cannot be an e-mail address or a phone number.
+CONTACT_MARKS = frozenset("@0123456789")
+
 
 @dataclass(frozen=True)
 class Scrubbed:
@@ -71,6 +74,12 @@ class PiiScrubber:
             operators=self._operators,
         )
         return Scrubbed(anonymized.text, sorted({r.entity_type for r in results}))
+
+    def scrub_speaker(self, speaker: str) -> Scrubbed:
+        """A speaker named by an e-mail address or phone number becomes its placeholder; names stay."""
+        if CONTACT_MARKS.isdisjoint(speaker):
+            return Scrubbed(speaker, [])
+        return self.scrub(speaker)
 
     def _artifacts(self, doc: Doc) -> NlpArtifacts:
         """Presidio's view of ``doc``. The pipeline runs without a lemmatizer; lower-cased words serve

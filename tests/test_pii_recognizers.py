@@ -1,4 +1,4 @@
-"""Our recognizers and scrubber rules: secrets, cue-word identifiers, code, false positives."""
+"""Our recognizers and scrubber rules: secrets, cue-word identifiers, speakers, code, false positives."""
 
 from datetime import UTC, datetime
 from typing import Any
@@ -138,6 +138,20 @@ def preparer(nlp: Any, scrubber: Any) -> Any:
     from processors.analysis import NlpPreparer
 
     return NlpPreparer(nlp, scrubber)
+
+
+def test_speakers_named_by_contact_details_are_scrubbed(preparer: Any) -> None:
+    events = [
+        _event(0, "jordan.lee@example.com", "I moved to Lisbon last spring."),
+        _event(1, "+1 415 555 0199", "My sister Priya is a nurse."),
+        _event(2, "Melanie", "I painted a lake yesterday."),
+    ]
+    email, phone, name = preparer.prepare(events)
+    assert email.speaker == "<EMAIL_ADDRESS>"
+    assert "EMAIL_ADDRESS" in email.pii_types
+    assert phone.speaker == "<PHONE_NUMBER>"
+    assert name.speaker == "Melanie"
+    assert name.pii_types == []
 
 
 CODE = (
