@@ -39,6 +39,9 @@ class NlpPreparer:
         """Scrubbed and analysed messages, without vectors; the raw text goes no further."""
         raw_docs = pipe(self.nlp, (e.text for e in events))
         scrubbed = [self.scrubber.scrub(e.text, d) for e, d in zip(events, raw_docs, strict=True)]
+        # A speaker may be named by an e-mail address or phone number; it travels with every
+        # statement, the names table and the query context, so it is scrubbed too (once per name).
+        speakers = {name: self.scrubber.scrub_speaker(name) for name in {e.speaker for e in events}}
         splits = [split_code(s.text) for s in scrubbed]
         # Re-analyse only the messages whose prose differs from what spaCy saw (PII or code removed).
         docs = list(raw_docs)
@@ -47,19 +50,20 @@ class NlpPreparer:
             docs[i] = doc
         prepared = []
         for event, scrub, split, doc in zip(events, scrubbed, splits, docs, strict=True):
+            speaker = speakers[event.speaker]
             sentences = doc_sentences(doc)
             for s in sentences:
-                s.informative = is_informative(s, event.speaker)
+                s.informative = is_informative(s, speaker.text)
             prepared.append(
                 AnalyzedMessage(
                     tenant_id=event.tenant_id,
                     session_id=event.session_id,
                     message_id=event.message_id,
-                    speaker=event.speaker,
+                    speaker=speaker.text,
                     role=event.role,
                     ts=event.ts,
                     text=scrub.text,
-                    pii_types=scrub.pii_types,
+                    pii_types=sorted({*scrub.pii_types, *speaker.pii_types}),
                     code_blocks=split.code_blocks,
                     prose=split.prose,
                     sentences=sentences,

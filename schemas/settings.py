@@ -33,6 +33,8 @@ DEFAULT_PII_ENTITIES = (
     "CRYPTO",
     "MAC_ADDRESS",
     "MEDICAL_LICENSE",
+    "SECRET",  # keys, tokens, passwords, PINs (processors/pii_secrets.py)
+    "ID_NUMBER",  # the identifier after a cue: policy, member, account, order, case number...
 )
 
 

@@ -42,3 +42,9 @@ def test_names_places_and_plain_numbers_survive(scrubber, nlp, text: str, kept: 
 
 def test_scrubbing_works_without_a_precomputed_doc(scrubber) -> None:  # type: ignore[no-untyped-def]
     assert "<EMAIL_ADDRESS>" in scrubber.scrub("write to a.b@example.org").text
+
+
+def test_context_words_raise_presidio_scores(scrubber, nlp) -> None:  # type: ignore[no-untyped-def]
+    """A bank account number is a weak pattern that only its context word ("account") lifts."""
+    text = "Deposit it in my checking account 12345678 please."
+    assert "12345678" not in scrubber.scrub(text, nlp(text)).text
