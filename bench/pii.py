@@ -120,8 +120,8 @@ def main() -> None:
     ap.add_argument("--misses", type=int, default=50, help="print at most this many misses")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from cli.console import quiet_libraries
     from processors.runtime import open_runtime
-    from streams.console import quiet_libraries
 
     quiet_libraries()
     runtime = open_runtime(Settings(), Path(tempfile.mkdtemp(prefix="simplemem-bench-")))
