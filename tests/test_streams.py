@@ -519,6 +519,6 @@ def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_n
     successor = WorkerProcess(env, tmp_path / "successor.log").start()
     try:
         successor.wait_ready()
-        wait_for(lambda: ids <= set(outcomes(settings)), 120, "every turn decided by the next worker")
+        wait_for(lambda: ids <= set(outcomes(settings)), 300, "every turn decided by the next worker")
     finally:
         successor.stop()
