@@ -4,8 +4,6 @@ holds a raw PII string, and the memory can still be re-derived from the scrubbed
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ from infra.workers import WorkerProcess
 from schemas.accounting import MessageOutcome
 from schemas.settings import Settings, settings_for
 from tests.services import drop_stores, require
-from tests.test_streams import REPO, _delete_topics, kcat_publish, wait_for
+from tests.test_streams import _delete_topics, kcat_publish, replay, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -121,13 +119,7 @@ def test_no_raw_pii_is_retained_after_the_raw_retention(env: dict[str, str], tmp
         worker.stop()
 
     fresh = tmp_path / "rebuilt"
-    proc = subprocess.run(
-        [str(REPO / "bin" / "simplemem"), "replay", "--tenant", "retention", "--store", str(fresh)],
-        env={**os.environ, **env, "SIMPLEMEM_MODE": "embedded"},
-        capture_output=True,
-        check=True,
-        timeout=300,
-    )
+    proc = replay(env, "retention", fresh)
     assert f"{len(TURNS)} of".encode() in proc.stdout, proc.stdout
     stored = b"".join(p.read_bytes() for p in fresh.rglob("*") if p.is_file())
     assert b"Leeds" in stored and not any(p.encode() in stored for p in PII)

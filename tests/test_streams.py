@@ -234,19 +234,24 @@ def test_dlq_replay_reinjects_the_original_bytes(env: dict[str, str], worker: Wo
     assert first.source != again.source, "re-published: a new position"
 
 
+def replay(env: dict[str, str], tenant: str, store: Path) -> subprocess.CompletedProcess[bytes]:
+    """`simplemem replay` as a user runs it: a tenant's memory re-derived into an embedded store."""
+    return subprocess.run(
+        [str(REPO / "bin" / "simplemem"), "replay", "--tenant", tenant, "--store", str(store)],
+        env={**os.environ, **env, "SIMPLEMEM_MODE": "embedded"},
+        capture_output=True,
+        check=True,
+        timeout=300,
+    )
+
+
 def test_replay_rederives_a_tenant_into_a_fresh_store(
     env: dict[str, str], sample: dict[str, Any], tmp_path: Path
 ) -> None:
     from processors.runtime import open_runtime
 
     fresh = tmp_path / "rebuilt"
-    proc = subprocess.run(
-        [str(REPO / "bin" / "simplemem"), "replay", "--tenant", "demo", "--store", str(fresh)],
-        env={**os.environ, **env, "SIMPLEMEM_MODE": "embedded"},
-        capture_output=True,
-        check=True,
-        timeout=300,
-    )
+    proc = replay(env, "demo", fresh)
     assert f"{len(sample['turns'])} of".encode() in proc.stdout, proc.stdout
     rt = open_runtime(settings_for({**env, "SIMPLEMEM_MODE": "embedded"}), fresh)
     try:
@@ -393,13 +398,7 @@ def test_replay_selects_a_tenant_exactly(env: dict[str, str], worker: WorkerProc
         return wanted <= {(o.tenant_id, o.message_id) for o in found}
 
     wait_for(decided, 120, "both tenants' turns to be in the durable history and decided")
-    proc = subprocess.run(
-        [str(REPO / "bin" / "simplemem"), "replay", "--tenant", "acme", "--store", str(tmp_path / "a")],
-        env={**os.environ, **env, "SIMPLEMEM_MODE": "embedded"},
-        capture_output=True,
-        check=True,
-        timeout=300,
-    )
+    proc = replay(env, "acme", tmp_path / "a")
     assert f"{len(MALLORY)} of".encode() in proc.stdout, proc.stdout
 
 
