@@ -11,12 +11,16 @@ SIGINT stops that child gracefully (SIGKILL only after --stop-grace seconds), th
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
+from typing import Any
 
 # The Milvus components that advertise an address (sections of its config with an `ip:` key): without
 # `ip` each one picks the machine's first network address, and the others would then dial that instead of
@@ -78,6 +82,7 @@ def main() -> int:
     server.config.update(data_dir=args.data_dir, proxy_port=args.port)
     for component in components_with_ip(server.config.template_text):
         server.config.set(f"{component}.ip", HOST)
+    pin_embedded_etcd(server.config, args.data_dir, try_bind_port)
 
     stopping = False
 
@@ -110,6 +115,42 @@ def main() -> int:
     else:
         print(f"milvus server exited by itself with code {code}", file=sys.stderr, flush=True)
     return code
+
+
+def _free_port(start: int, try_bind_port: Callable[[int], socket.socket | None], taken: set[int]) -> int:
+    """The first port from ``start`` up that binds and is not in ``taken``."""
+    for port in range(start, start + 1000):
+        sock = None if port in taken else try_bind_port(port)
+        if sock is not None:
+            sock.close()
+            return port
+    raise RuntimeError(f"no free port from {start}")
+
+
+def pin_embedded_etcd(
+    config: Any, data_dir: str, try_bind_port: Callable[[int], socket.socket | None]
+) -> None:
+    """Give the embedded etcd free client and peer ports, so a second Milvus can run on this host.
+
+    Without an etcd config file Milvus starts its embedded etcd with etcd's defaults (client 2379,
+    peer 2380) whatever ``etcd.endpoints`` says, and a second server fails with "bind: address already
+    in use". The file is passed as ``ETCD_CONFIG_PATH`` (Milvus reads ``etcd.config.path`` from the
+    environment; the package's template has no such key). Ports are the defaults when those are free.
+    """
+    client = _free_port(2379, try_bind_port, set())
+    peer = _free_port(2380, try_bind_port, {client})
+    config.update(etcd_port=client)
+    path = Path(data_dir).resolve() / "configs" / "embedEtcd.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "name: default\n"
+        f"listen-client-urls: http://{HOST}:{client}\n"
+        f"advertise-client-urls: http://{HOST}:{client}\n"
+        f"listen-peer-urls: http://{HOST}:{peer}\n"
+        f"initial-advertise-peer-urls: http://{HOST}:{peer}\n"
+        f"initial-cluster: default=http://{HOST}:{peer}\n"
+    )
+    os.environ["ETCD_CONFIG_PATH"] = str(path)
 
 
 def _stop(server: object, grace: float) -> None:
