@@ -10,7 +10,8 @@ import orjson
 import typer
 from rich.console import Console
 
-from cli.console import out, quiet_libraries, read_lines
+from cli.console import out, quiet_libraries
+from cli.inputs import open_input
 from cli.report import print_report
 from processors.tokens import count_tokens
 from schemas.query import QueryRequest
@@ -39,7 +40,8 @@ def run_demo(settings: Settings, store: Path, console: Console) -> None:
     rt = open_runtime(settings, store)
     try:
         console.print(f"[bold]Ingesting[/bold] {path.name} into {store}")
-        report = rt.pipeline.ingest(read_lines(path))
+        with open_input(str(path)) as source:
+            report = rt.pipeline.ingest(source.lines())
         print_report(report, console)
         history = "\n".join(
             f"{e['speaker']}: {e['text']}"

@@ -10,7 +10,9 @@ import orjson
 import typer
 from pydantic import ValidationError
 
-from cli.console import out, progress_bar, quiet_libraries, read_lines
+from cli.console import out, progress_bar, quiet_libraries
+from cli.errors import one_line_errors
+from cli.inputs import InputArg, open_input
 from cli.report import print_answer, print_report
 from schemas.query import QueryRequest, QueryResult
 from schemas.settings import get_settings
@@ -30,24 +32,25 @@ def _runtime(store: Path | None) -> Runtime:
     return open_runtime(get_settings(), store)
 
 
+@one_line_errors
 def ingest(
-    events: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")
-    ],
+    events: InputArg,
     store: StoreOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the accounting as JSON")] = False,
 ) -> None:
-    """Run the whole pipeline over EVENTS.jsonl and print the accounting."""
-    rt = _runtime(store)
-    total = sum(1 for _ in read_lines(events))
-    try:
-        with progress_bar() as progress:
-            task = progress.add_task("loading models", total=total)
-            pipeline = rt.pipeline
-            progress.update(task, description="ingesting")
-            report = pipeline.ingest(read_lines(events), progress=lambda n: progress.advance(task, n))
-    finally:
-        rt.close()
+    """Run the whole pipeline over EVENTS (read once, as it streams) and print the accounting."""
+    with open_input(events) as source:
+        rt = _runtime(store)
+        try:
+            with progress_bar(in_bytes=True) as progress:
+                task = progress.add_task("loading models", total=source.size)
+                pipeline = rt.pipeline
+                progress.update(task, description="ingesting")
+                report = pipeline.ingest(
+                    source.lines(), progress=lambda _: progress.update(task, completed=source.consumed)
+                )
+        finally:
+            rt.close()
     if json_out:
         sys.stdout.buffer.write(
             orjson.dumps(report.model_dump(mode="json", exclude={"filtered_scores"})) + b"\n"
@@ -56,6 +59,7 @@ def ingest(
         print_report(report)
 
 
+@one_line_errors
 def query(
     text: Annotated[str | None, typer.Argument(help="the question")] = None,
     tenant: Annotated[str | None, typer.Option("--tenant", help="tenant id")] = None,
@@ -64,10 +68,8 @@ def query(
         str | None, typer.Option("--as-of", help="ISO-8601 time the question is asked at")
     ] = None,
     batch: Annotated[
-        Path | None,
-        typer.Option(
-            "--batch", exists=True, dir_okay=False, help="questions JSONL: {id, tenant_id, query, as_of?}"
-        ),
+        str | None,
+        typer.Option("--batch", help="questions JSONL {id, tenant_id, query, as_of?}: a file, a pipe or -"),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON (one line per question)")] = False,
 ) -> None:
@@ -90,15 +92,16 @@ def query(
 
     try:
         if batch is not None:
-            for where, raw in read_lines(batch):
-                try:
-                    request = QueryRequest.model_validate(orjson.loads(raw))
-                except (orjson.JSONDecodeError, ValidationError) as exc:
-                    line = {"id": None, "error": f"{where}: {exc}"}
-                    sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
-                    continue
-                result = answer(request)
-                sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
+            with open_input(batch) as source:
+                for where, raw in source.lines():
+                    try:
+                        request = QueryRequest.model_validate(orjson.loads(raw))
+                    except (orjson.JSONDecodeError, ValidationError) as exc:
+                        line = {"id": None, "error": f"{where}: {exc}"}
+                        sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
+                        continue
+                    result = answer(request)
+                    sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
             return
         try:
             request = QueryRequest(tenant_id=tenant or "", query=text or "", as_of=as_of)
@@ -116,8 +119,9 @@ def query(
         rt.close()
 
 
+@one_line_errors
 def tune_threshold(
-    events: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
+    events: InputArg,
     thresholds: Annotated[str, typer.Option("--thresholds", help="comma-separated")] = "0.25,0.35,0.45",
     show: Annotated[int, typer.Option("--show", help="dropped windows listed per threshold")] = 10,
 ) -> None:
@@ -126,7 +130,8 @@ def tune_threshold(
 
     quiet_libraries()
     values = [float(v) for v in thresholds.split(",") if v.strip()]
-    sweep_thresholds(get_settings(), read_lines(events), values, show, out)
+    with open_input(events) as source:
+        sweep_thresholds(get_settings(), source.lines(), values, show, out)
 
 
 def register(app: typer.Typer) -> None:

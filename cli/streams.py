@@ -12,7 +12,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.console import err, out, progress_bar, quiet_libraries, read_lines
+from cli.console import err, out, progress_bar, quiet_libraries
+from cli.errors import one_line_errors
+from cli.inputs import InputArg, open_input
 from schemas.codec import dumps
 from schemas.keys import SessionKey
 from schemas.settings import get_settings
@@ -37,18 +39,16 @@ def worker(ctx: typer.Context) -> None:
     app.main()
 
 
-def publish(
-    events: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")
-    ],
-) -> None:
+@one_line_errors
+def publish(events: InputArg) -> None:
     """Publish a history (EVENTS.jsonl) to the turns topic, keyed by session (tenant and session id)."""
     from streams.kafka_io import publish as send_all
     from streams.topics import ensure_topics
 
     settings = get_settings()
+    with open_input(events) as source:  # read before the topics are touched: a bad path costs nothing
+        lines = [raw for _, raw in source.lines()]
     asyncio.run(ensure_topics(settings))
-    lines = [raw for _, raw in read_lines(events)]
     with progress_bar() as progress:
         task = progress.add_task("publishing", total=len(lines))
         report = asyncio.run(send_all(settings, lines, progress=lambda n: progress.advance(task, n)))
