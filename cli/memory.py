@@ -10,8 +10,8 @@ import orjson
 import typer
 from pydantic import ValidationError
 
-from cli.console import out, progress_bar, quiet_libraries
-from cli.errors import one_line_errors
+from cli.console import err, out, progress_bar, quiet_libraries
+from cli.errors import ingest_exit_code, one_line_errors
 from cli.inputs import InputArg, open_input
 from cli.report import print_answer, print_report
 from schemas.query import QueryRequest, QueryResult
@@ -51,12 +51,15 @@ def ingest(
                 )
         finally:
             rt.close()
+        if not report.read:
+            err.print(f"no events in {source.name}", markup=False, highlight=False)
     if json_out:
         sys.stdout.buffer.write(
             orjson.dumps(report.model_dump(mode="json", exclude={"filtered_scores"})) + b"\n"
         )
     else:
         print_report(report)
+    raise typer.Exit(ingest_exit_code(report))
 
 
 @one_line_errors

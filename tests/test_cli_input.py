@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import os
 import threading
 from pathlib import Path
@@ -10,6 +11,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from cli.errors import ExitCode
 from cli.main import app
 from tests.test_cli import event
 
@@ -65,3 +67,40 @@ def test_a_missing_input_is_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.stderr.strip().count("\n") == 0 and "nope.jsonl" in result.stderr
     assert not (tmp_path / "s").exists(), "nothing is created for an input that cannot be read"
+
+
+def ingest_file(tmp_path: Path, lines: list[bytes]) -> tuple[int, dict[str, object]]:
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"\n".join(lines) + b"\n")
+    result = runner.invoke(app, ["ingest", str(events), "--store", str(tmp_path / "store"), "--json"])
+    return result.exit_code, report_of(result.stdout)
+
+
+def test_a_bom_keeps_the_first_line_and_bad_bytes_are_named(tmp_path: Path) -> None:
+    latin1 = orjson.loads(EVENTS[1]) | {"message_id": "m9", "text": "CAFE"}
+    code, report = ingest_file(
+        tmp_path, [codecs.BOM_UTF8 + EVENTS[0], orjson.dumps(latin1).replace(b"CAFE", b"caf\xe9"), EVENTS[2]]
+    )
+    assert code == ExitCode.INCOMPLETE
+    assert report["accepted"] == 2
+    (rejected,) = report["rejected"]  # type: ignore[misc]
+    assert rejected["where"] == "line 2"
+    assert "UTF-8" in rejected["reason"] and "0xe9" in rejected["reason"], rejected
+    assert "surrogates" not in rejected["reason"]
+
+
+def test_nothing_ingested_is_an_exit_code_of_its_own(tmp_path: Path) -> None:
+    code, report = ingest_file(tmp_path, [b"{not json", b"[1, 2]"])
+    assert code == ExitCode.NOTHING_INGESTED and report["accepted"] == 0
+
+
+def test_failed_messages_are_not_success(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from processors.decompose import OfflineDecomposer
+
+    def broken(self: object, window: object) -> None:
+        raise RuntimeError("decomposer down")
+
+    monkeypatch.setattr(OfflineDecomposer, "decompose", broken)
+    code, report = ingest_file(tmp_path, EVENTS)
+    assert report["outcomes"] == {"failed": len(EVENTS)}
+    assert code == ExitCode.NOTHING_INGESTED

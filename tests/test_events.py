@@ -43,9 +43,15 @@ def test_valid_event() -> None:
         ({**GOOD, "message_id": "m" * 65}, "message_id: over 64"),
         ({**GOOD, "surprise": 1}, "surprise:"),
         ({**GOOD, "text": 42}, "text:"),
+        (orjson.dumps({**GOOD, "text": "CAFE"}).replace(b"CAFE", b"caf\xe9"), "not UTF-8 (byte 0xe9"),
     ],
 )
 def test_rejections_name_the_field(raw: object, fragment: str) -> None:
     with pytest.raises(EventRejected) as info:
         parse(raw)
     assert fragment in info.value.reason
+
+
+def test_a_byte_order_mark_is_not_part_of_the_event() -> None:
+    assert parse(b"\xef\xbb\xbf" + orjson.dumps(GOOD)) == parse(GOOD)
+    assert parse("\ufeff" + orjson.dumps(GOOD).decode()) == parse(GOOD)
