@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import orjson
 import typer
-from pydantic import ValidationError
 
+from cli.answers import Answer, answer_batch, answerer, single_request
 from cli.console import err, out, progress_bar, quiet_libraries
 from cli.errors import ingest_exit_code, one_line_errors
 from cli.inputs import InputArg, open_input
 from cli.report import print_answer, print_report
-from schemas.query import QueryRequest, QueryResult
 from schemas.settings import get_settings
 
 if TYPE_CHECKING:
@@ -77,49 +77,25 @@ def query(
     json_out: Annotated[bool, typer.Option("--json", help="print JSON (one line per question)")] = False,
 ) -> None:
     """Answer "what does the agent need to know" for a question, from a tenant's memory."""
-    if batch is None and (text is None or tenant is None):
-        raise typer.BadParameter("give TEXT and --tenant, or --batch FILE")
-    rt = _runtime(store)
-    retriever = rt.retriever
-    from processors.migration import MigrationState
-    from streams.lazy import lazy_migration
-
-    migration = lazy_migration(rt)
-
-    def answer(request: QueryRequest) -> QueryResult:
-        state = migration.ensure(request.tenant_id) if migration else None
-        result = retriever.query(request)
-        if state == MigrationState.IN_PROGRESS:
-            result.migration = state.value
-        return result
-
-    try:
-        if batch is not None:
-            with open_input(batch) as source:
-                for where, raw in source.lines():
-                    try:
-                        request = QueryRequest.model_validate(orjson.loads(raw))
-                    except (orjson.JSONDecodeError, ValidationError) as exc:
-                        line = {"id": None, "error": f"{where}: {exc}"}
-                        sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
-                        continue
-                    result = answer(request)
-                    sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
-            return
-        try:
-            request = QueryRequest(tenant_id=tenant or "", query=text or "", as_of=as_of)
-        except ValidationError as exc:
-            raise typer.BadParameter(str(exc)) from None
-        result = answer(request)
-        if json_out:
-            sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
-            return
+    if batch is not None:
+        with ExitStack() as stack:
+            source = stack.enter_context(open_input(batch))
+            answer_batch(source.lines(), _answering(store, stack))
+        return
+    request = single_request(text, tenant, as_of)
+    with ExitStack() as stack:
+        result = _answering(store, stack)(request)
+    if json_out:
+        sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
+    else:
         print_answer(result)
-    finally:
-        if migration:
-            sys.stdout.flush()
-            migration.wait()  # the answer is out; let the import finish before the process exits
-        rt.close()
+
+
+def _answering(store: Path | None, stack: ExitStack) -> Answer:
+    """The store's answers, open until ``stack`` closes."""
+    rt = _runtime(store)
+    stack.callback(rt.close)
+    return answerer(rt, stack)
 
 
 @one_line_errors

@@ -68,7 +68,8 @@ class EventRejected(ValueError):
         self.code = code
 
 
-def _describe(error: ValidationError) -> str:
+def describe_errors(error: ValidationError) -> str:
+    """One line naming each failing field and its problem."""
     parts = []
     for item in error.errors():
         field = ".".join(str(p) for p in item["loc"]) or "event"
@@ -101,7 +102,7 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
     try:
         return ChatEvent.model_validate(data)
     except ValidationError as exc:
-        raise EventRejected(_describe(exc)) from None
+        raise EventRejected(describe_errors(exc)) from None
 
 
 def _without_bom(raw: bytes | str) -> bytes | str:

@@ -8,6 +8,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validato
 
 from schemas.keys import check_id
 from schemas.memory import MemoryKind
+from schemas.settings import get_settings
 
 
 class QueryRequest(BaseModel):
@@ -22,6 +23,16 @@ class QueryRequest(BaseModel):
     @classmethod
     def _tenant_id(cls, value: str) -> str:
         return check_id(value, tenant=True)
+
+    @field_validator("query")
+    @classmethod
+    def _query(cls, value: str) -> str:
+        limit = get_settings().max_query_chars
+        if len(value) > limit:
+            raise ValueError(
+                f"{len(value)} characters, over the limit of {limit} (SIMPLEMEM_MAX_QUERY_CHARS)"
+            )
+        return value
 
 
 class RetrievedMemory(BaseModel):
