@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -10,6 +11,7 @@ import orjson
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schemas.keys import SessionKey, check_id
+from schemas.timebounds import check_time
 
 
 class Role(StrEnum):
@@ -46,6 +48,11 @@ class ChatEvent(BaseModel):
     @classmethod
     def _tenant_id(cls, value: str) -> str:
         return check_id(value, tenant=True)
+
+    @field_validator("ts")
+    @classmethod
+    def _ts(cls, value: datetime) -> datetime:
+        return check_time(value)
 
     @field_validator("session_id", "message_id")
     @classmethod

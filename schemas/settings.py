@@ -47,6 +47,16 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(20_000, ge=1, description="longer messages are rejected, not truncated")
     max_id_chars: int = Field(256, ge=8)
     max_query_chars: int = Field(2000, ge=1, description="longer queries are rejected, not truncated")
+    earliest_year: int = Field(
+        1900,
+        ge=1000,
+        le=9000,
+        description="a ts or as_of before January 1st of this year is rejected (relative dates in the "
+        "text reach up to 999 years back)",
+    )
+    max_future_days: float = Field(
+        1.0, ge=0.0, le=3650.0, description="a ts or as_of further past the current time is rejected"
+    )
 
     # --- stage 1: windowing ---------------------------------------------------------------------
     window_size: int = Field(10, ge=1)

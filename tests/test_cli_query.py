@@ -16,6 +16,10 @@ pytestmark = pytest.mark.slow
 runner = CliRunner()
 
 
+def question(qid: str, text: str, **extra: str) -> dict[str, str]:
+    return {"id": qid, "tenant_id": "acme", "query": text, **extra}
+
+
 def one_line(text: str) -> bool:
     return text.strip() != "" and "\n" not in text.strip()
 
@@ -28,15 +32,19 @@ def test_a_query_over_the_length_limit_is_one_line_and_opens_no_store(tmp_path: 
     assert not store.exists()
 
 
-def test_a_batch_answers_around_a_query_over_the_limit(tmp_path: Path) -> None:
+def test_a_batch_answers_around_lines_out_of_bounds(tmp_path: Path) -> None:
     questions = tmp_path / "q.jsonl"
     lines = [
-        {"id": "long", "tenant_id": "acme", "query": LONG_QUERY},
-        {"id": "short", "tenant_id": "acme", "query": "Where does Dana work?"},
+        question("long", LONG_QUERY),
+        question("past", "What happened last week?", as_of="0001-01-01T00:00:00Z"),
+        question("future", "What is happening next week?", as_of="9999-12-31T00:00:00Z"),
+        question("short", "Where does Dana work?"),
     ]
     questions.write_bytes(b"".join(orjson.dumps(q) + b"\n" for q in lines))
     result = runner.invoke(app, ["query", "--batch", str(questions), "--store", str(tmp_path / "s")])
     assert result.exit_code == 0, result.output
     rows = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert "over the limit" in rows[0]["error"] and one_line(rows[0]["error"])
-    assert rows[1]["id"] == "short" and "context" in rows[1]
+    for row in rows[1:3]:
+        assert "as_of" in row["error"] and one_line(row["error"])
+    assert rows[3]["id"] == "short" and "context" in rows[3]

@@ -71,3 +71,10 @@ def test_a_long_query_is_answered_from_bounded_store_expressions(
     finally:
         lexical.close()
     assert [m.source_ids for m in result.memories] == [["m1"]]
+
+
+@pytest.mark.parametrize("as_of", ["0001-01-01T00:00:00+00:00", "9999-12-31T00:00:00+00:00"])
+def test_an_as_of_out_of_bounds_is_rejected_naming_the_field(as_of: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        QueryRequest(tenant_id="acme", query="What happened last week?", as_of=as_of)
+    assert info.value.errors()[0]["loc"] == ("as_of",)
