@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import orjson
 import typer
@@ -15,21 +15,12 @@ from cli.console import err, out, progress_bar, quiet_libraries
 from cli.errors import ingest_exit_code, one_line_errors
 from cli.inputs import InputArg, open_input
 from cli.report import print_answer, print_report
+from cli.store import open_store
 from schemas.settings import get_settings
-
-if TYPE_CHECKING:
-    from processors.runtime import Runtime
 
 StoreOpt = Annotated[
     Path | None, typer.Option("--store", help="store folder (default: SIMPLEMEM_STORE or ./.simplemem)")
 ]
-
-
-def _runtime(store: Path | None) -> Runtime:
-    from processors.runtime import open_runtime
-
-    quiet_libraries()
-    return open_runtime(get_settings(), store)
 
 
 @one_line_errors
@@ -39,18 +30,17 @@ def ingest(
     json_out: Annotated[bool, typer.Option("--json", help="print the accounting as JSON")] = False,
 ) -> None:
     """Run the whole pipeline over EVENTS (read once, as it streams) and print the accounting."""
-    with open_input(events) as source:
-        rt = _runtime(store)
-        try:
-            with progress_bar(in_bytes=True) as progress:
-                task = progress.add_task("loading models", total=source.size)
-                pipeline = rt.pipeline
-                progress.update(task, description="ingesting")
-                report = pipeline.ingest(
-                    source.lines(), progress=lambda _: progress.update(task, completed=source.consumed)
-                )
-        finally:
-            rt.close()
+    with (
+        open_input(events) as source,
+        open_store(get_settings(), store, "simplemem ingest", create=True) as rt,
+    ):
+        with progress_bar(in_bytes=True) as progress:
+            task = progress.add_task("loading models", total=source.size)
+            pipeline = rt.pipeline
+            progress.update(task, description="ingesting")
+            report = pipeline.ingest(
+                source.lines(), progress=lambda _: progress.update(task, completed=source.consumed)
+            )
         if not report.read:
             err.print(f"no events in {source.name}", markup=False, highlight=False)
     if json_out:
@@ -93,8 +83,7 @@ def query(
 
 def _answering(store: Path | None, stack: ExitStack) -> Answer:
     """The store's answers, open until ``stack`` closes."""
-    rt = _runtime(store)
-    stack.callback(rt.close)
+    rt = stack.enter_context(open_store(get_settings(), store, "simplemem query", create=False))
     return answerer(rt, stack)
 
 

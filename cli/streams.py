@@ -57,6 +57,7 @@ def publish(events: InputArg) -> None:
         out.print(f"{report.unkeyed} lines had no tenant_id/session_id: the workers will dead-letter them")
 
 
+@one_line_errors
 def replay(
     tenant: Annotated[str, typer.Option("--tenant", help="the tenant whose memory is re-derived")],
     store: Annotated[
@@ -66,7 +67,7 @@ def replay(
 ) -> None:
     """Re-derive a tenant's memory from the retained turns topic into the configured (fresh) stores."""
     from cli.report import print_report
-    from processors.runtime import open_runtime
+    from cli.store import open_store
     from streams.kafka_io import iter_topic, session_key
 
     quiet_libraries()
@@ -83,13 +84,9 @@ def replay(
                 seen[1] += 1
                 yield f"{record.topic}/{record.partition}/{record.offset}", record.value
 
-    rt = open_runtime(settings, store)
-    try:
-        with progress_bar() as progress:
-            task = progress.add_task(f"replaying {tenant}", total=None)
-            report = rt.pipeline.ingest(lines(), progress=lambda n: progress.advance(task, n))
-    finally:
-        rt.close()
+    with open_store(settings, store, "simplemem replay", create=True) as rt, progress_bar() as progress:
+        task = progress.add_task(f"replaying {tenant}", total=None)
+        report = rt.pipeline.ingest(lines(), progress=lambda n: progress.advance(task, n))
     out.print(f"{seen[1]} of {seen[0]} retained turns belong to {tenant}")
     print_report(report)
 

@@ -23,6 +23,8 @@ from processors.stores.protocols import LexicalStore, VectorStore
 from processors.stores.sqlite_lexical import SqliteLexicalStore
 from schemas.settings import Settings
 
+LEXICAL_FILE = "lexical.sqlite"  # an embedded store's SQLite file: a folder without one holds no store
+
 
 @dataclass
 class Runtime:
@@ -59,7 +61,7 @@ class Runtime:
             return OpenSearchLexicalStore(
                 s.opensearch_endpoint, s.opensearch_index, refresh_interval=s.opensearch_refresh_interval
             )
-        return SqliteLexicalStore(self.store_dir / "lexical.sqlite")
+        return SqliteLexicalStore(self.store_dir / LEXICAL_FILE)
 
     @cached_property
     def vectors(self) -> VectorStore:
@@ -103,11 +105,13 @@ class Runtime:
         return ThreadPreparer(self.nlp_preparer)
 
     @cached_property
+    def analyzer(self) -> MessageAnalyzer:
+        return MessageAnalyzer(self.preparer, self.embedder)
+
+    @cached_property
     def pipeline(self) -> Pipeline:
-        s = self.settings
-        analyzer = MessageAnalyzer(self.preparer, self.embedder)
         indexer = Indexer(self.embedder, self.lexical, self.vectors)
-        return Pipeline(s, analyzer, self.decomposer, indexer, buffer=self.buffer)
+        return Pipeline(self.settings, self.analyzer, self.decomposer, indexer, buffer=self.buffer)
 
     @cached_property
     def retriever(self) -> Retriever:
@@ -117,6 +121,11 @@ class Runtime:
         for name in ("preparer", "vectors", "lexical", "buffer"):
             if name in self.__dict__:
                 self.__dict__[name].close()
+
+
+def store_exists(store: Path) -> bool:
+    """Whether ``store`` holds an embedded store (what a first ingestion writes)."""
+    return (store / LEXICAL_FILE).is_file()
 
 
 def open_runtime(settings: Settings, store: Path | None = None) -> Runtime:

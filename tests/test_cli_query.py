@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from cli.errors import ExitCode
 from cli.main import app
+from tests.test_cli_store import empty_store
 from tests.test_query_bounds import LONG_QUERY
 
 pytestmark = pytest.mark.slow
@@ -41,7 +42,8 @@ def test_a_batch_answers_around_lines_out_of_bounds(tmp_path: Path) -> None:
         question("short", "Where does Dana work?"),
     ]
     questions.write_bytes(b"".join(orjson.dumps(q) + b"\n" for q in lines))
-    result = runner.invoke(app, ["query", "--batch", str(questions), "--store", str(tmp_path / "s")])
+    store = empty_store(tmp_path / "store")
+    result = runner.invoke(app, ["query", "--batch", str(questions), "--store", str(store)])
     assert result.exit_code == 0, result.output
     rows = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert "over the limit" in rows[0]["error"] and one_line(rows[0]["error"])
