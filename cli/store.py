@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from schemas.settings import Settings
 
 LOCK_FILE = ".lock"
+HOLDER_BYTES = 1024  # the holder's line is far shorter
 
 
 @contextmanager
@@ -32,19 +33,36 @@ def store_lock(store: Path, holder: str) -> Iterator[None]:
     process that holds it. The lock goes with the process, however it ends."""
     fd = os.open(store / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            who = os.pread(fd, 1024, 0).decode("utf-8", "replace").strip() or "another process"
-            raise CliError(
-                f"the store {store} is in use by {who}; an embedded store serves one process at a time",
-                ExitCode.STORE_BUSY,
-            ) from None
+        _acquire(fd, store)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} ({holder})".encode(), 0)
         yield
     finally:
         os.close(fd)
+
+
+def check_not_busy(store: Path) -> None:
+    """Raise :class:`CliError` if a process holds the lock of ``store`` (say, an ingest creating it);
+    creates nothing."""
+    try:
+        fd = os.open(store / LOCK_FILE, os.O_RDONLY)
+    except OSError:  # no lock file, or no such folder: nobody is at work there
+        return
+    try:
+        _acquire(fd, store)
+    finally:
+        os.close(fd)
+
+
+def _acquire(fd: int, store: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        who = os.pread(fd, HOLDER_BYTES, 0).decode("utf-8", "replace").strip() or "another process"
+        raise CliError(
+            f"the store {store} is in use by {who}; an embedded store serves one process at a time",
+            ExitCode.STORE_BUSY,
+        ) from None
 
 
 @contextmanager
@@ -57,6 +75,7 @@ def open_store(settings: Settings, store: Path | None, holder: str, *, create: b
         if settings.mode == "embedded":  # services: the stores are servers, shared by design
             may_create = create or settings.legacy_history_dir is not None
             if not may_create and not store_exists(folder):
+                check_not_busy(folder)  # an ingest may be creating it
                 raise CliError(f"no store at {folder} (`simplemem ingest` makes one; a query never does)")
             try:
                 folder.mkdir(parents=True, exist_ok=True)

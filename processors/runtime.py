@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 from processors.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
 from processors.embedding import Embedder, MiniLMEmbedder
 from processors.retrieval import Retriever
-from processors.stores.milvus_vectors import MilvusVectorStore
 from processors.stores.protocols import LexicalStore, VectorStore
 from processors.stores.sqlite_lexical import SqliteLexicalStore
 from schemas.settings import Settings
@@ -66,6 +65,8 @@ class Runtime:
 
     @cached_property
     def vectors(self) -> VectorStore:
+        from processors.stores.milvus_vectors import MilvusVectorStore
+
         s = self.settings
         if s.mode == "services":
             uri = s.milvus_server_uri

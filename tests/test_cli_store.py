@@ -38,12 +38,15 @@ def test_a_busy_store_is_said_in_one_line_before_any_model_loads(
 
     monkeypatch.setattr(processors.runtime, "open_runtime", no_models)
     store = empty_store(tmp_path / "store")
+    new = tmp_path / "new"  # being created by an ingest: only its lock so far
+    new.mkdir()
     events = tmp_path / "events.jsonl"
     events.write_bytes(event(1, "I work as a pilot.") + b"\n")
-    with store_lock(store, "simplemem ingest (a test)"):
+    with store_lock(store, "simplemem ingest (a test)"), store_lock(new, "simplemem ingest (a test)"):
         for args in (
             ["ingest", str(events), "--store", str(store)],
             ["query", "Where does Dana work?", "--tenant", "acme", "--store", str(store)],
+            ["query", "Where does Dana work?", "--tenant", "acme", "--store", str(new)],
         ):
             result = runner.invoke(app, args)
             assert result.exit_code == ExitCode.STORE_BUSY, result.output
