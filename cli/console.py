@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 out = Console()
 err = Console(stderr=True)
@@ -31,19 +36,13 @@ def quiet_libraries() -> None:
     warnings.filterwarnings("ignore")
 
 
-def progress_bar() -> Progress:
+def progress_bar(*, in_bytes: bool = False) -> Progress:
+    """A bar on stderr counting items, or bytes of input (``in_bytes``); without a total it pulses."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        MofNCompleteColumn(),
+        DownloadColumn() if in_bytes else MofNCompleteColumn(),
         TimeElapsedColumn(),
         console=err,
         transient=True,
     )
-
-
-def read_lines(path: Path) -> Iterator[tuple[str, bytes]]:
-    with path.open("rb") as fh:
-        for n, line in enumerate(fh, start=1):
-            if line.strip():
-                yield f"line {n}", line

@@ -10,8 +10,11 @@ import orjson
 import typer
 from rich.console import Console
 
-from cli.console import out, quiet_libraries, read_lines
+from cli.console import out, quiet_libraries
+from cli.errors import one_line_errors
+from cli.inputs import open_input
 from cli.report import print_report
+from cli.store import open_store
 from processors.tokens import count_tokens
 from schemas.query import QueryRequest
 from schemas.settings import Settings, get_settings
@@ -33,13 +36,11 @@ def sample_path() -> Path:
 
 
 def run_demo(settings: Settings, store: Path, console: Console) -> None:
-    from processors.runtime import open_runtime
-
     path = sample_path()
-    rt = open_runtime(settings, store)
-    try:
+    with open_store(settings, store, "simplemem demo", create=True) as rt:
         console.print(f"[bold]Ingesting[/bold] {path.name} into {store}")
-        report = rt.pipeline.ingest(read_lines(path))
+        with open_input(str(path)) as source:
+            report = rt.pipeline.ingest(source.lines())
         print_report(report, console)
         history = "\n".join(
             f"{e['speaker']}: {e['text']}"
@@ -54,10 +55,9 @@ def run_demo(settings: Settings, store: Path, console: Console) -> None:
                 f"vs {full} for the full history)"
             )
             console.print(result.context or "(nothing)", markup=False, highlight=False)
-    finally:
-        rt.close()
 
 
+@one_line_errors
 def demo(
     store: Annotated[
         Path | None, typer.Option("--store", help="store folder (default: a temporary one)")

@@ -3,59 +3,56 @@
 from __future__ import annotations
 
 import sys
+from contextlib import ExitStack
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import orjson
 import typer
-from pydantic import ValidationError
 
-from cli.console import out, progress_bar, quiet_libraries, read_lines
+from cli.answers import Answer, answer_batch, answerer, single_request
+from cli.console import err, out, progress_bar, quiet_libraries
+from cli.errors import ingest_exit_code, one_line_errors
+from cli.inputs import InputArg, open_input
 from cli.report import print_answer, print_report
-from schemas.query import QueryRequest, QueryResult
+from cli.store import open_store
 from schemas.settings import get_settings
-
-if TYPE_CHECKING:
-    from processors.runtime import Runtime
 
 StoreOpt = Annotated[
     Path | None, typer.Option("--store", help="store folder (default: SIMPLEMEM_STORE or ./.simplemem)")
 ]
 
 
-def _runtime(store: Path | None) -> Runtime:
-    from processors.runtime import open_runtime
-
-    quiet_libraries()
-    return open_runtime(get_settings(), store)
-
-
+@one_line_errors
 def ingest(
-    events: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")
-    ],
+    events: InputArg,
     store: StoreOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="print the accounting as JSON")] = False,
 ) -> None:
-    """Run the whole pipeline over EVENTS.jsonl and print the accounting."""
-    rt = _runtime(store)
-    total = sum(1 for _ in read_lines(events))
-    try:
-        with progress_bar() as progress:
-            task = progress.add_task("loading models", total=total)
+    """Run the whole pipeline over EVENTS (read once, as it streams) and print the accounting."""
+    with (
+        open_input(events) as source,
+        open_store(get_settings(), store, "simplemem ingest", create=True) as rt,
+    ):
+        with progress_bar(in_bytes=True) as progress:
+            task = progress.add_task("loading models", total=source.size)
             pipeline = rt.pipeline
             progress.update(task, description="ingesting")
-            report = pipeline.ingest(read_lines(events), progress=lambda n: progress.advance(task, n))
-    finally:
-        rt.close()
+            report = pipeline.ingest(
+                source.lines(), progress=lambda _: progress.update(task, completed=source.consumed)
+            )
+        if not report.read:
+            err.print(f"no events in {source.name}", markup=False, highlight=False)
     if json_out:
         sys.stdout.buffer.write(
             orjson.dumps(report.model_dump(mode="json", exclude={"filtered_scores"})) + b"\n"
         )
     else:
         print_report(report)
+    raise typer.Exit(ingest_exit_code(report))
 
 
+@one_line_errors
 def query(
     text: Annotated[str | None, typer.Argument(help="the question")] = None,
     tenant: Annotated[str | None, typer.Option("--tenant", help="tenant id")] = None,
@@ -64,60 +61,35 @@ def query(
         str | None, typer.Option("--as-of", help="ISO-8601 time the question is asked at")
     ] = None,
     batch: Annotated[
-        Path | None,
-        typer.Option(
-            "--batch", exists=True, dir_okay=False, help="questions JSONL: {id, tenant_id, query, as_of?}"
-        ),
+        str | None,
+        typer.Option("--batch", help="questions JSONL {id, tenant_id, query, as_of?}: a file, a pipe or -"),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="print JSON (one line per question)")] = False,
 ) -> None:
     """Answer "what does the agent need to know" for a question, from a tenant's memory."""
-    if batch is None and (text is None or tenant is None):
-        raise typer.BadParameter("give TEXT and --tenant, or --batch FILE")
-    rt = _runtime(store)
-    retriever = rt.retriever
-    from processors.migration import MigrationState
-    from streams.lazy import lazy_migration
-
-    migration = lazy_migration(rt)
-
-    def answer(request: QueryRequest) -> QueryResult:
-        state = migration.ensure(request.tenant_id) if migration else None
-        result = retriever.query(request)
-        if state == MigrationState.IN_PROGRESS:
-            result.migration = state.value
-        return result
-
-    try:
-        if batch is not None:
-            for where, raw in read_lines(batch):
-                try:
-                    request = QueryRequest.model_validate(orjson.loads(raw))
-                except (orjson.JSONDecodeError, ValidationError) as exc:
-                    line = {"id": None, "error": f"{where}: {exc}"}
-                    sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
-                    continue
-                result = answer(request)
-                sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
-            return
-        try:
-            request = QueryRequest(tenant_id=tenant or "", query=text or "", as_of=as_of)
-        except ValidationError as exc:
-            raise typer.BadParameter(str(exc)) from None
-        result = answer(request)
-        if json_out:
-            sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
-            return
+    if batch is not None:
+        with ExitStack() as stack:
+            source = stack.enter_context(open_input(batch))
+            answer_batch(source.lines(), _answering(store, stack))
+        return
+    request = single_request(text, tenant, as_of)
+    with ExitStack() as stack:
+        result = _answering(store, stack)(request)
+    if json_out:
+        sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
+    else:
         print_answer(result)
-    finally:
-        if migration:
-            sys.stdout.flush()
-            migration.wait()  # the answer is out; let the import finish before the process exits
-        rt.close()
 
 
+def _answering(store: Path | None, stack: ExitStack) -> Answer:
+    """The store's answers, open until ``stack`` closes."""
+    rt = stack.enter_context(open_store(get_settings(), store, "simplemem query", create=False))
+    return answerer(rt, stack)
+
+
+@one_line_errors
 def tune_threshold(
-    events: Annotated[Path, typer.Argument(exists=True, dir_okay=False)],
+    events: InputArg,
     thresholds: Annotated[str, typer.Option("--thresholds", help="comma-separated")] = "0.25,0.35,0.45",
     show: Annotated[int, typer.Option("--show", help="dropped windows listed per threshold")] = 10,
 ) -> None:
@@ -126,7 +98,8 @@ def tune_threshold(
 
     quiet_libraries()
     values = [float(v) for v in thresholds.split(",") if v.strip()]
-    sweep_thresholds(get_settings(), read_lines(events), values, show, out)
+    with open_input(events) as source:
+        sweep_thresholds(get_settings(), source.lines(), values, show, out)
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from cli.console import err, out, progress_bar, quiet_libraries, read_lines
+from cli.console import err, out, progress_bar, quiet_libraries
+from cli.errors import one_line_errors
+from cli.inputs import InputArg, open_input
 from schemas.codec import dumps
 from schemas.keys import check_id
 from schemas.settings import Settings, get_settings
@@ -46,17 +48,15 @@ def _topics_ready(settings: Settings) -> None:
         raise typer.Exit(2) from None
 
 
-def publish(
-    events: Annotated[
-        Path, typer.Argument(exists=True, dir_okay=False, help="chat events, one JSON per line")
-    ],
-) -> None:
+@one_line_errors
+def publish(events: InputArg) -> None:
     """Publish a history (EVENTS.jsonl) to the turns topic, keyed by session (tenant and session id)."""
     from streams.kafka_io import publish as send_all
 
     settings = get_settings()
+    with open_input(events) as source:  # read before the topics are touched: a bad path costs nothing
+        lines = [raw for _, raw in source.lines()]
     _topics_ready(settings)
-    lines = [raw for _, raw in read_lines(events)]
     with progress_bar() as progress:
         task = progress.add_task("publishing", total=len(lines))
         report = asyncio.run(send_all(settings, lines, progress=lambda n: progress.advance(task, n)))
@@ -65,6 +65,7 @@ def publish(
         out.print(f"{report.unkeyed} lines had no tenant_id/session_id: the workers will dead-letter them")
 
 
+@one_line_errors
 def replay(
     tenant: Annotated[str, typer.Option("--tenant", help="the tenant whose memory is re-derived")],
     store: Annotated[
@@ -74,7 +75,7 @@ def replay(
 ) -> None:
     """Re-derive a tenant's memory from the durable (scrubbed) history into the configured stores."""
     from cli.report import print_report
-    from processors.runtime import open_runtime
+    from cli.store import open_store
     from streams.history import HistoryCount, tenant_history
 
     quiet_libraries()
@@ -84,14 +85,10 @@ def replay(
     except ValueError as exc:
         raise typer.BadParameter(f"--tenant: {exc}") from None
     count = HistoryCount()
-    rt = open_runtime(settings, store)
-    try:
-        with progress_bar() as progress:
-            task = progress.add_task(f"replaying {tenant}", total=None)
-            messages = tenant_history(settings, tenant, count)
-            report = rt.pipeline.ingest_analyzed(messages, progress=lambda n: progress.advance(task, n))
-    finally:
-        rt.close()
+    with open_store(settings, store, "simplemem replay", create=True) as rt, progress_bar() as progress:
+        task = progress.add_task(f"replaying {tenant}", total=None)
+        messages = tenant_history(settings, tenant, count)
+        report = rt.pipeline.ingest_analyzed(messages, progress=lambda n: progress.advance(task, n))
     out.print(f"{count.turns} of {count.records} retained records are turns of {tenant}")
     print_report(report)
 

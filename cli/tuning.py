@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -20,13 +19,16 @@ def sweep_thresholds(
     show: int,
     console: Console,
 ) -> None:
+    from processors.pipeline import validate_line
     from processors.runtime import open_runtime
 
-    rt = open_runtime(settings, Path(settings.store))
-    pipeline = rt.pipeline
-    report = IngestReport()
-    events = [e for where, raw in lines if (e := pipeline.validate(raw, where, report)) is not None]
-    messages = pipeline.analyzer.analyze(events)
+    rt = open_runtime(settings)  # its analyzer only: no store is opened
+    try:
+        report = IngestReport()
+        events = [e for where, raw in lines if (e := validate_line(settings, raw, where, report)) is not None]
+        messages = rt.analyzer.analyze(events)
+    finally:
+        rt.close()
     results = sweep(scored_windows(settings, messages), thresholds)
     table = Table(title="entropy threshold sweep")
     for col in ("threshold", "windows", "windows dropped", "messages", "discard rate"):

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable
@@ -21,9 +20,19 @@ from typing import Protocol
 
 import orjson
 
+from schemas.keys import id_problem
+
 log = logging.getLogger(__name__)
 
-_SAFE_TENANT = re.compile(r"^[A-Za-z0-9._@+-]{1,200}$")
+
+def tenant_file(folder: Path, tenant_id: str, suffix: str) -> Path | None:
+    """``folder/<tenant_id><suffix>``, or None when the tenant id is not a valid id or the path,
+    resolved (links followed), does not lie directly in ``folder``: a tenant id is never a path."""
+    if id_problem(tenant_id, tenant=True) is not None:
+        return None
+    base = folder.resolve()
+    path = (base / f"{tenant_id}{suffix}").resolve()
+    return path if path.parent == base else None
 
 
 class MigrationState(StrEnum):
@@ -49,7 +58,10 @@ class FileMigrationRegistry:
         self.folder = folder
 
     def _path(self, tenant_id: str) -> Path:
-        return self.folder / f"{tenant_id}.json"
+        path = tenant_file(self.folder, tenant_id, ".json")
+        if path is None:
+            raise ValueError(f"not a tenant id: {tenant_id!r}")
+        return path
 
     def claim(self, tenant_id: str) -> bool:
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -108,13 +120,13 @@ class LazyMigration:
         self.threads: list[threading.Thread] = []
 
     def history(self, tenant_id: str) -> Path | None:
-        if not _SAFE_TENANT.match(tenant_id) or tenant_id.startswith("."):
-            return None  # not a file name: no legacy file can belong to it
-        path = self.history_dir / f"{tenant_id}.jsonl"
-        return path if path.is_file() else None
+        path = tenant_file(self.history_dir, tenant_id, ".jsonl")
+        return path if path is not None and path.is_file() else None
 
     def ensure(self, tenant_id: str) -> MigrationState | None:
         """The tenant's migration state, starting the import if this is its first query."""
+        if id_problem(tenant_id, tenant=True) is not None:
+            return None  # not a tenant id: no legacy file and no record can belong to it
         state = self.registry.state(tenant_id)
         if state is not None:
             return state

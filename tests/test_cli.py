@@ -8,6 +8,7 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
+from cli.errors import ExitCode
 from cli.main import app
 
 pytestmark = pytest.mark.slow
@@ -41,7 +42,7 @@ def test_malformed_lines_are_rejected_and_the_rest_ingested(tmp_path: Path) -> N
     events.write_bytes(b"\n".join(lines) + b"\n")
     store = tmp_path / "store"
     result = runner.invoke(app, ["ingest", str(events), "--store", str(store), "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == ExitCode.INCOMPLETE, result.output
     report = orjson.loads(result.stdout.strip().splitlines()[-1])
     assert report["read"] == 6 and report["accepted"] == 2
     reasons = {r["where"]: r["reason"] for r in report["rejected"]}

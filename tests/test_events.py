@@ -1,5 +1,7 @@
 """Chat event validation: every rejection names the field and the problem."""
 
+from datetime import UTC, datetime, timedelta
+
 import orjson
 import pytest
 
@@ -43,9 +45,24 @@ def test_valid_event() -> None:
         ({**GOOD, "message_id": "m" * 65}, "message_id: over 64"),
         ({**GOOD, "surprise": 1}, "surprise:"),
         ({**GOOD, "text": 42}, "text:"),
+        (orjson.dumps({**GOOD, "text": "CAFE"}).replace(b"CAFE", b"caf\xe9"), "not UTF-8 (byte 0xe9"),
+        ({**GOOD, "ts": "0001-01-01T00:00:00+00:00", "text": "Last week I moved."}, "ts: Value error, 0001"),
+        ({**GOOD, "ts": "1899-12-31T23:59:59+00:00"}, "SIMPLEMEM_EARLIEST_YEAR"),
+        ({**GOOD, "ts": "9999-12-31T23:59:59-12:00"}, "ts: Value error, 9999"),
+        ({**GOOD, "ts": (datetime.now(UTC) + timedelta(days=2)).isoformat()}, "SIMPLEMEM_MAX_FUTURE_DAYS"),
     ],
 )
 def test_rejections_name_the_field(raw: object, fragment: str) -> None:
     with pytest.raises(EventRejected) as info:
         parse(raw)
     assert fragment in info.value.reason
+
+
+def test_a_byte_order_mark_is_not_part_of_the_event() -> None:
+    assert parse(b"\xef\xbb\xbf" + orjson.dumps(GOOD)) == parse(GOOD)
+    assert parse("\ufeff" + orjson.dumps(GOOD).decode()) == parse(GOOD)
+
+
+def test_times_within_the_bounds_are_accepted() -> None:
+    for ts in ("1900-01-01T00:00:00+00:00", datetime.now(UTC).isoformat()):
+        assert parse({**GOOD, "ts": ts}).ts == datetime.fromisoformat(ts)  # type: ignore[attr-defined]

@@ -61,3 +61,29 @@ def test_a_failed_import_is_recorded_with_its_reason(tmp_path: Path) -> None:
     migration.wait(5)
     assert registry.state("acme") == MigrationState.FAILED
     assert b"kafka down" in (tmp_path / "reg" / "acme.json").read_bytes()
+
+
+def test_a_tenant_id_never_reaches_outside_the_legacy_folder(tmp_path: Path) -> None:
+    """An absolute path as tenant id read ``<path>.jsonl`` (and its record ``<path>.json``) before the id
+    was checked; a link inside the folder that leads out of it is not followed either."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.jsonl").write_bytes(orjson.dumps({"tenant_id": "secret"}) + b"\n")
+    (outside / "secret.json").write_bytes(orjson.dumps({"state": MigrationState.IMPORTED}))
+    folder = legacy(tmp_path, "acme")
+    (folder / "linked.jsonl").symlink_to(outside / "secret.jsonl")
+    imported: list[int] = []
+
+    def sink(lines: list[bytes]) -> int:
+        imported.append(len(lines))
+        return len(lines)
+
+    registry = FileMigrationRegistry(tmp_path / "reg")
+    migration = LazyMigration(folder, registry, sink)
+    for tenant in (str(outside / "secret"), "linked", "acme\n", "acme/../../outside/secret"):
+        assert migration.ensure(tenant) is None, tenant
+    migration.wait(5)
+    assert imported == []
+    assert migration.ensure("acme") == MigrationState.IN_PROGRESS, "a tenant id inside still migrates"
+    migration.wait(5)
+    assert imported == [3]

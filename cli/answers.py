@@ -1,0 +1,71 @@
+"""``simplemem query``'s plumbing: requests read from the command line or a batch line, answered with
+the tenant's lazy migration (if one is configured) started on its first query."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+from typing import TYPE_CHECKING
+
+import orjson
+from pydantic import ValidationError
+
+from cli.errors import CliError, ExitCode
+from schemas.events import describe_errors
+from schemas.query import QueryRequest, QueryResult
+
+if TYPE_CHECKING:
+    from processors.runtime import Runtime
+
+Answer = Callable[[QueryRequest], QueryResult]
+
+
+def single_request(text: str | None, tenant: str | None, as_of: str | None) -> QueryRequest:
+    if text is None or tenant is None:
+        raise CliError("give TEXT and --tenant, or --batch FILE", ExitCode.USAGE)
+    try:
+        return QueryRequest(tenant_id=tenant, query=text, as_of=as_of)
+    except ValidationError as exc:
+        raise CliError(f"invalid query: {describe_errors(exc)}", ExitCode.USAGE) from None
+
+
+def batch_request(where: str, raw: bytes) -> QueryRequest | dict[str, object]:
+    """The request on a batch line, or the error line that answers it."""
+    try:
+        return QueryRequest.model_validate(orjson.loads(raw))
+    except orjson.JSONDecodeError as exc:
+        reason = f"invalid JSON: {exc}"
+    except ValidationError as exc:
+        reason = describe_errors(exc)
+    return {"id": None, "error": f"{where}: {reason}"}
+
+
+def answer_batch(lines: Iterable[tuple[str, bytes]], answer: Answer) -> None:
+    """One JSON line per question line, in order; a line that is not a request gets an error line."""
+    for where, raw in lines:
+        request = batch_request(where, raw)
+        line = answer(request).to_json() if isinstance(request, QueryRequest) else request
+        sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
+
+
+def answerer(rt: Runtime, stack: ExitStack) -> Answer:
+    """Answers from ``rt``'s retriever; a tenant's first query starts its lazy migration, which the
+    process lets finish (once the answers are out) when ``stack`` closes."""
+    from processors.migration import MigrationState
+    from streams.lazy import lazy_migration
+
+    retriever = rt.retriever
+    migration = lazy_migration(rt)
+    if migration is not None:
+        stack.callback(migration.wait)
+        stack.callback(sys.stdout.flush)  # runs first: the answers are out before the wait
+
+    def answer(request: QueryRequest) -> QueryResult:
+        state = migration.ensure(request.tenant_id) if migration else None
+        result = retriever.query(request)
+        if state == MigrationState.IN_PROGRESS:
+            result.migration = state.value
+        return result
+
+    return answer
