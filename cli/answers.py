@@ -12,7 +12,7 @@ import orjson
 from pydantic import ValidationError
 
 from cli.errors import CliError, ExitCode
-from schemas.events import describe_errors
+from schemas.events import describe_errors, load_json_line
 from schemas.query import QueryRequest, QueryResult
 
 if TYPE_CHECKING:
@@ -31,14 +31,17 @@ def single_request(text: str | None, tenant: str | None, as_of: str | None) -> Q
 
 
 def batch_request(where: str, raw: bytes) -> QueryRequest | dict[str, object]:
-    """The request on a batch line, or the error line that answers it."""
+    """The request on a batch line, or the error line that answers it (with the line's ``id`` when it
+    has one: the caller matches answers by id)."""
     try:
-        return QueryRequest.model_validate(orjson.loads(raw))
-    except orjson.JSONDecodeError as exc:
-        reason = f"invalid JSON: {exc}"
+        data = load_json_line(raw)
+    except ValueError as exc:
+        return {"id": None, "error": f"{where}: {exc}"}
+    try:
+        return QueryRequest.model_validate(data)
     except ValidationError as exc:
-        reason = describe_errors(exc)
-    return {"id": None, "error": f"{where}: {reason}"}
+        qid = data.get("id") if isinstance(data, dict) else None
+        return {"id": qid if isinstance(qid, str) else None, "error": f"{where}: {describe_errors(exc)}"}
 
 
 def answer_batch(lines: Iterable[tuple[str, bytes]], answer: Answer) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 
 from rich.console import Console
 from rich.progress import (
@@ -16,6 +17,20 @@ from rich.progress import (
 
 out = Console()
 err = Console(stderr=True)
+
+# C0 controls but tab and newline, DEL and C1 controls: what starts terminal escape sequences.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters shown as ``\\xNN`` (tabs and newlines kept)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def shown(text: str, console: Console) -> str:
+    """Stored text as it may be shown on ``console``: escaped on a terminal (memories and inputs may
+    carry escape sequences that retitle, clear or rewrite it), as stored in a file or pipe."""
+    return printable(text) if console.is_terminal else text
 
 
 def quiet_libraries() -> None:

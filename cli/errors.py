@@ -36,9 +36,14 @@ class CliError(Exception):
         self.code = code
 
 
-def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
-    """Print ``message`` as the command's one error line; the caller raises what this returns."""
+def error_line(message: str) -> None:
+    """The one line on stderr that says why a command stops."""
     err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def fail(message: str, code: ExitCode = ExitCode.ERROR) -> typer.Exit:
+    """Print ``message`` as the command's error line; the caller raises what this returns."""
+    error_line(message)
     return typer.Exit(code)
 
 

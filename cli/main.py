@@ -8,7 +8,8 @@ import typer
 from pydantic import ValidationError
 
 from cli import demo, infra, memory, streams
-from cli.console import err
+from cli.errors import ExitCode, error_line
+from schemas.events import describe_errors
 from schemas.settings import Settings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -26,8 +27,8 @@ def main() -> None:  # pragma: no cover
     try:
         Settings()
     except ValidationError as exc:
-        err.print(f"[red]invalid SIMPLEMEM_* settings:[/red] {exc}")
-        raise SystemExit(2) from None
+        error_line(f"invalid SIMPLEMEM_* settings: {describe_errors(exc)}")
+        raise SystemExit(ExitCode.USAGE) from None
     app(prog_name="simplemem")
 
 

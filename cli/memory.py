@@ -94,10 +94,10 @@ def tune_threshold(
     show: Annotated[int, typer.Option("--show", help="dropped windows listed per threshold")] = 10,
 ) -> None:
     """Discard rate and the windows dropped at each threshold (the A/B procedure), writing nothing."""
-    from cli.tuning import sweep_thresholds
+    from cli.tuning import parse_thresholds, sweep_thresholds
 
+    values = parse_thresholds(thresholds)
     quiet_libraries()
-    values = [float(v) for v in thresholds.split(",") if v.strip()]
     with open_input(events) as source:
         sweep_thresholds(get_settings(), source.lines(), values, show, out)
 

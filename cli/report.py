@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 import orjson
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from cli.console import out
+from cli.console import out, shown
 from schemas.accounting import IngestReport
 from schemas.query import QueryResult
 
@@ -38,25 +39,32 @@ def print_report(report: IngestReport, console: Console = out) -> None:
         table.add_row("LLM fallbacks to offline", str(report.llm_fallbacks))
     console.print(table)
     for r in report.rejected[:50]:
-        console.print(f"[red]rejected[/red] {r.where}: {r.reason}")
+        console.print(f"[red]rejected[/red] {_text(f'{r.where}: {r.reason}', console)}")
     if len(report.rejected) > 50:
         console.print(f"... and {len(report.rejected) - 50} more rejections")
     for f in report.failures[:20]:
-        console.print(f"[red]failed[/red] {f.message_id}: {f.reason}")
+        console.print(f"[red]failed[/red] {_text(f'{f.message_id}: {f.reason}', console)}")
+
+
+def _text(text: str, console: Console) -> str:
+    """Input-derived text inside a markup line: escaped for the terminal and for rich's markup."""
+    return escape(shown(text, console))
 
 
 def _share(part: int, whole: int) -> str:
     return f"{part / whole:.1%}" if whole else "0.0%"
 
 
-def print_answer(result: QueryResult) -> None:
+def print_answer(result: QueryResult, console: Console = out) -> None:
     if result.migration:
-        out.print("[yellow]this tenant's history is being imported: the answer may be incomplete[/yellow]")
-    out.print(
+        console.print(
+            "[yellow]this tenant's history is being imported: the answer may be incomplete[/yellow]"
+        )
+    console.print(
         f"[bold]complexity[/bold] {result.complexity:.2f}  [bold]k[/bold] {result.k}  "
         f"[bold]tokens[/bold] {result.context_tokens}"
     )
-    out.print(result.context or "(no memory matches)", markup=False, highlight=False)
+    console.print(shown(result.context or "(no memory matches)", console), markup=False, highlight=False)
 
 
 def print_statuses(statuses: list[ServiceStatus], as_json: bool) -> None:

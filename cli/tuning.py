@@ -2,14 +2,40 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 from rich.console import Console
 from rich.table import Table
 
+from cli.console import shown
+from cli.errors import CliError, ExitCode
 from processors.tuning import scored_windows, sweep
 from schemas.accounting import IngestReport
 from schemas.settings import Settings
+
+SHOWN_CHARS = 160  # of each message of a dropped window
+LOWEST, HIGHEST = 0.0, 1.0  # an information score's range (processors/entropy.py): a threshold's too
+
+
+def parse_thresholds(text: str) -> list[float]:
+    """The comma-separated thresholds of ``--thresholds``, or :class:`CliError` naming a bad one."""
+    values: list[float] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        try:
+            value = float(part)
+        except ValueError:
+            value = math.nan
+        if not LOWEST <= value <= HIGHEST:  # NaN fails too
+            raise CliError(
+                f"--thresholds: {part!r} is not a number in [{LOWEST:g}, {HIGHEST:g}]", ExitCode.USAGE
+            )
+        values.append(value)
+    if not values:
+        raise CliError("--thresholds: give at least one threshold", ExitCode.USAGE)
+    return values
 
 
 def sweep_thresholds(
@@ -53,4 +79,5 @@ def sweep_thresholds(
                 f"divergence={score.divergence:.2f}"
             )
             for m in window.new_messages:
-                console.print(f"    {m.speaker}: {m.text[:160]}", markup=False, highlight=False)
+                text = shown(f"    {m.speaker}: {m.text[:SHOWN_CHARS]}", console)
+                console.print(text, markup=False, highlight=False)

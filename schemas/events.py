@@ -92,11 +92,10 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
     if isinstance(raw, dict):
         data = raw
     else:
-        raw = _without_bom(raw)
         try:
-            data = orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            raise EventRejected(_json_problem(raw, exc), "invalid_json") from None
+            data = load_json_line(raw)
+        except ValueError as exc:
+            raise EventRejected(str(exc), "invalid_json") from None
     if not isinstance(data, dict):
         raise EventRejected(f"event must be a JSON object, got {type(data).__name__}", "not_an_object")
     text = data.get("text")
@@ -110,6 +109,16 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
         return ChatEvent.model_validate(data)
     except ValidationError as exc:
         raise EventRejected(describe_errors(exc)) from None
+
+
+def load_json_line(raw: bytes | str) -> Any:
+    """The JSON value on one input line, a leading byte order mark ignored; ``ValueError`` saying why
+    there is none."""
+    raw = _without_bom(raw)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(_json_problem(raw, exc)) from None
 
 
 def _without_bom(raw: bytes | str) -> bytes | str:

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import codecs
+import io
 from pathlib import Path
 
 import orjson
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
 from cli.errors import ExitCode
 from cli.main import app
+from schemas.query import QueryResult
 from tests.test_cli_store import empty_store
 from tests.test_query_bounds import LONG_QUERY
 
@@ -50,3 +54,56 @@ def test_a_batch_answers_around_lines_out_of_bounds(tmp_path: Path) -> None:
     for row in rows[1:3]:
         assert "as_of" in row["error"] and one_line(row["error"])
     assert rows[3]["id"] == "short" and "context" in rows[3]
+
+
+def test_a_batch_error_line_keeps_the_callers_id_and_a_bom_loses_no_line(tmp_path: Path) -> None:
+    questions = tmp_path / "q.jsonl"
+    questions.write_bytes(
+        codecs.BOM_UTF8
+        + orjson.dumps(question("first", "Where does Dana work?"))
+        + b"\n"
+        + orjson.dumps({"id": "bad-tenant", "tenant_id": "../etc", "query": "Where?"})
+        + b"\n"
+    )
+    store = empty_store(tmp_path / "store")
+    result = runner.invoke(app, ["query", "--batch", str(questions), "--store", str(store)])
+    assert result.exit_code == 0, result.output
+    first, bad = (orjson.loads(line) for line in result.stdout.splitlines())
+    assert first["id"] == "first" and "context" in first, first
+    assert bad["id"] == "bad-tenant" and "tenant_id" in bad["error"], bad
+
+
+def test_control_characters_of_memories_are_escaped_on_a_terminal() -> None:
+    from cli.report import print_answer
+
+    hostile = "Dana's title is \x1b]0;pwned\x07 and \x1b[2J\x9b31m done.\nNext line\tkept."
+    result = QueryResult(
+        id=None, query="q", complexity=0.1, k=3, memories=[], context=hostile, context_tokens=9
+    )
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=200)
+    print_answer(result, terminal)
+    shown = terminal.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b]0;" not in shown and "\x1b[2J" not in shown and "\x9b" not in shown
+    assert "\\x1b]0;pwned\\x07" in shown and "\\x9b31m" in shown
+    assert "\nNext line" in shown, "newlines are kept"
+    piped = Console(file=io.StringIO(), force_terminal=False, width=200)
+    print_answer(result, piped)
+    kept = piped.file.getvalue()  # type: ignore[attr-defined]
+    assert "\x1b[2J" in kept and "\\x1b" not in kept, "a file or pipe gets the text unescaped"
+
+
+@pytest.mark.parametrize("thresholds", ["nan", "0.3,inf", "abc", "1.5", "-0.1", ","])
+def test_tune_threshold_takes_thresholds_in_0_1_only(
+    thresholds: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import processors.runtime
+
+    def no_models(*args: object, **kwargs: object) -> None:
+        raise AssertionError("models loaded for invalid thresholds")
+
+    monkeypatch.setattr(processors.runtime, "open_runtime", no_models)
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"{}\n")
+    result = runner.invoke(app, ["tune-threshold", "--thresholds", thresholds, str(events)])
+    assert result.exit_code == ExitCode.USAGE, result.output
+    assert one_line(result.stderr) and "--thresholds" in result.stderr, result.stderr
