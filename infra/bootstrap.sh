@@ -23,6 +23,13 @@ if [ ! -f "$venv/.complete" ]; then
   VIRTUAL_ENV="$venv" uv pip install --quiet -r requirements.lock
   touch "$venv/.complete"
 fi
+# Compiled bytecode, once per venv: a process that may not write .pyc files (PYTHONDONTWRITEBYTECODE,
+# a read-only venv) would otherwise compile pandas, pymilvus, numpy... on every start (a query: 3.7 s
+# instead of 1.5 s).
+if [ ! -f "$venv/.compiled" ]; then
+  "$venv/bin/python" -m compileall -q -j 0 "$venv/lib" >/dev/null 2>&1 || true
+  touch "$venv/.compiled"
+fi
 # The project itself is NOT installed into the shared venv (an editable install would point every
 # clone on the machine at whichever clone bootstrapped last): bin/simplemem and bin/test put this
 # clone on PYTHONPATH instead.
