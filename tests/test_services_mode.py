@@ -118,7 +118,7 @@ def test_pii_is_absent_from_the_stores(services_runtime, golden) -> None:  # typ
         h["_source"]
         for h in scan(rt.lexical.client, index=rt.lexical.index, query={"query": {"match_all": {}}})
     ]
-    assert len(docs) == rt.lexical.count("golden") > 0
+    assert len(docs) >= rt.lexical.count("golden") > 0, "every golden memory was read"
     stored = orjson.dumps(docs)
     redis = rt.buffer.r
     readers = {b"hash": redis.hgetall, b"zset": lambda k: redis.zrange(k, 0, -1), b"string": redis.get}
