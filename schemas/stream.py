@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from schemas.keys import SessionKey
 from schemas.window import AnalyzedMessage
@@ -77,8 +77,21 @@ class DeadLetter(BaseModel):
 
 
 class DeletionRequest(BaseModel):
-    """Forget these messages and everything derived from them (consumed by the forget issue)."""
+    """Forget messages and everything derived from them, or a whole tenant (the forget path).
+
+    Carries ids only, never content, so the deletions topic and the deletion log stay PII-free.
+    """
 
     tenant_id: str
-    message_ids: list[str] = Field(min_length=1)
+    message_ids: list[str] = Field(
+        default_factory=list, description="messages to forget; empty with ``whole_tenant``"
+    )
+    whole_tenant: bool = Field(False, description="forget every message and memory of the tenant")
+    requested_by: str = Field("unknown", description="who asked: an API key id, 'admin' or 'cli'")
     requested_at: datetime
+
+    @model_validator(mode="after")
+    def _one_scope(self) -> DeletionRequest:
+        if self.whole_tenant == bool(self.message_ids):
+            raise ValueError("name message_ids, or set whole_tenant without message_ids")
+        return self
