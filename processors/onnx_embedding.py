@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from processors.embedding import Vectors, shipped_model_dir
+from processors.embedding import Vectors, model_dimension, shipped_model_dir
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class OnnxMiniLMEmbedder:
         self._tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
         self._tokenizer.enable_truncation(_max_tokens(source))
         self._tokenizer.enable_padding()
-        self.dim = int(json.loads((source / "config.json").read_text())["hidden_size"])
+        self.dim = model_dimension(source)
         self.batch_size = batch_size
 
     def encode(self, texts: list[str]) -> Vectors:

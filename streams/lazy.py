@@ -34,4 +34,4 @@ def lazy_migration(rt: Runtime) -> LazyMigration | None:
             report = rt.pipeline.ingest((f"legacy line {i}", raw) for i, raw in enumerate(lines, start=1))
             return report.accepted
 
-    return LazyMigration(s.legacy_history_dir, registry, sink)
+    return LazyMigration(s.legacy_history_dir, registry, sink, s.migration_lease_seconds)

@@ -234,6 +234,77 @@ def test_dlq_replay_reinjects_the_original_bytes(env: dict[str, str], worker: Wo
     assert first.source != again.source, "re-published: a new position"
 
 
+def test_dlq_replay_rereads_a_truncated_letter_from_its_source_topic(
+    env: dict[str, str], worker: WorkerProcess
+) -> None:
+    """A dead letter quotes only the first ``dlq_original_bytes`` of a large record; replay must publish
+    the whole record again, read from the position the letter names, not the quoted part."""
+    settings = settings_of(env)
+    marker = uuid.uuid4().hex.encode()
+    huge = b'{"tenant_id": "dlq-large", "marker": "' + marker + b'", "text": "' + b"y" * 300_000
+    kcat_publish(settings, [huge])
+
+    def letters() -> list[DeadLetter]:
+        return [d for d in dead_letters(settings) if marker in base64.b64decode(d.original or "")]
+
+    wait_for(lambda: len(letters()) == 1, 60, "the large line's dead letter")
+    assert letters()[0].truncated and len(base64.b64decode(letters()[0].original or "")) < len(huge)
+    subprocess.run(
+        [str(REPO / "bin" / "simplemem"), "dlq", "replay", "--code", "invalid_json"],
+        env={**os.environ, **env},
+        check=True,
+        timeout=120,
+    )
+    wait_for(lambda: len(letters()) == 2, 60, "the re-read record to be judged again")
+    first, again = letters()
+    assert again.source != first.source, "re-published: a new position"
+    assert again.original_size == len(huge), "the whole record went back, not the quoted prefix"
+
+
+def test_lazy_migration_in_services_mode_publishes_the_history_for_the_workers(
+    env: dict[str, str], worker: WorkerProcess, tmp_path: Path
+) -> None:
+    """A tenant's first query (services mode) claims it in Redis and publishes its legacy history to
+    the turns topic; the workers derive its memory, and a later query answers from it."""
+    settings = settings_of(env)
+    tenant = f"legacy-{uuid.uuid4().hex[:8]}"
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    lines = [
+        orjson.dumps(
+            {
+                "tenant_id": tenant,
+                "session_id": "old",
+                "message_id": f"old{i}",
+                "speaker": "Dana",
+                "role": "user",
+                "text": text,
+                "ts": f"2026-02-0{i + 1}T09:00:00Z",
+            }
+        )
+        for i, text in enumerate(["I work as a pilot for Skyline Air.", "My cat Miso turned four."])
+    ]
+    (legacy / f"{tenant}.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    query_env = {**os.environ, **env, "SIMPLEMEM_LEGACY_HISTORY_DIR": str(legacy)}
+
+    def ask() -> dict[str, Any]:
+        proc = subprocess.run(
+            [str(REPO / "bin" / "simplemem"), "query", "Where does Dana work?", "--tenant", tenant, "--json"],
+            env=query_env,
+            capture_output=True,
+            check=True,
+            timeout=120,
+        )
+        answer: dict[str, Any] = orjson.loads(proc.stdout)
+        return answer
+
+    assert ask()["migration"] == "in_progress"
+    wanted = {"old0", "old1"}
+    wait_for(lambda: wanted <= set(outcomes(settings)), 120, "the workers to decide the legacy turns")
+    answer = ask()
+    assert "migration" not in answer and "Skyline Air" in answer["context"]
+
+
 def replay(env: dict[str, str], tenant: str, store: Path) -> subprocess.CompletedProcess[bytes]:
     """`simplemem replay` as a user runs it: a tenant's memory re-derived into an embedded store."""
     return subprocess.run(
