@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
+from rich.logging import RichHandler
 
 from cli.console import err
 from cli.report import print_statuses
@@ -16,11 +18,23 @@ ServicesArg = Annotated[
 ]
 
 
+def show_progress(json_out: bool) -> None:
+    """The launcher's steps (installing, started, ready in N s) on stderr as they happen: a first
+    `up` downloads and prepares services for minutes and should not look hung."""
+    if json_out:
+        return
+    handler = RichHandler(console=err, show_path=False, show_level=False, markup=False)
+    launcher = logging.getLogger("infra")
+    launcher.addHandler(handler)
+    launcher.setLevel(logging.INFO)
+
+
 @infra_app.command("up")
 def infra_up(services: ServicesArg = None, json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Install what is missing, start the services, wait until each answers a real request."""
     from infra.services import InfraError, up
 
+    show_progress(json_out)
     try:
         print_statuses(up(services or None), json_out)
     except InfraError as exc:
@@ -35,6 +49,7 @@ def infra_down(
     """Stop what `up` started (pid files)."""
     from infra.services import down
 
+    show_progress(json_out)
     print_statuses(down(services or None), json_out)
 
 

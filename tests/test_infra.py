@@ -445,3 +445,17 @@ def test_redis_as_configured_and_restartable(real: Settings) -> None:
     assert not process_listens(real.redis_port)
     [row] = services.up(["redis"], real)
     assert row.state == "running" and row.pid not in (None, before)
+
+
+@pytest.mark.integration
+def test_up_says_what_it_does_as_a_user_runs_it(real: Settings, tmp_path: Path) -> None:
+    """`simplemem infra up` from another directory reports each service's step on stderr (a first `up`
+    installs for minutes and must not look hung); `--json` keeps stdout machine-readable and quiet."""
+    require("redis", real)
+    cli = [str(REPO_ROOT / "bin" / "simplemem"), "infra", "up", "redis"]
+    shown = subprocess.run(cli, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True)
+    assert "redis: already running" in " ".join(shown.stderr.split())
+    quiet = subprocess.run(
+        [*cli, "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
+    )
+    assert quiet.stderr == "" and json.loads(quiet.stdout)[0]["state"] == "running"
