@@ -75,12 +75,19 @@ def date_spellings(iso: str) -> re.Pattern[str]:
     return re.compile(rf"{re.escape(iso)}|\b{names}\s+{d}\b|\b{d}\s+(?:of\s+)?{names}\b", re.IGNORECASE)
 
 
+def _as_words(expected: str) -> re.Pattern[str]:
+    """``expected`` as whole words: "an A" is not in "an assistant", "50" not in "150"."""
+    start = r"(?<!\w)" if re.match(r"\w", expected) else ""
+    end = r"(?!\w)" if re.search(r"\w$", expected) else ""
+    return re.compile(start + re.escape(expected) + end, re.IGNORECASE)
+
+
 def contains(context: str, expected: str) -> bool:
-    """Case-insensitive; digits grouped in thousands match ungrouped ("1,100" for "1100"). An expected
-    ISO day or month matches any spelling of it, outside the context's ``[YYYY-MM-DD]`` headers: those
-    say when a memory was stated, which is not the answer to "when is..." (and "2026-07" would match
-    every July header)."""
+    """Whole words, case-insensitive; digits grouped in thousands match ungrouped ("1,100" for
+    "1100"). An expected ISO day or month matches any spelling of it, outside the context's
+    ``[YYYY-MM-DD]`` headers: those say when a memory was stated, which is not the answer to "when
+    is..." (and "2026-07" would match every July header)."""
     if _ISO_DAY.fullmatch(expected) or _ISO_MONTH.fullmatch(expected):
         return bool(date_spellings(expected).search(_DAY_HEADER.sub("", context)))
-    wanted = expected.lower()
-    return wanted in context.lower() or wanted in _THOUSANDS.sub("", context).lower()
+    words = _as_words(expected)
+    return bool(words.search(context) or words.search(_THOUSANDS.sub("", context)))

@@ -71,6 +71,10 @@ def test_an_unknown_conversation_is_named() -> None:
         ("the budget is now 1,100", "1100", True),
         ("Rosa Delgado runs the platform group", "rosa delgado", True),
         ("Rosa runs the platform group", "rosa delgado", False),
+        ("I'm aiming for an A now", "an A", True),
+        ("ask an assistant", "an A", False),  # whole words
+        ("the Hendersons pick up", "Henderson", False),
+        ("query.offset((page - 1) * per_page)", "(page - 1) * per_page", True),
     ],
 )
 def test_expected_strings_are_matched_as_written_or_as_dates(
