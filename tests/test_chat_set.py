@@ -3,6 +3,7 @@ embedded pipeline finds what it should and leaks nothing."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from schemas.settings import Settings
 # Share of expected strings found, measured on this set on 2026-11-30 (see the slow test's docstring),
 # minus a small margin: a change that loses recall on this set fails here.
 FOUND_FLOOR = 0.0
+ISO_DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?")
 
 
 def test_every_event_is_a_valid_chat_event() -> None:
@@ -51,6 +53,14 @@ def test_absent_strings_are_in_the_history_and_expected_from_none() -> None:
         assert [a for a in conv.absent if a not in history] == [], conv.name
         expected = [e for q in conv.queries for e in q.get("expected", [])]
         assert [e for e in expected if any(a.lower() in e.lower() for a in conv.absent)] == [], conv.name
+
+
+def test_expected_words_are_said_in_the_history() -> None:
+    """Apart from dates (which the memory may have to work out), an answer is in what was said."""
+    for conv in load_chat_set():
+        history = "\n".join(e["text"] for e in conv.events)
+        words = [e for q in conv.queries for e in q.get("expected", []) if not ISO_DATE.fullmatch(e)]
+        assert [w for w in words if not contains(history, w)] == [], conv.name
 
 
 def test_an_unknown_conversation_is_named() -> None:
