@@ -6,7 +6,8 @@
 Each conversation of ``bench/data/chat/`` (see ``bench/chat_data.py``) is ingested into its own tenant
 as ``simplemem ingest`` does (the store opened and locked by the same code, one ingest per
 conversation), then each question is answered as ``simplemem query`` answers it. Reported: expected
-strings found in the returned context, questions answered in full, PII leaks (an ``absent`` string,
+strings found in the returned context, questions answered in full, facts said of someone by a
+pronoun found in one memory together with whom they are about (``together``), PII leaks (an ``absent`` string,
 case-insensitive, in a returned answer or in any file of the store once it is closed) and the mean
 context tokens against the tokens of the whole history. Exits 1 on any leak. ``--out`` holds every
 question's context and what it missed.
@@ -44,6 +45,8 @@ class QuestionResult:
     leaked: list[str]
     context: str
     context_tokens: int
+    together: list[str] = field(default_factory=list)
+    attributed: bool | None = None  # with ``together``: whether one returned memory holds them all
 
 
 @dataclass
@@ -67,6 +70,14 @@ class ConversationResult:
     @property
     def answered(self) -> int:
         return sum(1 for q in self.questions if not q.missing)
+
+    @property
+    def attributions(self) -> int:
+        return sum(1 for q in self.questions if q.attributed is not None)
+
+    @property
+    def attributed(self) -> int:
+        return sum(1 for q in self.questions if q.attributed)
 
     @property
     def leaks(self) -> int:
@@ -109,6 +120,7 @@ def run(settings: Settings, store: Path, convs: list[ChatConversation]) -> list[
                 )
                 answered = answer(request)
                 output = orjson.dumps(answered.to_json()).decode().lower()
+                together = q.get("together", [])
                 result.questions.append(
                     QuestionResult(
                         q["id"],
@@ -119,6 +131,8 @@ def run(settings: Settings, store: Path, convs: list[ChatConversation]) -> list[
                         [a for a in conv.absent if a.lower() in output],
                         answered.context,
                         answered.context_tokens,
+                        together,
+                        attributed([m.text for m in answered.memories], together) if together else None,
                     )
                 )
             results.append(result)
@@ -128,26 +142,59 @@ def run(settings: Settings, store: Path, convs: list[ChatConversation]) -> list[
     return results
 
 
+def attributed(memories: list[str], together: list[str]) -> bool:
+    """Whether one memory holds every string of ``together``: the fact and whom it is about."""
+    return any(all(contains(text, t) for t in together) for text in memories)
+
+
 def store_files(store: Path) -> list[Path]:
     return sorted(p for p in store.rglob("*") if p.is_file())
 
 
+def file_bytes(path: Path) -> bytes:
+    """A file's bytes; for a Parquet file (Milvus Lite's segments, Snappy-compressed, where a byte scan
+    sees nothing) the values of its text columns too (not its numbers: the digits of a vector's floats
+    would match numeric PII by chance)."""
+    blob = path.read_bytes()
+    if path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(path)
+        text = [
+            n for n, t in zip(table.column_names, table.schema.types, strict=True) if pa.types.is_string(t)
+        ]
+        blob += orjson.dumps(table.select(text).to_pydict())
+    return blob
+
+
 def scan(files: Iterable[Path], absent: list[str]) -> list[tuple[str, str]]:
-    """``(string, file)`` for each absent string found, case-insensitive, in a file's bytes."""
+    """``(string, file)`` for each absent string found, case-insensitive, in a file."""
     found = []
     for path in files:
-        blob = path.read_bytes().lower()
+        blob = file_bytes(path).lower()
         found += [(a, str(path)) for a in absent if a.lower().encode() in blob]
     return found
 
 
 def print_results(results: list[ConversationResult]) -> None:
+    from rich.console import Console
     from rich.table import Table
 
     from cli.console import out
 
+    console = out if out.is_terminal else Console(width=160)  # a file or pipe gets the whole table
     table = Table(title="chat set: expected strings in the context, PII leaks, context size")
-    for name in ("conversation", "turns", "units", "questions", "answered", "found / expected", "leaks"):
+    for name in (
+        "conversation",
+        "turns",
+        "units",
+        "questions",
+        "answered",
+        "found / expected",
+        "attributed",
+        "leaks",
+    ):
         table.add_column(name, justify="left" if name == "conversation" else "right")
     table.add_column("context tokens\n(mean)", justify="right")
     table.add_column("history\ntokens", justify="right")
@@ -165,6 +212,7 @@ def print_results(results: list[ConversationResult]) -> None:
             str(len(questions)),
             str(sum(r.answered for r in rs)),
             f"{found}/{expected} ({found / expected:.1%})" if expected else "-",
+            f"{sum(r.attributed for r in rs)}/{sum(r.attributions for r in rs)}",
             str(sum(r.leaks for r in rs)),
             f"{ctx:.0f}",
             f"{hist:.0f}",
@@ -175,19 +223,23 @@ def print_results(results: list[ConversationResult]) -> None:
         table.add_row(*row(r.name, [r]))
     table.add_section()
     table.add_row(*row("all", results), style="bold")
-    out.print(table)
+    console.print(table)
     for r in results:
         for q in r.questions:
+            if q.attributed is False:
+                console.print(
+                    f"not attributed  {q.id} {q.query!r}: no memory holds {q.together!r}", markup=False
+                )
             if q.missing:
-                out.print(
+                console.print(
                     f"missed  {q.id} [{q.kind}] {q.query!r}: {', '.join(map(repr, q.missing))}", markup=False
                 )
     for r in results:
         for q in r.questions:
             for a in q.leaked:
-                out.print(f"LEAK    {q.id}: {a!r} in the answer", markup=False)
+                console.print(f"LEAK    {q.id}: {a!r} in the answer", markup=False)
         for a, path in r.store_leaks:
-            out.print(f"LEAK    {r.name}: {a!r} in {path}", markup=False)
+            console.print(f"LEAK    {r.name}: {a!r} in {path}", markup=False)
 
 
 def found_share(results: list[ConversationResult]) -> float:
@@ -195,11 +247,18 @@ def found_share(results: list[ConversationResult]) -> float:
     return sum(r.found for r in results) / expected if expected else 1.0
 
 
+def attributed_share(results: list[ConversationResult]) -> float:
+    wanted = sum(r.attributions for r in results)
+    return sum(r.attributed for r in results) / wanted if wanted else 1.0
+
+
 def write(results: list[ConversationResult], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {
         "found": sum(r.found for r in results),
         "expected": sum(r.expected for r in results),
+        "attributed": sum(r.attributed for r in results),
+        "attributions": sum(r.attributions for r in results),
         "leaks": sum(r.leaks for r in results),
         "conversations": [
             {

@@ -5,8 +5,10 @@ are chat events (``schemas/events.py``), each conversation in a tenant of its ow
 ``query --batch`` request (``id``, ``tenant_id``, ``query``, ``as_of``) plus ``expected`` (strings the
 returned context must hold to answer it: for a fact that changed, the current value; ISO dates match
 any spelling), ``absent`` (raw PII of the conversation that must appear in no output and no store
-file) and ``kind`` (what the question exercises: fact, changed, pronoun, person, date, abbrev, code,
-pii), used to group the results.
+file), ``kind`` (what the question exercises: fact, changed, pronoun, person, date, abbrev, code,
+pii), used to group the results, and for a fact said of someone by a pronoun ``together``: strings one
+returned memory must hold at once (who and what: "Marcus", "wedding"), so that a fact pinned on the
+wrong person ("Ken's out next week for Ken's sister's wedding") is not counted as remembered.
 """
 
 from __future__ import annotations

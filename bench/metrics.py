@@ -76,10 +76,19 @@ def date_spellings(iso: str) -> re.Pattern[str]:
 
 
 def _as_words(expected: str) -> re.Pattern[str]:
-    """``expected`` as whole words: "an A" is not in "an assistant", "50" not in "150"."""
-    start = r"(?<!\w)" if re.match(r"\w", expected) else ""
-    end = r"(?!\w)" if re.search(r"\w$", expected) else ""
-    return re.compile(start + re.escape(expected) + end, re.IGNORECASE)
+    """``expected`` as whole words: "an A" is not in "an assistant", "50" not in "150"; a number
+    ends where the digits end ("160" is in "160x230")."""
+
+    def edge(char: str, side: str) -> str:
+        if char.isdigit():
+            return r"(?<!\d)" if side == "start" else r"(?!\d)"
+        if re.match(r"\w", char):
+            return r"(?<!\w)" if side == "start" else r"(?!\w)"
+        return ""
+
+    return re.compile(
+        edge(expected[0], "start") + re.escape(expected) + edge(expected[-1], "end"), re.IGNORECASE
+    )
 
 
 def contains(context: str, expected: str) -> bool:
