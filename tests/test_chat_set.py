@@ -14,10 +14,10 @@ from schemas.events import parse_event
 from schemas.query import QueryRequest
 from schemas.settings import Settings
 
-# Share of expected strings found, measured on this set on 2026-11-30 (see the slow test's docstring),
-# minus a small margin: a change that loses recall on this set fails here.
-FOUND_FLOOR = 0.0
-ATTRIBUTED_FLOOR = 0.0
+# Measured on 2026-11-30 (main at 0ccc04c), minus a small margin: a change that loses recall on this
+# set fails here. Raise them as the pipeline improves (the target is 0.95 found).
+FOUND_FLOOR = 0.90  # measured 129/139 = 0.928
+ATTRIBUTED_FLOOR = 0.58  # measured 8/12 = 0.667; one question less is 0.583
 ISO_DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?")
 
 
@@ -100,7 +100,9 @@ def test_expected_strings_are_matched_as_written_or_as_dates(
 @pytest.mark.slow
 def test_the_chat_set_is_answered_without_leaks(settings: Settings, tmp_path: Path) -> None:
     """Every conversation through the embedded pipeline, as `python -m bench.chat` runs it: no absent
-    string in any answer or store file, and at least FOUND_FLOOR of the expected strings found."""
+    string in any answer or store file, and at least FOUND_FLOOR of the expected strings found (measured
+    on 2026-11-30: 129 of 139, 92.8%, 0 leaks; 8 of 12 pronoun facts attributed; mean context 342
+    tokens against 2,149 of history; bench/data/chat/FINDINGS.md lists the misses)."""
     from bench.chat import attributed_share, found_share, run
 
     results = run(settings.model_copy(update={"mode": "embedded"}), tmp_path / "store", load_chat_set())
