@@ -56,6 +56,7 @@ def evidence_recall(gold: list[str], cited: set[str]) -> float:
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _ISO_MONTH = re.compile(r"(\d{4})-(\d{2})")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_ANCHOR = re.compile(r"\s*\((\d{4}-\d{2}(?:-\d{2})?)")
 _DAY_HEADER = re.compile(r"^\[\d{4}-\d{2}-\d{2}\]$", re.MULTILINE)  # retrieval.build_context's
 
 
@@ -91,12 +92,22 @@ def _as_words(expected: str) -> re.Pattern[str]:
     )
 
 
+def _anchored_elsewhere(text: str, end: int, iso: str) -> bool:
+    """Whether the date written just before ``end`` carries an anchor naming another date ("May 12
+    (2025-05-12)" does not say 2026-05-12)."""
+    anchor = _ANCHOR.match(text, end)
+    return bool(anchor) and not anchor.group(1).startswith(iso)
+
+
 def contains(context: str, expected: str) -> bool:
     """Whole words, case-insensitive; digits grouped in thousands match ungrouped ("1,100" for
     "1100"). An expected ISO day or month matches any spelling of it, outside the context's
     ``[YYYY-MM-DD]`` headers: those say when a memory was stated, which is not the answer to "when
     is..." (and "2026-07" would match every July header)."""
     if _ISO_DAY.fullmatch(expected) or _ISO_MONTH.fullmatch(expected):
-        return bool(date_spellings(expected).search(_DAY_HEADER.sub("", context)))
+        text = _DAY_HEADER.sub("", context)
+        return any(
+            not _anchored_elsewhere(text, m.end(), expected) for m in date_spellings(expected).finditer(text)
+        )
     words = _as_words(expected)
     return bool(words.search(context) or words.search(_THOUSANDS.sub("", context)))

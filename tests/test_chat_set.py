@@ -79,6 +79,8 @@ def test_an_unknown_conversation_is_named() -> None:
         ("[2026-05-06]\nno coffee until July (2026-07)", "2026-07", True),
         ("[2026-05-06]\nno coffee until July 2026", "2026-07", True),
         ("[2026-07-06]\nno coffee until July (2025-07)", "2026-07", False),
+        ("[2026-03-23]\nthe launch moves to May 12 (2025-05-12)", "2026-05-12", False),
+        ("[2026-03-23]\nthe launch moves to May 12 (2026-05-12)", "2026-05-12", True),
         ("[2026-07-06]\nsomething on 2026-07-14", "2026-07", False),
         ("the budget is now 1,100", "1100", True),
         ("Rosa Delgado runs the platform group", "rosa delgado", True),
