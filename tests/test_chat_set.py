@@ -16,7 +16,7 @@ from schemas.settings import Settings
 
 # Measured on 2026-11-30 (main at 0ccc04c), minus a small margin: a change that loses recall on this
 # set fails here. Raise them as the pipeline improves (the target is 0.95 found).
-FOUND_FLOOR = 0.90  # measured 129/139 = 0.928
+FOUND_FLOOR = 0.90  # measured 128/139 = 0.921
 ATTRIBUTED_FLOOR = 0.58  # measured 8/12 = 0.667; one question less is 0.583
 ISO_DATE = re.compile(r"\d{4}-\d{2}(?:-\d{2})?")
 
@@ -103,7 +103,7 @@ def test_expected_strings_are_matched_as_written_or_as_dates(
 def test_the_chat_set_is_answered_without_leaks(settings: Settings, tmp_path: Path) -> None:
     """Every conversation through the embedded pipeline, as `python -m bench.chat` runs it: no absent
     string in any answer or store file, and at least FOUND_FLOOR of the expected strings found (measured
-    on 2026-11-30: 129 of 139, 92.8%, 0 leaks; 8 of 12 pronoun facts attributed; mean context 342
+    on 2026-11-30: 128 of 139, 92.1%, 0 leaks; 8 of 12 pronoun facts attributed; mean context 342
     tokens against 2,149 of history; bench/data/chat/FINDINGS.md lists the misses)."""
     from bench.chat import attributed_share, found_share, run
 
