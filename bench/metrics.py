@@ -96,7 +96,7 @@ def _anchored_elsewhere(text: str, end: int, iso: str) -> bool:
     """Whether the date written just before ``end`` carries an anchor naming another date ("May 12
     (2025-05-12)" does not say 2026-05-12)."""
     anchor = _ANCHOR.match(text, end)
-    return bool(anchor) and not anchor.group(1).startswith(iso)
+    return anchor is not None and not anchor.group(1).startswith(iso)
 
 
 def contains(context: str, expected: str) -> bool:
