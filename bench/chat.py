@@ -19,10 +19,12 @@ import argparse
 import os
 import sys
 import tempfile
+from collections import defaultdict
 from collections.abc import Iterable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -31,6 +33,9 @@ from bench.metrics import contains
 from processors.tokens import count_tokens
 from schemas.query import QueryRequest
 from schemas.settings import Settings
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 HOLDER = "python -m bench.chat"
 
@@ -224,6 +229,7 @@ def print_results(results: list[ConversationResult]) -> None:
     table.add_section()
     table.add_row(*row("all", results), style="bold")
     console.print(table)
+    console.print(kind_table(results))
     for r in results:
         for q in r.questions:
             if q.attributed is False:
@@ -240,6 +246,24 @@ def print_results(results: list[ConversationResult]) -> None:
                 console.print(f"LEAK    {q.id}: {a!r} in the answer", markup=False)
         for a, path in r.store_leaks:
             console.print(f"LEAK    {r.name}: {a!r} in {path}", markup=False)
+
+
+def kind_table(results: list[ConversationResult]) -> Table:
+    """Found / expected per kind of question (what it exercises: changed facts, pronouns, dates...)."""
+    from rich.table import Table
+
+    kinds: dict[str, list[QuestionResult]] = defaultdict(list)
+    for q in (q for r in results for q in r.questions):
+        kinds[q.kind].append(q)
+    table = Table(title="by kind of question")
+    for name in ("kind", "questions", "answered", "found / expected"):
+        table.add_column(name, justify="left" if name == "kind" else "right")
+    for kind, qs in sorted(kinds.items()):
+        expected = sum(len(q.expected) for q in qs)
+        found = expected - sum(len(q.missing) for q in qs)
+        share = f"{found}/{expected} ({found / expected:.1%})" if expected else "-"
+        table.add_row(kind, str(len(qs)), str(sum(1 for q in qs if not q.missing)), share)
+    return table
 
 
 def found_share(results: list[ConversationResult]) -> float:
