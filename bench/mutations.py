@@ -2,6 +2,7 @@
 against the unit tests of each revision, with the size of the code beside them.
 
     python -m bench.mutations [--rev REV ...] [--tests "pytest args"] [--only NAME ...] [--check]
+                              [--baseline-only]
 
 For each revision (default: 97e3cbe, the code before issue 14, and HEAD) a throwaway
 ``git worktree add --detach`` under /tmp is made (``.venv`` linked to this clone's venv, ``../shared``
@@ -512,13 +513,14 @@ def main() -> None:
     )
     ap.add_argument("--only", action="append", help="run only this mutation (repeatable)")
     ap.add_argument("--check", action="store_true", help="apply and import each mutation; run no tests")
+    ap.add_argument("--baseline-only", action="store_true", help="time the unmutated runs only")
     ap.add_argument("--venv", type=Path, default=(ROOT / ".venv").resolve(), help="the venv to link")
     ap.add_argument("--max-seconds", type=float, default=3600.0, help="a baseline run's time limit")
     args = ap.parse_args()
     names = {m.name for m in MUTATIONS}
     if args.only and not set(args.only) <= names:
         ap.error(f"unknown mutation(s) {sorted(set(args.only) - names)}; known: {sorted(names)}")
-    mutations = [m for m in MUTATIONS if not args.only or m.name in args.only]
+    mutations = [m for m in MUTATIONS if (not args.only or m.name in args.only) and not args.baseline_only]
     reports = [measure(rev, args, mutations) for rev in (args.rev or DEFAULT_REVS)]  # one after another
     print(render(reports, mutations, args))
 
