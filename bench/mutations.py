@@ -2,7 +2,7 @@
 against the unit tests of each revision, with the size of the code beside them.
 
     python -m bench.mutations [--rev REV ...] [--tests "pytest args"] [--only NAME ...] [--check]
-                              [--baseline-only]
+                              [--baseline-only] [--show-failing]
 
 For each revision (default: 97e3cbe, the code before issue 14, and HEAD) a throwaway
 ``git worktree add --detach`` under /tmp is made (``.venv`` linked to this clone's venv, ``../shared``
@@ -487,12 +487,25 @@ def render(reports: Sequence[RevisionReport], mutations: Sequence[Mutation], arg
             used = [lb for lb, r in zip(labels, reports, strict=True) if r.variants.get(m.name) == i]
             edits = "; ".join(f"{s!r} -> {t!r}" for s, t in v.edits)
             out.append(f"    {i}. {edits} [applied: {', '.join(used) or 'none'}]")
+    if args.show_failing:
+        out += _failing_lists(reports, labels)
     for label, r in zip(labels, reports, strict=True):
         if r.baseline and r.baseline.failing:
             out += ["", f"Failing without any mutation, {label} (subtracted above):"]
             out += [f"  {t}" for t in sorted(r.baseline.failing)]
         out += [f"note, {label}: {n}" for n in r.notes]
     return "\n".join(out)
+
+
+def _failing_lists(reports: Sequence[RevisionReport], labels: Sequence[str]) -> list[str]:
+    out = ["", "Tests failing under each mutation (baseline failures left out)"]
+    for label, r in zip(labels, reports, strict=True):
+        baseline = r.baseline.failing if r.baseline else set()
+        for name, run in r.mutations.items():
+            if isinstance(run, Run):
+                out.append(f"{label}, {name}:")
+                out += [f"  {t}" for t in sorted(run.failing - baseline)] or ["  (none)"]
+    return out
 
 
 def _absent(lines: int | None) -> str:
@@ -514,6 +527,7 @@ def main() -> None:
     ap.add_argument("--only", action="append", help="run only this mutation (repeatable)")
     ap.add_argument("--check", action="store_true", help="apply and import each mutation; run no tests")
     ap.add_argument("--baseline-only", action="store_true", help="time the unmutated runs only")
+    ap.add_argument("--show-failing", action="store_true", help="list the tests each mutation fails")
     ap.add_argument("--venv", type=Path, default=(ROOT / ".venv").resolve(), help="the venv to link")
     ap.add_argument("--max-seconds", type=float, default=3600.0, help="a baseline run's time limit")
     args = ap.parse_args()
