@@ -160,3 +160,27 @@ def assert_units_apart(units_from_sources, one: tuple[str, str], other: tuple[st
             assert unit.tenant_id == tenant
             assert all(s.startswith(mine) for s in unit.source_ids), unit
             assert theirs not in unit.text, unit.text
+
+
+@pytest.mark.slow
+def test_two_tenants_with_the_same_history_each_keep_all_of_it(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    """Two frontends replaying the same conversation (same session and message ids, same words) under
+    two tenants: each tenant keeps its own full memory in both stores, and neither write replaces the
+    other's (a memory's id depends on its tenant; stores write by id)."""
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(settings, tmp_path)
+    try:
+        for tenant in ("acme", "globex"):
+            events = colliding_events((tenant, "s"), (tenant, "t"))
+            report = rt.pipeline.ingest([(str(i), orjson.dumps(e)) for i, e in enumerate(events)])
+            assert report.accepted == len(events)
+        every_id = [f"{p}{i}" for p in "mn" for i in range(len(MALLORY))]
+        acme = rt.lexical.units_from_sources("acme", every_id)
+        globex = rt.lexical.units_from_sources("globex", every_id)
+        assert acme and sorted(u.text for u in acme) == sorted(u.text for u in globex)
+        assert not {u.id for u in acme} & {u.id for u in globex}
+        assert rt.lexical.count("acme") == rt.lexical.count("globex") == len(acme)
+        assert rt.vectors.count("acme") == rt.vectors.count("globex") == len(acme)
+    finally:
+        rt.close()
