@@ -382,7 +382,7 @@ def rewrite_pronouns(
     replaced_before = False
     for i, (word, ws, _pos, tag, _ent) in enumerate(tokens):
         low = word.lower().replace("’", "'")
-        following = tokens[i + 1] if i + 1 < len(tokens) else None
+        following = next((t for t in tokens[i + 1 :] if t[3] not in ("RB", "RBR", "RBS")), None)
         if replaced_before and (low in CONTRACTIONS or low == "'d"):
             out[-1] = out[-1].rstrip() + " "
             out.append(_spelled_out(low, following) + ws)
@@ -397,7 +397,7 @@ def rewrite_pronouns(
             elif low in FIRST_POSSESSIVE:
                 replacement = f"{speaker}'s"
             elif addressee and not generic_you and low in SECOND_PERSON:
-                nxt = following[3] if following else ""
+                nxt = tokens[i + 1][3] if i + 1 < len(tokens) else ""
                 replacement, subject = addressee, nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)
             elif addressee and not generic_you and low in SECOND_POSSESSIVE:
                 replacement = f"{addressee}'s"

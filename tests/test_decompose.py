@@ -157,3 +157,91 @@ def test_an_answer_is_searchable_by_the_question_it_answers(nlp) -> None:  # typ
     assert "screenplay" not in answer.unit.text
     assert answer.unit.context == "Nate: What genre is your first screenplay?"
     assert other.unit.context is None
+
+
+def units_of(nlp, turns, new_from: int = 0):  # type: ignore[no-untyped-def]
+    window = analysed(nlp, turns)
+    window.new_from = new_from
+    return [d.unit for d in OfflineDecomposer().decompose(window).units]
+
+
+SISTER_VISIT = [
+    ("Sam", "My sister Ines is coming over from Porto on Friday."),
+    ("Assistant", "That sounds lovely, enjoy the visit."),
+    ("Sam", "Ines got here last night."),
+    ("Sam", "She brought me a hand-painted ceramic bowl."),
+]
+
+
+def test_she_in_a_later_message_names_the_person_it_refers_to(nlp) -> None:  # type: ignore[no-untyped-def]
+    assert any("Ines brought Sam a hand-painted ceramic bowl" in u.text for u in units_of(nlp, SISTER_VISIT))
+
+
+def test_the_referent_may_sit_in_the_previous_windows_tail(nlp) -> None:  # type: ignore[no-untyped-def]
+    """The first messages of a window are context already decided on: their names still count."""
+    units = units_of(nlp, SISTER_VISIT, new_from=3)
+    assert [u.text for u in units] == ["Ines brought Sam a hand-painted ceramic bowl."]
+    assert "Ines" in units[0].persons
+
+
+def test_pronouns_take_a_person_of_their_gender(nlp) -> None:  # type: ignore[no-untyped-def]
+    turns = [
+        ("Sam", "My brother Marco and my sister Ines came for dinner."),
+        ("Sam", "She stayed until midnight."),
+        ("Sam", "He brought a bottle of port."),
+    ]
+    found = " | ".join(u.text for u in units_of(nlp, turns))
+    assert "Ines stayed until midnight" in found and "Marco brought a bottle of port" in found, found
+
+
+def test_an_ambiguous_pronoun_is_left_as_written(nlp) -> None:  # type: ignore[no-untyped-def]
+    """Two persons of unknown gender named together: "he" could be either, so it stays "He"."""
+    turns = [("Sam", "Daniel Brooks and Marcus Webb went to the hockey game."), ("Sam", "He loved it.")]
+    found = " | ".join(u.text for u in units_of(nlp, turns))
+    assert "He loved it" in found and "Daniel Brooks loved" not in found and "Marcus Webb loved" not in found
+
+
+def test_a_name_seen_as_a_person_counts_where_ner_misses_it(nlp) -> None:  # type: ignore[no-untyped-def]
+    turns = [("Sam", "My cousin Tomas is visiting next week."), ("Sam", "Tomas landed at noon.")]
+    units = units_of(nlp, turns)
+    assert all("Tomas" in u.persons for u in units), [(u.text, u.persons) for u in units]
+
+
+@pytest.mark.parametrize(
+    ("speaker", "said", "expected"),
+    [
+        ("Alicia Moreno", "I'd book the room before Friday.", "Alicia Moreno would book the room"),
+        ("Sam", "I'd already paid the deposit.", "Sam had already paid the deposit"),
+        ("Sam", "I've been to Lisbon twice.", "Sam has been to Lisbon twice"),
+        ("Sam", "I'll call the bank about the card.", "Sam will call the bank"),
+        ("Sam", "I'm allergic to shellfish.", "Sam is allergic to shellfish"),
+    ],
+)
+def test_contractions_on_a_rewritten_pronoun_are_spelled_out(nlp, speaker, said, expected) -> None:  # type: ignore[no-untyped-def]
+    found = texts(nlp, [(speaker, said)])
+    assert any(expected in t for t in found), found
+
+
+def test_a_contraction_on_a_resolved_third_person_is_spelled_out(nlp) -> None:  # type: ignore[no-untyped-def]
+    turns = [("Sam", "My sister Ines called."), ("Sam", "She'll arrive on the late train.")]
+    assert any("Ines will arrive on the late train" in t for t in texts(nlp, turns)), texts(nlp, turns)
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        # said in January 2026: the reporting verb is past, the restriction runs forward
+        ("The doctor said no coffee until July.", "until July (2026-07)"),
+        ("My dentist told me to wait until March.", "until March (2026-03)"),
+        ("Ana said she'd visit in March.", "in March (2026-03)"),
+        ("We're flying to Lisbon in March, we booked it weeks ago.", "in March (2026-03)"),
+        ("The lease runs until June.", "until June (2026-06)"),
+        # past clauses stay in the past
+        ("I lived in Porto until July.", "until July (2025-07)"),
+        ("She said she moved there in March.", "in March (2025-03)"),
+        ("Ana told me about the trip in March.", "in March (2025-03)"),
+    ],
+)
+def test_a_year_less_date_follows_its_own_clause(nlp, said: str, expected: str) -> None:  # type: ignore[no-untyped-def]
+    found = texts(nlp, [("Sam", said)])
+    assert any(expected in t for t in found), found
