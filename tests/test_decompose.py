@@ -245,3 +245,23 @@ def test_a_contraction_on_a_resolved_third_person_is_spelled_out(nlp) -> None:  
 def test_a_year_less_date_follows_its_own_clause(nlp, said: str, expected: str) -> None:  # type: ignore[no-untyped-def]
     found = texts(nlp, [("Sam", said)])
     assert any(expected in t for t in found), found
+
+
+@pytest.mark.parametrize(
+    ("text", "kept_whole"),
+    [
+        ("my account no. is 88120045 at ING. I always forget it.", "my account no. is 88120045 at ING."),
+        ("The pharmacy is approx. 5 min from here. It closes at six.", "approx. 5 min from here."),
+        ("We need the invoice no. and the date. Then we can file it.", "invoice no. and the date."),
+    ],
+)
+def test_a_period_after_an_abbreviation_does_not_end_the_sentence(nlp, text: str, kept_whole: str) -> None:  # type: ignore[no-untyped-def]
+    sentences = [s.text for s in doc_sentences(nlp(text))]
+    assert len(sentences) == 2 and kept_whole in sentences[0], sentences
+
+
+def test_ordinary_sentence_ends_still_split(nlp) -> None:  # type: ignore[no-untyped-def]
+    sentences = [
+        s.text for s in doc_sentences(nlp("I live in Porto. My sister lives there too! Nice, right?"))
+    ]
+    assert sentences == ["I live in Porto.", "My sister lives there too!", "Nice, right?"]
