@@ -3,7 +3,8 @@ most recent compatible person (or pet) named before them.
 
 "My sister Ines is coming over" ... "Ines got here last night." / "She brought me a bowl" is stored
 as "Ines brought Sam a bowl". The rule, on tags and entities the analysis pass already produced:
-- who is named: the NER model's persons; a capitalised word or proper noun right after a relation
+- who is named: the NER model's persons (but for one right after "the", "in", "at"...: "in
+  Rotterdam", "the Kunsthal" are places the small model tags as persons); a capitalised word or proper noun right after a relation
   word ("my cousin Tomas", "Mrs. Chen") or a pet word ("our dog Biscuit"), which the small NER model
   often misses; and any word equal to a name already seen in the window (NER labels change from one
   sentence to the next: "Tomas landed at noon" is about the Tomas of "my cousin Tomas");
@@ -47,6 +48,10 @@ PET_WORDS = frozenset("dog puppy pup cat kitten horse pony parrot bird hamster r
 FEMALE_PRONOUNS = frozenset({"she", "her", "hers", "herself"})
 MALE_PRONOUNS = frozenset({"he", "him", "his", "himself"})
 NAME_TAGS = frozenset({"NNP", "NNPS"})
+# A "person" right after these is a place or a thing the NER model mislabelled ("in Rotterdam",
+# "the Kunsthal").
+NOT_BEFORE_A_PERSON = frozenset({"the", "in", "at", "near", "inside", "into"})
+MIN_NAME_PART = 3  # a shorter part of a name ("de" in "de Vries") is no name on its own
 
 
 def pronoun_gender(word: str) -> str | None:
@@ -111,7 +116,8 @@ class PeopleTracker:
         words: dict[str, str] = {}
         for m in self.mentions:
             for part in m.name.split():
-                words.setdefault(part.lower(), m.name)
+                if len(part) >= MIN_NAME_PART:
+                    words.setdefault(part.lower(), m.name)
             words.setdefault(m.name.lower(), m.name)
         return words
 
@@ -119,7 +125,11 @@ class PeopleTracker:
         """Record the names of one sentence; return its number and its mentions."""
         number = self.sentences
         self.sentences += 1
-        found: dict[int, Mention] = {i: Mention(number, i, name) for i, name in ner_persons(tokens)}
+        found: dict[int, Mention] = {
+            i: Mention(number, i, name)
+            for i, name in ner_persons(tokens)
+            if i == 0 or tokens[i - 1][0].lower() not in NOT_BEFORE_A_PERSON
+        }
         known = self.known()
         covered = {i + k for i, m in found.items() for k in range(len(m.name.split()))}
         for i, token in enumerate(tokens):
