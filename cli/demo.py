@@ -1,4 +1,4 @@
-"""``simplemem demo``: six weeks of a personal-assistant chat (270 turns, ``cli/data/demo_history.txt``)
+"""``simplemem demo``: ten weeks of a personal-assistant chat (515 turns, ``cli/data/demo_history.txt``)
 ingested end to end, then questions answered from a context a few percent of the history's size.
 
 Each answer shows its context with the line that holds the expected answer highlighted (the demo
@@ -29,21 +29,23 @@ from schemas.query import QueryRequest, QueryResult
 from schemas.settings import Settings, get_settings
 
 TENANT = "demo"
-AS_OF = "2026-03-15T12:00:00+00:00"
+AS_OF = "2026-04-20T12:00:00+00:00"
 TURN_GAP = timedelta(seconds=90)
 # (question, a string the line that answers it holds)
 DEMO: list[tuple[str, str]] = [
     ("Where does Sam work?", "Lumen Health"),
     ("What did Ines bring Sam?", "ceramic bowl"),
-    ("Until when is Sam off coffee?", "April"),
+    ("Until when was Sam off coffee?", "until April"),
     ("What is the name of Sam's cat and what can't she eat?", "chicken"),
-    ("When is the design review?", "26 February"),
+    ("When was the design review?", "26 February"),
     ("What does Tomas do for a living?", "chef"),
     ("When does Sam fly to Lisbon?", "May 14"),
-    ("How much will the rent be?", "1,450"),
+    ("How much is the rent now?", "1,450"),
     ("What is Sam allergic to?", "shellfish"),
-    ("When is the physio appointment?", "17 March"),
+    ("What was Sam's half marathon time?", "2:04:37"),
     ("What is the landlord's phone number?", "<PHONE_NUMBER>"),
+    ("What new role does Sam get at work?", "design lead"),
+    ("What does Joana eat?", "vegan"),
 ]
 QUESTIONS = [q for q, _ in DEMO]
 _SESSION = re.compile(r"^## (\d{4}-\d{2}-\d{2} \d{2}:\d{2})\s*$")
@@ -142,7 +144,7 @@ def demo(
         Path | None, typer.Option("--store", help="store folder (default: a temporary one)")
     ] = None,
 ) -> None:
-    """Ingest six weeks of a sample chat, ask questions, show each answer's context and its size."""
+    """Ingest ten weeks of a sample chat, ask questions, show each answer's context and its size."""
     import tempfile
 
     quiet_libraries()
