@@ -306,25 +306,38 @@ CONTINUATION = frozenset(
 )
 
 
+def _numeric_fragment(sentence: Sentence) -> bool:
+    """A verbless fragment holding a number ("2:04:37.", "3.6 kg."): a terse answer whose meaning is
+    in the sentence after it."""
+    tokens = sentence.tokens
+    return any(t[3] == "CD" and any(c.isdigit() for c in t[0]) for t in tokens) and not any(
+        t[3].startswith("VB") or t[3] == "MD" for t in tokens
+    )
+
+
 def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
     """Informative sentences, each with the ones that continue it ("It stands for love...").
 
     A sentence that opens with an anaphoric or connective word, or follows one ending in a colon,
-    belongs to the statement before it: alone it would not be self-contained.
+    belongs to the statement before it: alone it would not be self-contained. A verbless fragment
+    with a number that is no statement on its own ("2:04:37. no knee pain, walked the water
+    stations") opens the statement that follows it in the message.
     """
     groups: list[list[Sentence]] = []
     previous_kept = False
+    fragment: Sentence | None = None
     for sentence in sentences:
         if not sentence.informative:
             previous_kept = False
+            fragment = sentence if _numeric_fragment(sentence) else None
             continue
         first = sentence.tokens[0][0].lower() if sentence.tokens else ""
         continues = previous_kept and groups and (first in CONTINUATION or groups[-1][-1].text.endswith(":"))
         if continues:
             groups[-1].append(sentence)
         else:
-            groups.append([sentence])
-        previous_kept = True
+            groups.append([fragment, sentence] if fragment is not None else [sentence])
+        previous_kept, fragment = True, None
     return groups
 
 

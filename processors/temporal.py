@@ -102,7 +102,8 @@ _PATTERNS: list[tuple[str, str]] = [
     ("tomorrow", r"\btomorrow\b"),
     ("md", rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:,\s*)?(?:19|20)\d{{2}})(?!\s*(?:am|pm|%|:))"),
     ("dm", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?!,?\s+(?:19|20)\d{{2}})"),
-    ("on_weekday", rf"\b(?:on\s+)?{_WD}s?\b"),
+    # not before a date: "Thursday 26 February" is the date's (the more specific expression)
+    ("on_weekday", rf"\b(?:on\s+)?{_WD}s?\b(?!,?\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\b|,?\s+{_MONTH})"),
     (
         "in_month",
         rf"\b(?P<prep>in|since|until|till|by|during|early|late|mid|next|end of|beginning of)\s+{_MONTH}(?!\s+\d)\b",

@@ -3,8 +3,9 @@
 "The doctor said no coffee until July", said in May 2026, means July 2026: "said" dates the saying,
 not the coffee. The rule, on the tagger's fine tags (no parser):
 - the nearest finite verb before the expression decides (a past form -> past; "have/has" + past
-  participle -> past; a modal or a present form -> not past); a past participle with no auxiliary
-  before it counts as a past form (the small tagger reads "the app shipped on Friday" so). Reporting verbs ("said", "told",
+  participle -> past; a modal or a present form -> not past); a past participle right after a noun or
+  pronoun counts as a past form (the small tagger reads "the app shipped on Friday" so; "Noted, ..."
+  is no verb of the clause). Reporting verbs ("said", "told",
   "asked"...) end the search: what follows them is reported content with its own time;
 - no finite verb before it (in the reported clause or the sentence): the nearest one after it
   decides ("In March, we moved");
@@ -29,7 +30,7 @@ REPORTING = frozenset(
 FORWARD_WORDS = frozenset({"until", "till", "til", "untill", "by", "next"})
 ALWAYS_FORWARD = frozenset({"next"})
 FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
-AUXILIARY_BEFORE_PARTICIPLE = frozenset({"VBD", "VBZ", "VBP", "VB", "VBN", "VBG", "MD", "RB", "TO"})
+SUBJECT_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS", "PRP"})
 PERFECT_AUX = frozenset({"have", "has", "'ve", "’ve"})  # not "'s": "it's done" is passive
 
 
@@ -71,8 +72,8 @@ def past_at(tokens: list[Token], start: int) -> bool:
             break
         if tokens[i][3] in FINITE_TAGS:
             return _verb_is_past(tokens, i)
-        if i == 0 or tokens[i - 1][3] not in AUXILIARY_BEFORE_PARTICIPLE:
-            return True  # a participle without an auxiliary is a simple past the tagger misread
+        if i > 0 and tokens[i - 1][3] in SUBJECT_TAGS:
+            return True  # "the app shipped": a simple past the tagger read as a participle
     for i in range(first, len(tokens)):
         if tokens[i][3] in FINITE_TAGS and words[i] not in REPORTING:
             return _verb_is_past(tokens, i)

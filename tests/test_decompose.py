@@ -246,6 +246,8 @@ def test_a_contraction_on_a_resolved_third_person_is_spelled_out(nlp) -> None:  
         # past clauses stay in the past
         ("I lived in Porto until July.", "until July (2025-07)"),
         ("the onboarding shipped on friday by the way.", "on friday (2026-01-09)"),
+        ("Noted, the review is on Thursday.", "on Thursday (2026-01-15)"),
+        ("Noted, design review on Thursday 26 February.", "Thursday 26 February (2026-02-26)"),
         ("She said she moved there in March.", "in March (2025-03)"),
         ("Ana told me about the trip in March.", "in March (2025-03)"),
     ],
@@ -283,3 +285,9 @@ def test_a_place_the_ner_model_calls_a_person_is_no_referent(nlp) -> None:  # ty
         ("Sam", "She wants to try stroopwafels at the market."),
     ]
     assert not any("Rotterdam wants" in t for t in texts(nlp, turns)), texts(nlp, turns)
+
+
+def test_a_number_fragment_opens_the_statement_after_it(nlp) -> None:  # type: ignore[no-untyped-def]
+    """ "2:04:37." alone is no statement; dropped, the race time would be lost."""
+    found = texts(nlp, [("Sam", "2:04:37. no knee pain, walked the water stations like the physio said.")])
+    assert any("2:04:37. no knee pain, walked the water stations" in t for t in found), found
