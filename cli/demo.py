@@ -44,7 +44,7 @@ DEMO: list[tuple[str, str]] = [
     ("What is Sam allergic to?", "shellfish"),
     ("What was Sam's half marathon time?", "2:04:37"),
     ("What is the landlord's phone number?", "<PHONE_NUMBER>"),
-    ("What new role does Sam get at work?", "design lead"),
+    ("Who was Sam's lead at work?", "Priya Nair"),
     ("What does Joana eat?", "vegan"),
 ]
 QUESTIONS = [q for q, _ in DEMO]
