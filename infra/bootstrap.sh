@@ -9,8 +9,14 @@ cache_root="${SIMPLEMEM_CACHE_DIR:-$HOME/.cache/simplemem}"
 py="${SIMPLEMEM_PYTHON:-python3.11}"
 command -v "$py" >/dev/null 2>&1 || py=python3
 
-if ! command -v uv >/dev/null 2>&1; then
-  "$py" -m pip install --quiet --disable-pip-version-check uv
+# uv from PATH, else from the interpreter's user site (installed quietly once: pip's notices about
+# its own version, the root user or a script folder off PATH are not the user's business here).
+uv() {
+  if type -P uv >/dev/null; then command uv "$@"; else "$py" -m uv "$@"; fi
+}
+if ! type -P uv >/dev/null && ! "$py" -m uv --version >/dev/null 2>&1; then
+  "$py" -m pip install --quiet --disable-pip-version-check --no-warn-script-location \
+    --root-user-action=ignore uv >/dev/null
 fi
 
 key="$(cat requirements.lock pyproject.toml | sha256sum | cut -c1-16)"

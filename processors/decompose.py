@@ -6,9 +6,13 @@ grandma. It stands for love, faith and strength.").
 Operations, on the tokens the analysis pass already produced (no second NLP pass):
 - statement extraction: questions and small talk ("ok thanks", "sounds good") yield nothing;
 - coreference: "I/me/my" become the speaker's name, "you/your" the addressee (the other speaker of the
-  window), "he/she/his/her" the person last named in the window (other than speaker and addressee);
-  the verb right after a rewritten subject is put in the third person ("I have" -> "Jordan has");
-- temporal anchoring: relative expressions get their absolute ISO date (see :mod:`processors.temporal`);
+  window), "he/she/his/her" the most recent compatible person named before them (see
+  :mod:`processors.coref` for the rule and its limits); the verb right after a rewritten subject is
+  put in the third person ("I have" -> "Jordan has"), and a contraction on a rewritten pronoun is
+  spelled out ("I'd book" -> "Alicia would book", "she'll" -> "Ines will", "I've" -> "Sam has");
+  "'d" before a past participle is "had" ("I'd gone"), otherwise "would";
+- temporal anchoring: relative expressions get their absolute ISO date (see :mod:`processors.temporal`),
+  read in the tense of their own clause (:mod:`processors.tense`);
 - symbolic fields: persons, entities, keywords, topic, location.
 Code blocks bypass all of this and are stored verbatim as ``kind=code``.
 """
@@ -16,10 +20,14 @@ Code blocks bypass all of this and are stored verbatim as ``kind=code``.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
+from processors.coref import PeopleTracker, pronoun_gender
 from processors.embedding import unit_mean
-from processors.temporal import anchor_text
+from processors.temporal import Anchor, find_anchors
+from processors.tense import past_at
 from schemas.memory import MemoryKind, MemoryUnit
 from schemas.window import AnalyzedMessage, Sentence, Token, Window
 
@@ -33,7 +41,9 @@ THIRD_POSSESSIVE = {"his", "hers"}
 GENERIC_YOU = re.compile(
     r"\b(you know|thank you|see you|you too|you never know|if you ask me|mind you)\b", re.I
 )
-CONTRACTIONS = {"'m": "is", "’m": "is", "'ve": "has", "’ve": "has", "'re": "is", "’re": "is"}
+# A contraction on a rewritten pronoun, spelled out for a third-person singular name.
+CONTRACTIONS = {"'m": "is", "'ve": "has", "'re": "is", "'ll": "will", "'s": "is"}
+PERFECT_AFTER_S = frozenset({"been", "got", "gotten", "had"})  # "she's been": "has", not "is"
 IRREGULAR_3RD = {"am": "is", "are": "is", "have": "has", "do": "does", "'m": "is", "'re": "is", "'ve": "has"}
 
 PHATIC = frozenset(
@@ -120,12 +130,6 @@ def is_informative(sentence: Sentence, speaker: str) -> bool:
     return not (is_question(sentence) or is_small_talk(sentence, names) or not has_content(sentence))
 
 
-def _is_past(tokens: list[Token]) -> bool:
-    return any(t[3] in ("VBD",) for t in tokens) or any(
-        t[0].lower() in ("did", "was", "were", "had") for t in tokens
-    )
-
-
 def _person_spans(tokens: list[Token]) -> list[str]:
     names: list[str] = []
     current: list[str] = []
@@ -168,30 +172,28 @@ class OfflineDecomposer:
     def decompose(self, window: Window) -> Decomposition:
         result = Decomposition()
         speakers = [m.speaker for m in window.messages]
-        recent_people: list[str] = []
+        people = PeopleTracker()
         for idx, message in enumerate(window.messages):
             is_new = idx >= window.new_from
             addressee = _addressee(speakers, idx)
             asked = _question_before(window.messages, idx)
+            numbers = {id(s): people.observe(s.tokens) for s in message.sentences}
+            if not is_new:
+                continue
             count = 0
-            if is_new:
-                for code in message.code_blocks:
-                    result.units.append(DraftUnit(self._code_unit(message, code)))
-                    count += 1
-            if is_new:
-                for group in statement_groups(message.sentences):
-                    start = next(i for i, s in enumerate(message.sentences) if s is group[0])
-                    before = [p for s in message.sentences[:start] for p in _person_spans(s.tokens)]
-                    result.units.append(
-                        self._statement_unit(message, group, addressee, recent_people + before, asked)
+            for code in message.code_blocks:
+                result.units.append(DraftUnit(self._code_unit(message, code)))
+                count += 1
+            for group in statement_groups(message.sentences):
+                mentioned = [m.name for s in group for m in numbers[id(s)][1] if m.person]
+                refer = _Referents(people, {message.speaker, addressee or ""})
+                result.units.append(
+                    self._statement_unit(
+                        message, group, addressee, [numbers[id(s)][0] for s in group], refer, mentioned, asked
                     )
-                    count += 1
-            for sentence in message.sentences:
-                for person in _person_spans(sentence.tokens):
-                    if person not in recent_people[-1:]:
-                        recent_people.append(person)
-            if is_new:
-                result.units_per_message[message.message_id] = count
+                )
+                count += 1
+            result.units_per_message[message.message_id] = count
         return result
 
     def _code_unit(self, message: AnalyzedMessage, code: str) -> MemoryUnit:
@@ -213,21 +215,24 @@ class OfflineDecomposer:
         message: AnalyzedMessage,
         group: list[Sentence],
         addressee: str | None,
-        recent_people: list[str],
+        numbers: list[int],
+        refer: _Referents,
+        mentioned: list[str],
         asked: str | None = None,
     ) -> DraftUnit:
         tokens = [t for sentence in group for t in sentence.tokens]
-        own_people = _person_spans(tokens)
-        referent = _third_person_referent(recent_people + own_people, {message.speaker, addressee or ""})
-        parts, mentioned, anchors = [], [], []
-        for sentence in group:
-            text, used = rewrite_pronouns(sentence, message.speaker, addressee, referent)
-            text, found = anchor_text(text, message.ts, past=_is_past(sentence.tokens))
+        own_people = _unique([*_person_spans(tokens), *mentioned])
+        parts, used_names, anchors = [], [], []
+        for sentence, number in zip(group, numbers, strict=True):
+            anchored, found = anchor_tokens(sentence.tokens, message.ts)
+            text, used = rewrite_pronouns(
+                anchored, sentence.text, message.speaker, addressee, refer.at(number)
+            )
             parts.append(text)
-            mentioned += used
+            used_names += used
             anchors += found
         text = " ".join(parts)
-        persons = _unique([message.speaker, *mentioned, *own_people])
+        persons = _unique([message.speaker, *used_names, *own_people])
         if not any(p in text for p in persons):
             text = f"{message.speaker}: {text}"
         spans = _entity_spans(tokens)
@@ -258,30 +263,81 @@ class OfflineDecomposer:
         return DraftUnit(unit, vector.tolist() if vector is not None else None)
 
 
+ReferentAt = Callable[[str, int], str | None]
+
+
+@dataclass
+class _Referents:
+    """Third-person referents for the sentences of one statement (see :mod:`processors.coref`)."""
+
+    people: PeopleTracker
+    exclude: set[str]
+
+    def at(self, sentence: int) -> ReferentAt:
+        def referent(gender: str, token: int) -> str | None:
+            return self.people.referent(gender, sentence, token, self.exclude)
+
+        return referent
+
+
+def anchor_tokens(tokens: list[Token], ref: datetime) -> tuple[list[Token], list[Anchor]]:
+    """Temporal anchoring on a sentence's tokens, each expression read in its own clause's tense: the
+    absolute date follows the expression's last token ("until July (2026-07)")."""
+    text = "".join(t[0] + t[1] for t in tokens)
+    anchors = find_anchors(text, ref, past=lambda start: past_at(tokens, start))
+    if not anchors:
+        return tokens, []
+    out = list(tokens)
+    starts, pos = [], 0
+    for t in tokens:
+        starts.append(pos)
+        pos += len(t[0]) + len(t[1])
+    for a in anchors:
+        if a.iso in a.phrase:
+            continue
+        last = max(i for i, start in enumerate(starts) if start < a.end)
+        word, ws, *rest = out[last]
+        out[last] = (word, f" ({a.iso})" + ws, *rest)  # type: ignore[assignment]
+    return out, anchors
+
+
 CONTINUATION = frozenset(
     "it it's its this that that's these those they they're them there so and but also which plus he she his her".split()
 )
+
+
+def _numeric_fragment(sentence: Sentence) -> bool:
+    """A verbless fragment holding a number ("2:04:37.", "3.6 kg."): a terse answer whose meaning is
+    in the sentence after it."""
+    tokens = sentence.tokens
+    return any(t[3] == "CD" and any(c.isdigit() for c in t[0]) for t in tokens) and not any(
+        t[3].startswith("VB") or t[3] == "MD" for t in tokens
+    )
 
 
 def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
     """Informative sentences, each with the ones that continue it ("It stands for love...").
 
     A sentence that opens with an anaphoric or connective word, or follows one ending in a colon,
-    belongs to the statement before it: alone it would not be self-contained.
+    belongs to the statement before it: alone it would not be self-contained. A verbless fragment
+    with a number that is no statement on its own ("2:04:37. no knee pain, walked the water
+    stations") opens the statement that follows it in the message.
     """
     groups: list[list[Sentence]] = []
     previous_kept = False
+    fragment: Sentence | None = None
     for sentence in sentences:
         if not sentence.informative:
             previous_kept = False
+            fragment = sentence if _numeric_fragment(sentence) else None
             continue
         first = sentence.tokens[0][0].lower() if sentence.tokens else ""
         continues = previous_kept and groups and (first in CONTINUATION or groups[-1][-1].text.endswith(":"))
         if continues:
             groups[-1].append(sentence)
         else:
-            groups.append([sentence])
-        previous_kept = True
+            groups.append([fragment, sentence] if fragment is not None else [sentence])
+        previous_kept, fragment = True, None
     return groups
 
 
@@ -304,13 +360,6 @@ def _addressee(speakers: list[str], idx: int) -> str | None:
     return None
 
 
-def _third_person_referent(people: list[str], exclude: set[str]) -> str | None:
-    for person in reversed(people):
-        if person not in exclude and person.split()[0] not in exclude:
-            return person
-    return None
-
-
 def _unique(items: list[str]) -> list[str]:
     seen: set[str] = set()
     out = []
@@ -322,19 +371,39 @@ def _unique(items: list[str]) -> list[str]:
     return out
 
 
+def _spelled_out(clitic: str, following: Token | None) -> str:
+    """A contraction after a name: "'d" is "had" before a past participle, else "would"."""
+    if clitic == "'d":
+        return "had" if following is not None and following[3] == "VBN" else "would"
+    if clitic == "'s" and following is not None and following[0].lower() in PERFECT_AFTER_S:
+        return "has"
+    return CONTRACTIONS[clitic]
+
+
 def rewrite_pronouns(
-    sentence: Sentence, speaker: str, addressee: str | None, referent: str | None
+    tokens: list[Token],
+    text: str,
+    speaker: str,
+    addressee: str | None,
+    referent: ReferentAt | None = None,
 ) -> tuple[str, list[str]]:
     """Replace first/second/third person pronouns with names; return the text and the names used."""
-    generic_you = bool(GENERIC_YOU.search(sentence.text))
-    tokens = sentence.tokens
+    generic_you = bool(GENERIC_YOU.search(text))
     out: list[str] = []
     used: list[str] = []
     agree_next = False
-    for i, (text, ws, _pos, tag, _ent) in enumerate(tokens):
-        low = text.lower().replace("’", "'")
+    replaced_before = False
+    for i, (word, ws, _pos, tag, _ent) in enumerate(tokens):
+        low = word.lower().replace("’", "'")
+        following = next((t for t in tokens[i + 1 :] if t[3] not in ("RB", "RBR", "RBS")), None)
+        if replaced_before and (low in CONTRACTIONS or low == "'d"):
+            out[-1] = out[-1].rstrip() + " "
+            out.append(_spelled_out(low, following) + ws)
+            agree_next = replaced_before = False
+            continue
         replacement: str | None = None
         subject = False
+        gender = pronoun_gender(low)
         if tag in ("PRP", "PRP$") or low in FIRST_POSSESSIVE:
             if low in FIRST_PERSON:
                 replacement, subject = speaker, low == "i"
@@ -345,27 +414,25 @@ def rewrite_pronouns(
                 replacement, subject = addressee, nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)
             elif addressee and not generic_you and low in SECOND_POSSESSIVE:
                 replacement = f"{addressee}'s"
-            elif referent and (low in THIRD_SUBJECT or (low == "her" and tag == "PRP")):
-                replacement = referent
-            elif referent and (low in THIRD_POSSESSIVE or (low == "her" and tag == "PRP$")):
-                replacement = f"{referent}'s"
+            elif gender and referent is not None:
+                name = referent(gender, i)
+                if name and (low in THIRD_SUBJECT or (low == "her" and tag == "PRP")):
+                    replacement = name
+                elif name and (low in THIRD_POSSESSIVE or (low == "her" and tag == "PRP$")):
+                    replacement = f"{name}'s"
+        replaced_before = replacement is not None
         if replacement is not None:
             used.append(replacement.removesuffix("'s"))
             out.append(replacement + ws)
             agree_next = subject
             continue
         if agree_next:
-            if low in CONTRACTIONS:
-                out[-1] = out[-1].rstrip() + " "
-                out.append(CONTRACTIONS[low] + ws)
-                agree_next = False
-                continue
             if tag == "VBP":
-                out.append(third_person(text) + ws)
+                out.append(third_person(word) + ws)
                 agree_next = False
                 continue
             if tag not in ("RB",):
                 agree_next = False
-        out.append(text + ws)
+        out.append(word + ws)
     rewritten = "".join(out).strip()
     return rewritten, _unique(used)

@@ -3,12 +3,20 @@
 Only the tagger and the entity recognizer run: a rule-based sentencizer replaces the dependency
 parser, and coarse parts of speech come from the fine tags (:data:`UPOS`) instead of the attribute
 ruler and lemmatizer. The stages need tags, entities and sentences; the rest cost a third of the time.
+
+The rule-based sentencizer ends a sentence at every period, abbreviations included ("my account
+no. is 88120045" became "my account no." and "is 88120045"). Where a period glued to a word is
+followed by a lower-case word or a number, the model's own statistical sentence splitter (``senter``,
+shipped with the model, disabled by default) decides instead (:class:`AbbreviationPeriods`). Limits:
+an abbreviation before a capitalised word ("approx. Ten") stays a split unless spaCy's tokenizer
+already keeps it whole ("Dr.", "St.", "e.g." are one token).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 import spacy
 from spacy.language import Language
@@ -90,6 +98,49 @@ def bracketed_asides(doc: Doc) -> Doc:
     return doc
 
 
+def _abbreviation_candidates(doc: Doc) -> list[int]:
+    """Sentence starts the rule-based sentencizer put after a period glued to a word and before a
+    lower-case word or a number ("my account no. is 8812", "approx. 5 min"): where an abbreviation,
+    rather than a sentence, may end."""
+    found = []
+    for i in range(1, len(doc) - 1):
+        before, period, after = doc[i - 1], doc[i], doc[i + 1]
+        if (
+            period.text == "."
+            and after.is_sent_start
+            and before.is_alpha
+            and not before.whitespace_
+            and (after.text[:1].islower() or after.text[:1].isdigit())
+        ):
+            found.append(i + 1)
+    return found
+
+
+class AbbreviationPeriods:
+    """Undo a sentence split at an abbreviation's period, where the model's statistical sentence
+    splitter (``senter``, shipped disabled in the package) does not start a sentence. The senter runs
+    only on the rare doc with a candidate split, so the cost stays off the common path."""
+
+    def __init__(self, senter: Any) -> None:
+        self.senter = senter
+        self.start_label = list(senter.labels).index("S")
+
+    def __call__(self, doc: Doc) -> Doc:
+        candidates = _abbreviation_candidates(doc)
+        if not candidates:
+            return doc
+        scores = self.senter.predict([doc])[0]
+        for i in candidates:
+            if int(scores[i].argmax()) != self.start_label:
+                doc[i].is_sent_start = False
+        return doc
+
+
+@Language.factory("abbreviation_periods")
+def make_abbreviation_periods(nlp: Language, name: str) -> AbbreviationPeriods:
+    return AbbreviationPeriods(dict(nlp.components)["senter"])
+
+
 @lru_cache(maxsize=2)
 def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
     """The pipeline with numpy's BLAS under its layers: thinc's own BLIS wheels select their
@@ -106,6 +157,8 @@ def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
     if "sentencizer" not in nlp.pipe_names:
         nlp.add_pipe("sentencizer", first=True)
     nlp.add_pipe("bracketed_asides", after="sentencizer")
+    if "senter" in dict(nlp.components):
+        nlp.add_pipe("abbreviation_periods", after="bracketed_asides")
     return nlp
 
 

@@ -16,6 +16,9 @@ import json
 import logging
 import os
 import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.metadata import version
 from pathlib import Path
 
@@ -48,7 +51,7 @@ def int8_model_path(model_dir: Path, cache_dir: Path) -> Path:
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
     log.info("building the int8 ONNX model of %s into %s (once per machine)", model_dir, target)
-    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp:
+    with tempfile.TemporaryDirectory(dir=cache_dir) as tmp, _quiet_tools():
         fp32 = Path(tmp) / "fp32.onnx"
         _export_fp32(model_dir, fp32)
         from onnxruntime.quantization import QuantType, quantize_dynamic
@@ -57,6 +60,30 @@ def int8_model_path(model_dir: Path, cache_dir: Path) -> Path:
         quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8, per_channel=True)
         os.replace(int8, target)
     return target
+
+
+@contextmanager
+def _quiet_tools() -> Iterator[None]:
+    """The one-time build says nothing on stderr: transformers' weight-loading progress bar, the
+    exporter's tracer warnings and the quantizer's advice (logged on the root logger) are about
+    tools, not about anything a user can act on."""
+    import onnxruntime as ort
+    from transformers.utils import logging as hf_logging
+
+    root = logging.getLogger()
+    level, verbosity = root.level, hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    ort.set_default_logger_severity(3)
+    root.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        root.setLevel(level)
+        hf_logging.set_verbosity(verbosity)
+        hf_logging.enable_progress_bar()
 
 
 def _export_fp32(model_dir: Path, out: Path) -> None:

@@ -5,7 +5,11 @@
   person may find its answer in any session);
 - score = w * cosine + (1 - w) * BM25 / max BM25 of the query's candidates;
 - persons named in the query that the tenant's memory knows (or whose names they abbreviate:
-  "Mel" for "Melanie") restrict candidates to memories about them; a
+  "Mel" for "Melanie") favour memories about them: a memory that lists the person or names it in
+  its own text gets ``person_boost`` on top of its fused score. A boost, not a filter: NER labels
+  are unstable ("Tomas landed at noon" may carry no person tag, "She brought me a bowl" no name), so
+  a memory without the name still competes on its semantic score, and BM25 searches only the
+  memories about the persons (their names would otherwise dominate its terms); a
   date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
   memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
 - recent turns from the lookaside buffer that are not indexed yet compete with the memories;
@@ -93,6 +97,12 @@ def _without(query: str, words: list[str]) -> str:
         return query
     pattern = r"\b(?:" + "|".join(re.escape(w) for w in words) + r")(?:['’]s)?\b"
     return re.sub(pattern, " ", query)
+
+
+def _names_any(text: str, names: list[str]) -> bool:
+    """Whether ``text`` names one of ``names`` (lower-cased) as whole words."""
+    low = text.lower()
+    return any(re.search(rf"\b{re.escape(n)}\b", low) for n in names)
 
 
 def _token_set(text: str) -> set[str]:
@@ -196,15 +206,17 @@ class Retriever:
         """Candidates from both indexes under the symbolic filter, fused and ranked."""
         size = self.settings.store_expression_terms
         semantic = self.vectors.search(tenant, qvec, pool, replace(flt, names=()))
+        about: set[str] = set()
         if flt.names:
             ids = [h.id for h in semantic]
-            allowed = batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
-            semantic = [h for h in semantic if h.id in allowed]
-        # The filter already guarantees the persons: their names would only add noise to BM25.
+            about = batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
+        # BM25 over the memories about the persons: their names would only add noise to its terms.
         lexical = batched.search(self.lexical, tenant, query, pool, flt, size)
-        return self._fuse(semantic, lexical)
+        if flt.names:
+            about.update(h.id for h in lexical)
+        return self._fuse(semantic, lexical, about)
 
-    def _fuse(self, semantic: list[Hit], lexical: list[Hit]) -> list[tuple[str, float]]:
+    def _fuse(self, semantic: list[Hit], lexical: list[Hit], about: set[str]) -> list[tuple[str, float]]:
         w = self.settings.semantic_weight
         top_bm25 = max((h.score for h in lexical), default=0.0)
         scores: dict[str, float] = {}
@@ -213,6 +225,8 @@ class Retriever:
         for h in lexical:
             norm = h.score / top_bm25 if top_bm25 > 0 else 0.0
             scores[h.id] = scores.get(h.id, 0.0) + (1 - w) * norm
+        for uid in about & scores.keys():
+            scores[uid] += self.settings.person_boost
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def _buffer_hits(
@@ -235,13 +249,13 @@ class Retriever:
             if t.message_id in indexed:
                 continue
             text = f"{t.speaker}: {t.text}"
-            if names and not any(n in text.lower() for n in names):
-                continue
             overlap = len(terms & set(query_terms(text))) / len(terms) if terms else 0.0
             score = (
                 w * max(float(np.dot(qvec, np.asarray(t.vector, dtype=np.float32))), 0.0) + (1 - w) * overlap
             )
             if score >= self.settings.buffer_min_score:
+                if names and _names_any(text, names):
+                    score += self.settings.person_boost
                 uid = f"buffer:{t.message_id}"
                 unit = MemoryUnit(
                     id=uid,

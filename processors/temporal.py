@@ -17,13 +17,17 @@ Conventions for the ambiguous cases (reference = the message time, or the query'
 - weekday abbreviations ("last Fri", "next Tues") count after last/next/this/past only;
 - "N weeks ago" is a day (reference - 7N); "N months ago" and "N years ago" are a month;
 - a date or month without a year ("June 14", "in September") is placed in the year that puts it on
-  or before the reference in a past-tense sentence, and on or after it otherwise;
+  or before the reference when its clause is in the past, and on or after it otherwise; the
+  decomposer reads the tense of the expression's own clause ("the doctor said no coffee until
+  July": the coffee is future, the saying past; :mod:`processors.tense`), "next July" is always
+  the next one;
 - "last night" is the day before the reference; "tonight", "this morning" are the reference day.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
@@ -98,10 +102,11 @@ _PATTERNS: list[tuple[str, str]] = [
     ("tomorrow", r"\btomorrow\b"),
     ("md", rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:,\s*)?(?:19|20)\d{{2}})(?!\s*(?:am|pm|%|:))"),
     ("dm", rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?!,?\s+(?:19|20)\d{{2}})"),
-    ("on_weekday", rf"\b(?:on\s+)?{_WD}s?\b"),
+    # not before a date: "Thursday 26 February" is the date's (the more specific expression)
+    ("on_weekday", rf"\b(?:on\s+)?{_WD}s?\b(?!,?\s+(?:the\s+)?\d{{1,2}}(?:st|nd|rd|th)?\b|,?\s+{_MONTH})"),
     (
         "in_month",
-        rf"\b(?P<prep>in|since|until|by|during|early|late|mid|end of|beginning of)\s+{_MONTH}(?!\s+\d)\b",
+        rf"\b(?P<prep>in|since|until|till|by|during|early|late|mid|next|end of|beginning of)\s+{_MONTH}(?!\s+\d)\b",
     ),
     ("in_year", rf"\b(?P<prep>in|since|during|of|by|until)\s+{_YEAR}\b"),
 ]
@@ -290,6 +295,8 @@ def _resolve(
             return None
     if name == "in_month":
         month = _month_num(g["month"])
+        if g["prep"].lower() == "next":  # "next May" said in May is a year away
+            return _month(ref.year + (month <= ref.month), month)
         return _month(_place_year(ref, month, None, past), month)
     return None
 
@@ -304,10 +311,17 @@ _RECURRING = re.compile(r"\b(every|each)\s*$", re.IGNORECASE)
 _ABSOLUTE = {"iso", "dmy", "mdy", "my", "in_year"}
 
 
-def find_anchors(text: str, ref: datetime | date, *, past: bool = False, loose: bool = False) -> list[Anchor]:
+Tense = bool | Callable[[int], bool]
+
+
+def find_anchors(
+    text: str, ref: datetime | date, *, past: Tense = False, loose: bool = False
+) -> list[Anchor]:
     """All non-overlapping temporal expressions in ``text``, anchored to ``ref``.
 
-    ``loose`` (for queries, where a range is a filter): "N years ago" covers the whole year.
+    ``past``: the sentence's tense, or a function of an expression's start offset giving the tense of
+    its own clause (see :mod:`processors.tense`). ``loose`` (for queries, where a range is a filter):
+    "N years ago" covers the whole year.
     """
     ref_day = ref.date() if isinstance(ref, datetime) else ref
     taken: list[tuple[int, int]] = []
@@ -328,7 +342,7 @@ def find_anchors(text: str, ref: datetime | date, *, past: bool = False, loose: 
             ):
                 continue  # "every Thursday", "each May": a habit, not a date
             try:
-                resolved = _resolve(name, m, ref_day, past, loose)
+                resolved = _resolve(name, m, ref_day, past(start) if callable(past) else past, loose)
             except (ValueError, KeyError):
                 resolved = None
             if resolved is None:
@@ -340,7 +354,7 @@ def find_anchors(text: str, ref: datetime | date, *, past: bool = False, loose: 
     return anchors
 
 
-def anchor_text(text: str, ref: datetime | date, *, past: bool = False) -> tuple[str, list[Anchor]]:
+def anchor_text(text: str, ref: datetime | date, *, past: Tense = False) -> tuple[str, list[Anchor]]:
     """Rewrite ``text`` with the absolute date after each relative expression."""
     anchors = find_anchors(text, ref, past=past)
     out: list[str] = []

@@ -122,6 +122,13 @@ class Settings(BaseSettings):
     k_max: int = Field(20, ge=1)
     semantic_weight: float = Field(0.6, ge=0.0, le=1.0, description="the lexical weight is 1 - this")
     candidate_pool: int = Field(60, ge=1, description="candidates fetched from each index before fusion")
+    person_boost: float = Field(
+        0.4,
+        ge=0.0,
+        le=1.0,
+        description="added to the fused score of a memory about a person the query names (a boost, not a "
+        "filter: a memory the NER model did not tag still competes); default: the full lexical share",
+    )
     sibling_units: int = Field(
         6, ge=0, description="other statements of the chosen memories' messages added after the top k"
     )

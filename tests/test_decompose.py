@@ -157,3 +157,137 @@ def test_an_answer_is_searchable_by_the_question_it_answers(nlp) -> None:  # typ
     assert "screenplay" not in answer.unit.text
     assert answer.unit.context == "Nate: What genre is your first screenplay?"
     assert other.unit.context is None
+
+
+def units_of(nlp, turns, new_from: int = 0):  # type: ignore[no-untyped-def]
+    window = analysed(nlp, turns)
+    window.new_from = new_from
+    return [d.unit for d in OfflineDecomposer().decompose(window).units]
+
+
+SISTER_VISIT = [
+    ("Sam", "My sister Ines is coming over from Porto on Friday."),
+    ("Assistant", "That sounds lovely, enjoy the visit."),
+    ("Sam", "Ines got here last night."),
+    ("Sam", "She brought me a hand-painted ceramic bowl."),
+]
+
+
+def test_she_in_a_later_message_names_the_person_it_refers_to(nlp) -> None:  # type: ignore[no-untyped-def]
+    assert any("Ines brought Sam a hand-painted ceramic bowl" in u.text for u in units_of(nlp, SISTER_VISIT))
+
+
+def test_the_referent_may_sit_in_the_previous_windows_tail(nlp) -> None:  # type: ignore[no-untyped-def]
+    """The first messages of a window are context already decided on: their names still count."""
+    units = units_of(nlp, SISTER_VISIT, new_from=3)
+    assert [u.text for u in units] == ["Ines brought Sam a hand-painted ceramic bowl."]
+    assert "Ines" in units[0].persons
+
+
+def test_pronouns_take_a_person_of_their_gender(nlp) -> None:  # type: ignore[no-untyped-def]
+    turns = [
+        ("Sam", "My brother Marco and my sister Ines came for dinner."),
+        ("Sam", "She stayed until midnight."),
+        ("Sam", "He brought a bottle of port."),
+    ]
+    found = " | ".join(u.text for u in units_of(nlp, turns))
+    assert "Ines stayed until midnight" in found and "Marco brought a bottle of port" in found, found
+
+
+def test_an_ambiguous_pronoun_is_left_as_written(nlp) -> None:  # type: ignore[no-untyped-def]
+    """Two persons of unknown gender named together: "he" could be either, so it stays "He"."""
+    turns = [
+        ("Sam", "Daniel Brooks and Marcus Webb went to the hockey game."),
+        ("Sam", "He loved the overtime goal."),
+    ]
+    found = " | ".join(u.text for u in units_of(nlp, turns))
+    assert (
+        "He loved the overtime goal" in found
+        and "Daniel Brooks loved" not in found
+        and "Marcus Webb loved" not in found
+    )
+
+
+def test_a_name_seen_as_a_person_counts_where_ner_misses_it(nlp) -> None:  # type: ignore[no-untyped-def]
+    turns = [("Sam", "My cousin Tomas is visiting next week."), ("Sam", "Tomas landed at noon.")]
+    units = units_of(nlp, turns)
+    assert all("Tomas" in u.persons for u in units), [(u.text, u.persons) for u in units]
+
+
+@pytest.mark.parametrize(
+    ("speaker", "said", "expected"),
+    [
+        ("Alicia Moreno", "I'd book the room before Friday.", "Alicia Moreno would book the room"),
+        ("Sam", "I'd already paid the deposit.", "Sam had already paid the deposit"),
+        ("Sam", "I've been to Lisbon twice.", "Sam has been to Lisbon twice"),
+        ("Sam", "I'll call the bank about the card.", "Sam will call the bank"),
+        ("Sam", "I'm allergic to shellfish.", "Sam is allergic to shellfish"),
+    ],
+)
+def test_contractions_on_a_rewritten_pronoun_are_spelled_out(nlp, speaker, said, expected) -> None:  # type: ignore[no-untyped-def]
+    found = texts(nlp, [(speaker, said)])
+    assert any(expected in t for t in found), found
+
+
+def test_a_contraction_on_a_resolved_third_person_is_spelled_out(nlp) -> None:  # type: ignore[no-untyped-def]
+    turns = [("Sam", "My sister Ines called."), ("Sam", "She'll arrive on the late train.")]
+    assert any("Ines will arrive on the late train" in t for t in texts(nlp, turns)), texts(nlp, turns)
+
+
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        # said in January 2026: the reporting verb is past, the restriction runs forward
+        ("The doctor said no coffee until July.", "until July (2026-07)"),
+        ("My dentist told me to wait until March.", "until March (2026-03)"),
+        ("Ana said she'd visit in March.", "in March (2026-03)"),
+        ("We're flying to Lisbon in March, we booked it weeks ago.", "in March (2026-03)"),
+        ("The lease runs until June.", "until June (2026-06)"),
+        # past clauses stay in the past
+        ("I lived in Porto until July.", "until July (2025-07)"),
+        ("the onboarding shipped on friday by the way.", "on friday (2026-01-09)"),
+        ("Noted, the review is on Thursday.", "on Thursday (2026-01-15)"),
+        ("Noted, design review on Thursday 26 February.", "Thursday 26 February (2026-02-26)"),
+        ("She said she moved there in March.", "in March (2025-03)"),
+        ("Ana told me about the trip in March.", "in March (2025-03)"),
+    ],
+)
+def test_a_year_less_date_follows_its_own_clause(nlp, said: str, expected: str) -> None:  # type: ignore[no-untyped-def]
+    found = texts(nlp, [("Sam", said)])
+    assert any(expected in t for t in found), found
+
+
+@pytest.mark.parametrize(
+    ("text", "kept_whole"),
+    [
+        ("my account no. is 88120045 at ING. I always forget it.", "my account no. is 88120045 at ING."),
+        ("The pharmacy is approx. 5 min from here. It closes at six.", "approx. 5 min from here."),
+        ("We need the invoice no. and the date. Then we can file it.", "invoice no. and the date."),
+    ],
+)
+def test_a_period_after_an_abbreviation_does_not_end_the_sentence(nlp, text: str, kept_whole: str) -> None:  # type: ignore[no-untyped-def]
+    sentences = [s.text for s in doc_sentences(nlp(text))]
+    assert len(sentences) == 2 and kept_whole in sentences[0], sentences
+
+
+def test_ordinary_sentence_ends_still_split(nlp) -> None:  # type: ignore[no-untyped-def]
+    sentences = [
+        s.text for s in doc_sentences(nlp("I live in Porto. My sister lives there too! Nice, right?"))
+    ]
+    assert sentences == ["I live in Porto.", "My sister lives there too!", "Nice, right?"]
+
+
+def test_a_place_the_ner_model_calls_a_person_is_no_referent(nlp) -> None:  # type: ignore[no-untyped-def]
+    """The small model tags "Rotterdam" as a person after "in": a name after "in", "at", "the"...
+    is not taken as the referent of "she"."""
+    turns = [
+        ("Sam", "yes please. she loves fado, is there anything in Rotterdam?"),
+        ("Sam", "She wants to try stroopwafels at the market."),
+    ]
+    assert not any("Rotterdam wants" in t for t in texts(nlp, turns)), texts(nlp, turns)
+
+
+def test_a_number_fragment_opens_the_statement_after_it(nlp) -> None:  # type: ignore[no-untyped-def]
+    """ "2:04:37." alone is no statement; dropped, the race time would be lost."""
+    found = texts(nlp, [("Sam", "2:04:37. no knee pain, walked the water stations like the physio said.")])
+    assert any("2:04:37. no knee pain, walked the water stations" in t for t in found), found

@@ -11,7 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cli.demo import AS_OF, QUESTIONS, sample_path
+from cli.demo import AS_OF, QUESTIONS, history_lines
 from schemas.query import QueryRequest
 
 pytestmark = pytest.mark.slow
@@ -39,8 +39,10 @@ def test_a_query_imports_no_ingestion_model_and_answers_as_the_full_runtime(tmp_
     store = tmp_path / "store"
     cli = [sys.executable, "-c", PROBE]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    history = tmp_path / "history.jsonl"
+    history.write_bytes(b"".join(line + b"\n" for line in history_lines()))
     ingest = subprocess.run(
-        [*cli, "ingest", str(sample_path()), "--store", str(store)], cwd=REPO, env=env, capture_output=True
+        [*cli, "ingest", str(history), "--store", str(store)], cwd=REPO, env=env, capture_output=True
     )
     assert ingest.returncode == 0, ingest.stderr.decode()[-2000:]
     questions = tmp_path / "questions.jsonl"

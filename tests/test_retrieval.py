@@ -80,3 +80,44 @@ def test_a_date_that_matches_nothing_is_dropped_not_obeyed(tmp_path, settings) -
         assert any("screenplay" in m.text for m in wrong.memories)  # stated 2026-02: no unit in December
     finally:
         rt.close()
+
+
+def fact(text: str, persons: list[str], minute: int):  # type: ignore[no-untyped-def]
+    from schemas.memory import MemoryKind, MemoryUnit
+
+    return MemoryUnit.build(
+        tenant_id="t",
+        text=text,
+        kind=MemoryKind.FACT,
+        source_ids=[f"m{minute}"],
+        stated_at=datetime(2026, 3, 1, 10, minute, tzinfo=UTC).isoformat(),
+        speaker="Sam",
+        persons=persons,
+    )
+
+
+def test_a_person_named_in_the_query_favours_memories_without_excluding_the_rest(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    """NER tags a name in one sentence and not the next: "Tomas landed at noon" lists no Tomas, and
+    "She brought Sam a bowl" names nobody. Neither may be lost to a query about the person."""
+    from processors.decompose import DraftUnit
+    from processors.pipeline import Indexer
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(settings.model_copy(update={"k_min": 3, "k_max": 3, "sibling_units": 0}), tmp_path)
+    try:
+        units = [
+            fact("Sam's cousin Tomas is visiting from Lyon.", ["Sam", "Tomas"], 0),
+            fact("Tomas landed at noon.", ["Sam"], 1),
+            fact("Sam's sister Ines is coming over from Porto.", ["Sam", "Ines"], 2),
+            fact("She brought Sam a hand-painted ceramic bowl.", ["Sam"], 3),
+            fact("Sam renewed the car insurance with Allianz.", ["Sam"], 4),
+            fact("Sam's dentist appointment moved to Thursday.", ["Sam"], 5),
+        ]
+        Indexer(rt.embedder, rt.lexical, rt.vectors).index([DraftUnit(u) for u in units])
+        landed = rt.retriever.query(QueryRequest(tenant_id="t", query="When did Tomas land?"))
+        assert landed.memories[0].text == "Tomas landed at noon."
+        bowl = rt.retriever.query(QueryRequest(tenant_id="t", query="What did Ines bring as a gift?"))
+        assert "She brought Sam a hand-painted ceramic bowl." in [m.text for m in bowl.memories]
+        assert bowl.memories[0].text == "Sam's sister Ines is coming over from Porto."
+    finally:
+        rt.close()

@@ -55,26 +55,56 @@ def test_lexical_store_scoping_filters_and_idempotence(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_lexical_store_relinks_a_version_1_file(tmp_path: Path) -> None:
-    """Older files gave FTS rows their own rowids; opening one re-links them, so search and delete
-    keep working (a delete must leave no orphan FTS row)."""
+def test_person_filter_matches_names_written_in_the_memory(tmp_path: Path) -> None:
+    """A memory whose person list misses a name (the NER model did not tag it in that sentence) still
+    passes the person filter when its own text names the person; a name only in the searched
+    context (the question answered) does not count, and another tenant's memory never does."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    tagged = unit("t1", "Sam's cousin Tomas is visiting from Lyon", persons=["Sam", "Tomas"])
+    untagged = unit("t1", "Tomas landed at noon in Lyon", persons=["Sam"])
+    asked = MemoryUnit.build(
+        tenant_id="t1",
+        text="Sam is picking someone up in Lyon",
+        kind=MemoryKind.FACT,
+        source_ids=["t1:asked"],
+        stated_at="2026-01-10T10:00:00+00:00",
+        persons=["Sam"],
+        context="Tomas: who is picking me up?",
+    )
+    other = unit("t2", "Tomas landed at noon in Lyon", persons=["Kim"])
+    store.upsert([tagged, untagged, asked, other])
+    only_tomas = SymbolicFilter(names=("tomas",))
+    assert {h.id for h in store.search("t1", "Lyon", 10, only_tomas)} == {tagged.id, untagged.id}
+    ids = [tagged.id, untagged.id, asked.id, other.id]
+    assert store.ids_with_names("t1", ids, ["tomas"]) == {tagged.id, untagged.id}
+    assert store.ids_with_names("t2", ids, ["tomas"]) == {other.id}
+    store.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_lexical_store_rebuilds_an_older_fts_table(tmp_path: Path, version: int) -> None:
+    """Older files had no ``said`` column (and version 1 gave FTS rows their own rowids); opening one
+    rebuilds the FTS table, so search, delete and the name-in-text filter keep working (a delete must
+    leave no orphan FTS row)."""
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
     a, b = unit("t1", "Jordan plays tennis"), unit("t1", "Jordan went skiing")
     store.upsert([a, b])
     store.close()
     db = sqlite3.connect(path)
-    rows = db.execute("SELECT tenant, body, uid FROM units_fts ORDER BY rowid").fetchall()
-    db.execute("DELETE FROM units_fts")
+    rows = db.execute("SELECT rowid, tenant, body, uid FROM units_fts ORDER BY rowid").fetchall()
+    db.execute("DROP TABLE units_fts")
+    db.execute("CREATE VIRTUAL TABLE units_fts USING fts5(tenant, body, uid UNINDEXED)")
     db.executemany(
         "INSERT INTO units_fts (rowid, tenant, body, uid) VALUES (?,?,?,?)",
-        [(100 + i, *r) for i, r in enumerate(rows)],
+        [(r[0] + (100 if version == 1 else 0), *r[1:]) for r in rows],
     )
-    db.execute("PRAGMA user_version=1")
+    db.execute(f"PRAGMA user_version={version}")
     db.commit()
     db.close()
     reopened = SqliteLexicalStore(path)
     assert {h.id for h in reopened.search("t1", "tennis", 10, SymbolicFilter())} == {a.id}
+    assert reopened.ids_with_names("t1", [a.id, b.id], ["jordan"]) == {a.id, b.id}
     reopened.delete("t1", [a.id])
     assert reopened.search("t1", "tennis", 10, SymbolicFilter()) == []
     reopened.close()

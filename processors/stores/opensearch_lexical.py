@@ -49,6 +49,15 @@ MAPPING: dict[str, Any] = {
 }
 
 
+def _about(names: Sequence[str]) -> dict[str, Any]:
+    """Memories about one of ``names``: in their persons, or named in their own text (where the NER
+    model may not have tagged the name); the searched context (the question answered) does not count."""
+    lowered = [n.lower() for n in names]
+    should: list[dict[str, Any]] = [{"terms": {"person_names": lowered}}]
+    should += [{"match_phrase": {"text": n}} for n in lowered]
+    return {"bool": {"should": should, "minimum_should_match": 1}}
+
+
 def _day(ordinal: int) -> str:
     return date.fromordinal(ordinal).isoformat()
 
@@ -123,7 +132,7 @@ class OpenSearchLexicalStore:
         if flt.stated_before is not None:
             filters.append({"range": {"stated_at": {"lte": flt.stated_before.isoformat()}}})
         if flt.names:
-            filters.append({"terms": {"person_names": [n.lower() for n in flt.names]}})
+            filters.append(_about(flt.names))
         return filters
 
     def _search(self, tenant_id: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -200,7 +209,7 @@ class OpenSearchLexicalStore:
                     "filter": [
                         *self._filters(tenant_id),
                         {"ids": {"values": list(ids)}},
-                        {"terms": {"person_names": [n.lower() for n in names]}},
+                        _about(names),
                     ]
                 }
             },

@@ -18,7 +18,8 @@ MIN_NAME_PREFIX = 3
 
 @dataclass(frozen=True)
 class SymbolicFilter:
-    """Hard constraints a memory must meet. Every search also carries its tenant."""
+    """Constraints a memory must meet. Every search also carries its tenant. ``names``: the memory is
+    about one of these persons (lower-cased): it lists them, or its own text names them."""
 
     names: Sequence[str] = field(default_factory=tuple)
     first_day: date | None = None

@@ -2,7 +2,9 @@
 
 Tenant scoping is part of every statement: the FTS match itself is restricted to the tenant's token
 column, and every lookup joins on ``tenant_id``. It also keeps the units (the document store), the
-names they mention (symbolic filter) and their source message ids (provenance, forgetting).
+persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
+FTS row holds the unit's own text a second time (column ``said``, weight 0 in BM25), so the person
+filter also matches a name written in the memory where the NER model did not tag it.
 """
 
 from __future__ import annotations
@@ -20,16 +22,17 @@ from processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, da
 from processors.text import query_terms
 from schemas.memory import MemoryStatus, MemoryUnit
 
-_FTS_LINKED_VERSION = 2
-_SCHEMA = """
+_FTS_SAID_VERSION = 3
+_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
+    tenant, body, said, uid UNINDEXED, tokenize = 'porter unicode61'
+)"""
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS units (
     id TEXT NOT NULL, tenant_id TEXT NOT NULL, doc BLOB NOT NULL, status TEXT NOT NULL,
     event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL,
     PRIMARY KEY (tenant_id, id)
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
-    tenant, body, uid UNINDEXED, tokenize = 'porter unicode61'
-);
+{_FTS_TABLE};
 CREATE TABLE IF NOT EXISTS names (tenant_id TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS names_by_name ON names (tenant_id, name);
 CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id);
@@ -61,21 +64,25 @@ class SqliteLexicalStore:
 
     def _link_fts_rows(self) -> None:
         """Version 1 stores gave FTS rows their own rowids, so deleting one meant scanning the whole
-        index; from version 2 an FTS row shares its unit's rowid. Re-link an older file once."""
+        index; from version 2 an FTS row shares its unit's rowid; version 3 adds the ``said`` column.
+        Rebuild an older file's FTS table once."""
         db = self._db
-        if db.execute("PRAGMA user_version").fetchone()[0] >= _FTS_LINKED_VERSION:
+        if db.execute("PRAGMA user_version").fetchone()[0] >= _FTS_SAID_VERSION:
             return
         db.execute("BEGIN")
-        db.execute("DELETE FROM units_fts")
+        db.execute("DROP TABLE units_fts")
+        db.execute(_FTS_TABLE)
         active = db.execute("SELECT rowid, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,))
         for rowid, doc in active.fetchall():
-            u = MemoryUnit.model_validate(orjson.loads(doc))
-            db.execute(
-                "INSERT INTO units_fts (rowid, tenant, body, uid) VALUES (?,?,?,?)",
-                (rowid, tenant_token(u.tenant_id), _body(u), u.id),
-            )
-        db.execute(f"PRAGMA user_version={_FTS_LINKED_VERSION}")
+            self._insert_fts(rowid, MemoryUnit.model_validate(orjson.loads(doc)))
+        db.execute(f"PRAGMA user_version={_FTS_SAID_VERSION}")
         db.execute("COMMIT")
+
+    def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
+        self._db.execute(
+            "INSERT INTO units_fts (rowid, tenant, body, said, uid) VALUES (?,?,?,?,?)",
+            (rowid, tenant_token(u.tenant_id), _body(u), u.text, u.id),
+        )
 
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
         if not units:
@@ -101,10 +108,7 @@ class SqliteLexicalStore:
                         ),
                     )
                     if u.status == MemoryStatus.ACTIVE:
-                        db.execute(
-                            "INSERT INTO units_fts (rowid, tenant, body, uid) VALUES (?,?,?,?)",
-                            (cursor.lastrowid, tenant_token(u.tenant_id), _body(u), u.id),
-                        )
+                        self._insert_fts(cursor.lastrowid, u)
                     db.executemany(
                         "INSERT INTO names VALUES (?,?,?)", [(u.tenant_id, n, u.id) for n in index_names(u)]
                     )
@@ -139,12 +143,12 @@ class SqliteLexicalStore:
             return []
         match = f"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})"
         sql = [
-            "SELECT f.uid, bm25(units_fts, 0.0, 1.0) AS s FROM units_fts f",
+            "SELECT f.uid, bm25(units_fts, 0.0, 1.0, 0.0) AS s FROM units_fts f",
             "JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ?",
             "WHERE units_fts MATCH ?",
         ]
         args: list[object] = [tenant_id, match]
-        _where_filter(sql, args, flt)
+        _where_filter(sql, args, flt, tenant_id)
         sql.append("ORDER BY s LIMIT ?")
         args.append(limit)
         with self._lock:
@@ -179,13 +183,16 @@ class SqliteLexicalStore:
         return sorted(r[0] for r in rows)
 
     def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
+        """The ids among ``ids`` of memories about one of ``names``: in their persons, or named in their
+        text."""
         if not ids or not names:
             return set()
         id_marks, name_marks = ",".join("?" * len(ids)), ",".join("?" * len(names))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT DISTINCT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks})",
-                [tenant_id, *ids, *(n.lower() for n in names)],
+                f"SELECT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks}) "
+                f"UNION SELECT uid FROM units_fts WHERE units_fts MATCH ? AND uid IN ({id_marks})",
+                [tenant_id, *ids, *(n.lower() for n in names), _said_match(tenant_id, names), *ids],
             ).fetchall()
         return {r[0] for r in rows}
 
@@ -222,7 +229,12 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter) -> None:
+def _said_match(tenant_id: str, names: Sequence[str]) -> str:
+    """An FTS expression: the tenant's rows whose own text names one of ``names`` (as a phrase)."""
+    return f"tenant:{tenant_token(tenant_id)} AND said:({' OR '.join(_quote(n.lower()) for n in names)})"
+
+
+def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:
     if flt.active_only:
         sql.append("AND u.status = 'active'")
     if flt.first_day is not None and flt.last_day is not None:
@@ -234,6 +246,8 @@ def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter) -> No
     if flt.names:
         marks = ",".join("?" * len(flt.names))
         sql.append(
-            f"AND EXISTS (SELECT 1 FROM names n WHERE n.tenant_id = u.tenant_id AND n.id = u.id AND n.name IN ({marks}))"
+            "AND (EXISTS (SELECT 1 FROM names n WHERE n.tenant_id = u.tenant_id AND n.id = u.id "
+            f"AND n.name IN ({marks})) OR u.rowid IN (SELECT rowid FROM units_fts WHERE units_fts MATCH ?))"
         )
         args += [n.lower() for n in flt.names]
+        args.append(_said_match(tenant_id, flt.names))
