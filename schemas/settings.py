@@ -118,6 +118,16 @@ class Settings(BaseSettings):
     # --- stage 2: consolidation (the consolidation stream issue) ---------------------------------
     consolidation_affinity: float = Field(0.85, ge=0.0, le=1.0)
 
+    # --- right to be forgotten ------------------------------------------------------------------
+    forget_expunge: bool = Field(
+        True,
+        description="after a deletion, rewrite what the stores keep of deleted data on disk (SQLite: FTS "
+        "merge, zeroed pages, WAL truncated; OpenSearch: expunge deleted documents; Milvus: compaction)",
+    )
+    forget_batch_units: int = Field(
+        1000, ge=1, description="memories read or deleted per store call when a whole tenant is forgotten"
+    )
+
     # --- stage 3: retrieval ---------------------------------------------------------------------
     k_min: int = Field(3, ge=1)
     k_max: int = Field(20, ge=1)

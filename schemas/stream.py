@@ -54,6 +54,7 @@ class DeadLetterStage(StrEnum):
     MEMORIZE = "memorize"  # a record the memory stage could not read or process
     DECOMPOSE = "decompose"
     INDEX = "index"
+    FORGET = "forget"  # a deletion request the forget agent could not read
 
 
 class DeadLetter(BaseModel):
@@ -95,3 +96,20 @@ class DeletionRequest(BaseModel):
         if self.whole_tenant == bool(self.message_ids):
             raise ValueError("name message_ids, or set whole_tenant without message_ids")
         return self
+
+
+class DeletionRecord(BaseModel):
+    """The record of one deletion: who asked, when, which ids, when it was done. No content."""
+
+    request: DeletionRequest
+    completed_at: datetime
+    units_deleted: int = Field(0, description="memories removed from every store")
+    units_rewritten: int = Field(
+        0, description="memories kept but changed: a quote stripped, a supersession undone, an abstract"
+    )
+    buffer_turns_removed: int = 0
+
+    @property
+    def seconds(self) -> float:
+        """From the request to gone from every store."""
+        return (self.completed_at - self.request.requested_at).total_seconds()

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import ValidationError
 
+from processors.forget import ForgetResult
 from processors.retry import StoreRetry
 from processors.runtime import Runtime, open_runtime
 from processors.streaming import (
@@ -34,7 +35,7 @@ from schemas.accounting import MessageOutcome, Outcome
 from schemas.codec import dumps
 from schemas.keys import SessionKey, check_id, message_key
 from schemas.settings import Settings
-from schemas.stream import DeadLetter, DeadLetterStage, SourceRef, StageRecord
+from schemas.stream import DeadLetter, DeadLetterStage, DeletionRequest, SourceRef, StageRecord
 from streams import metrics
 from streams.gaps import Item
 from streams.runner import Handled, Output
@@ -60,7 +61,9 @@ class Worker:
     @cached_property
     def scrub_stage(self) -> ScrubStage:
         rt = self.runtime
-        return ScrubStage(self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer)
+        return ScrubStage(
+            self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer, rt.tombstones
+        )
 
     @cached_property
     def memory_stage(self) -> MemoryStage:
@@ -77,6 +80,13 @@ class Worker:
         self.memory_stage.pipeline.warm_up()
         self.runtime.embedder.encode(["warm up"])
 
+    def seed_tombstones(self) -> int:
+        """Re-add every request of the deletions topic to the tombstone set (Redis may have
+        restarted empty): no turn forgotten before this worker started is indexed by it."""
+        from streams.deletions import seed_tombstones
+
+        return seed_tombstones(self.settings, self.runtime.tombstones)
+
     def shutdown(self) -> None:
         """Stop waiting for stores and let the threads go: unfinished batches are replayed."""
         self.retry.cancel()
@@ -88,6 +98,7 @@ class Worker:
 
     def count(self, result: MemoryResult) -> None:
         metrics.DUPLICATES.inc(result.duplicates)
+        metrics.TURNS_FORGOTTEN.inc(result.forgotten)
         metrics.TURNS_WINDOWED.inc(result.turns - result.duplicates)
         for r in result.windows:
             metrics.WINDOWS.labels("kept" if r.kept else "filtered").inc()
@@ -195,6 +206,7 @@ class ScrubStep:
     async def finish(self, prepared: ScrubResult) -> Handled:
         result = await self.worker.in_thread(self.worker.embed_pool, self._embed, prepared)
         records: list[Output] = [("scrubbed", r.session_key.encode(), dumps(r)) for r in result.records]
+        metrics.TURNS_FORGOTTEN.inc(result.forgotten)
         return Handled([*records, *dead_letter_outputs(result.dead, result.failed)])
 
     def _embed(self, prepared: ScrubResult) -> ScrubResult:
@@ -305,3 +317,43 @@ class MemorizeStep:
         except ValidationError:
             source = item.source
         return poison_outputs(item, DeadLetterStage.MEMORIZE, error, self.worker.settings, source)
+
+
+class ForgetStep:
+    """deletions -> stores: each request carried out on every store (:mod:`processors.forget`), on
+    the memorize thread (so this worker never indexes and forgets at once); then the units topic
+    gets a tombstone per deleted memory and the rewritten ones, and the outcomes topic a tombstone
+    per forgotten message. The request itself stays on its topic: the durable record."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    async def prepare(self, items: list[Item]) -> list[DeletionRequest]:
+        metrics.STAGE_RECORDS.labels("forget").inc(len(items))
+        return [DeletionRequest.model_validate_json(i.value) for i in items]  # a bad one: one by one
+
+    async def finish(self, requests: list[DeletionRequest]) -> Handled:
+        results = await self.worker.in_thread(self.worker.memory_pool, self._forget, requests)
+        out: list[Output] = []
+        for request, result in zip(requests, results, strict=True):
+            out += [("units", uid.encode(), None) for uid in result.deleted]
+            out += [("units", u.id.encode(), dumps(u)) for u in result.written]
+            out += [("outcomes", message_key(request.tenant_id, m), None) for m in request.message_ids]
+            metrics.FORGET_SECONDS.observe(result.record.seconds)
+        return Handled(out)
+
+    def _forget(self, requests: list[DeletionRequest]) -> list[ForgetResult]:
+        return [self._forget_one(r) for r in requests]
+
+    def _forget_one(self, request: DeletionRequest) -> ForgetResult:
+        """Retried through a store outage like any write (forgetting twice changes nothing more)."""
+        done: list[ForgetResult] = []
+        self.worker.write(lambda: done.append(self.worker.runtime.forget(request)))
+        return done[-1]
+
+    def poison(self, item: Item, error: BaseException) -> list[Output]:
+        reason = f"{type(error).__name__}: {error}"
+        letter = raw_dead_letter(
+            DeadLetterStage.FORGET, "invalid_request", reason, item.source, item.value, self.worker.settings
+        )
+        return dead_letter_outputs([letter], [])

@@ -130,6 +130,33 @@ class MilvusVectorStore:
             )
             self._dirty = True
 
+    def vectors(self, tenant_id: str, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        if not ids:
+            return {}
+        id_list = ",".join(_lit(i) for i in ids)
+        with self._lock:
+            rows = self.client.query(
+                self.collection,
+                filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]",
+                output_fields=["id", "vector"],
+            )
+        return {str(r["id"]): np.asarray(r["vector"], dtype=np.float32) for r in rows}
+
+    def delete_tenant(self, tenant_id: str) -> None:
+        with self._lock:
+            self.client.delete(self.collection, filter=f"tenant_id == {_lit(tenant_id)}")
+            self._dirty = True
+
+    def expunge(self) -> None:
+        """Seal, then compact: Milvus drops deleted rows from its segments at compaction. (No text
+        is stored here, only ids, tenant, times and vectors.) Milvus Lite has no compaction."""
+        self.flush()
+        with self._lock:
+            try:
+                self.client.compact(self.collection)
+            except (MilvusException, NotImplementedError, AttributeError) as exc:
+                log.debug("no compaction for %s: %s", self.collection, exc)
+
     def count(self, tenant_id: str) -> int:
         with self._lock:
             rows = self.client.query(
