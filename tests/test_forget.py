@@ -18,7 +18,7 @@ from processors.pipeline import FORGOTTEN_REASON
 from schemas.memory import MemoryUnit
 from schemas.query import QueryRequest
 from schemas.stream import DeletionRequest
-from tests.forget_data import (
+from bench.forget_data import (
     COFFEE,
     FESTIVAL,
     KEPT,

@@ -14,7 +14,7 @@ import pytest
 from processors.pipeline import FORGOTTEN_REASON
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
-from tests.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, event, lines
+from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, event, lines
 from tests.services import drop_stores, require
 
 pytestmark = pytest.mark.integration

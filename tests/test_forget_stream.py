@@ -17,7 +17,7 @@ import pytest
 from infra.workers import WorkerProcess
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
-from tests.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, files_holding
+from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, files_holding
 from tests.services import require
 from tests.test_forget_services import stored_bytes
 from tests.test_streams import (

@@ -1,4 +1,4 @@
-"""A conversation to forget parts of, shared by the forget tests of both modes and the benchmark.
+"""A conversation to forget parts of, shared by the forget benchmark and the forget tests.
 
 Each forgettable statement carries a made-up word (``MARKERS``) found nowhere else, so a byte scan
 of a store can tell whether anything of it is left: the word as written and its lower-cased stem
