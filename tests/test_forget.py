@@ -12,12 +12,6 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from cli.errors import ExitCode
-from cli.main import app
-from processors.pipeline import FORGOTTEN_REASON
-from schemas.memory import MemoryUnit
-from schemas.query import QueryRequest
-from schemas.stream import DeletionRequest
 from bench.forget_data import (
     COFFEE,
     FESTIVAL,
@@ -30,6 +24,12 @@ from bench.forget_data import (
     files_holding,
     lines,
 )
+from cli.errors import ExitCode
+from cli.main import app
+from processors.pipeline import FORGOTTEN_REASON
+from schemas.memory import MemoryUnit
+from schemas.query import QueryRequest
+from schemas.stream import DeletionRequest
 
 pytestmark = pytest.mark.slow
 AS_OF = "2026-03-01T00:00:00Z"

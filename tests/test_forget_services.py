@@ -11,10 +11,10 @@ from typing import Any
 import orjson
 import pytest
 
+from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, event, lines
 from processors.pipeline import FORGOTTEN_REASON
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
-from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, event, lines
 from tests.services import drop_stores, require
 
 pytestmark = pytest.mark.integration

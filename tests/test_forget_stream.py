@@ -14,10 +14,10 @@ from pathlib import Path
 import orjson
 import pytest
 
+from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, files_holding
 from infra.workers import WorkerProcess
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
-from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, files_holding
 from tests.services import require
 from tests.test_forget_services import stored_bytes
 from tests.test_streams import (
