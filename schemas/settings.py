@@ -136,6 +136,13 @@ class Settings(BaseSettings):
     sibling_units: int = Field(
         6, ge=0, description="other statements of the chosen memories' messages added after the top k"
     )
+    superseded_weight: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="score kept by a memory whose fact a newer one changed (knowledge updates); the "
+        "newer one takes its place",
+    )
     dedupe_similarity: float = Field(0.92, ge=0.0, le=1.0, description="near-duplicate cut in the context")
     store_expression_terms: int = Field(
         100,
