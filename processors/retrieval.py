@@ -163,7 +163,13 @@ class Retriever:
         named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]
         score = complexity(request.query, len(named))
         k = k_for(score, s.k_min, s.k_max)
-        flt = SymbolicFilter(names=tuple(names), first_day=first_day, last_day=last_day, stated_before=as_of)
+        flt = SymbolicFilter(
+            names=tuple(names),
+            first_day=first_day,
+            last_day=last_day,
+            stated_before=as_of,
+            active_only=not request.include_archived,
+        )
         # With a person filter, part of the semantic pool is filtered out afterwards: fetch more.
         pool = max(s.candidate_pool, k * 3) * (2 if names else 1)
 
@@ -183,7 +189,7 @@ class Retriever:
             )
         replaced: dict[str, MemoryUnit] = {}
         chosen = self._select(tenant, ranked, k, {uid: u for uid, (u, _) in recent.items()}, as_of, replaced)
-        chosen += self._siblings(tenant, chosen)
+        chosen += self._siblings(tenant, chosen, request.include_archived)
         memories = [
             RetrievedMemory(
                 id=u.id,
@@ -277,7 +283,7 @@ class Retriever:
         return any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept)
 
     def _siblings(
-        self, tenant: str, chosen: list[tuple[MemoryUnit, float]]
+        self, tenant: str, chosen: list[tuple[MemoryUnit, float]], include_archived: bool = False
     ) -> list[tuple[MemoryUnit, float]]:
         """The other active statements of the chosen memories' messages, in their rank order, each
         with the score of the memory that brought it."""
@@ -288,7 +294,7 @@ class Retriever:
         sources = list(dict.fromkeys(s for u, _ in chosen for s in u.source_ids))
         by_source: dict[str, list[MemoryUnit]] = {}
         for unit in self.lexical.units_from_sources(tenant, sources):
-            if unit.id not in have and unit.status == MemoryStatus.ACTIVE:
+            if unit.id not in have and (include_archived or unit.status == MemoryStatus.ACTIVE):
                 by_source.setdefault(unit.source_ids[0], []).append(unit)
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:

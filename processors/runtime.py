@@ -23,6 +23,7 @@ from schemas.stream import DeletionRequest
 
 if TYPE_CHECKING:  # the ingestion side (spaCy, Presidio, torch) is imported by the first use only
     from processors.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer
+    from processors.consolidate import ConsolidationRun
     from processors.forget import ForgetResult
     from processors.pipeline import Decomposer, Pipeline
 
@@ -100,10 +101,25 @@ class Runtime:
 
     def forget(self, request: DeletionRequest) -> ForgetResult:
         """Carry out a deletion on this runtime's stores (:func:`processors.forget.forget`)."""
+        from processors.consolidate import reabstract_for
         from processors.forget import Stores, forget
 
         stores = Stores(self.lexical, self.vectors, self.buffer)
-        return forget(request, stores, self.tombstones, self.settings)
+        return forget(
+            request, stores, self.tombstones, self.settings, reabstract=reabstract_for(self.settings)
+        )
+
+    def consolidate(self, tenant_id: str) -> ConsolidationRun:
+        """Stage 2 for one tenant: clusters into abstracts, then the knowledge-update rule."""
+        from processors.consolidate import consolidate_tenant
+        from processors.forget import Stores
+        from processors.updates import update_tenant
+
+        s = self.settings
+        run = consolidate_tenant(tenant_id, Stores(self.lexical, self.vectors, self.buffer), s)
+        run.updated = update_tenant(tenant_id, self.lexical, s.consolidation_batch_units)
+        self.vectors.flush()
+        return run
 
     @cached_property
     def decomposer(self) -> Decomposer:

@@ -113,3 +113,24 @@ class DeletionRecord(BaseModel):
     def seconds(self) -> float:
         """From the request to gone from every store."""
         return (self.completed_at - self.request.requested_at).total_seconds()
+
+
+class ConsolidationAction(StrEnum):
+    CREATED = "created"  # a cluster became an abstract (possibly absorbing older abstracts)
+    RECOMPUTED = "recomputed"  # a member was forgotten: the abstract made again from the rest
+    DISSOLVED = "dissolved"  # too few members left: the abstract deleted, the rest active again
+
+
+class ConsolidationDecision(BaseModel):
+    """One consolidation decision, as published on the consolidation topic (ids and scores only),
+    so it can be audited and replayed."""
+
+    tenant_id: str
+    action: ConsolidationAction
+    abstract_id: str | None = Field(None, description="the abstract made (none when dissolved)")
+    replaces: list[str] = Field(default_factory=list, description="abstracts it replaces (deleted)")
+    member_ids: list[str] = Field(default_factory=list, description="the archived memories behind it")
+    source_ids: list[str] = Field(default_factory=list, description="the messages behind it")
+    min_affinity: float | None = Field(None, description="the lowest affinity with which a member joined")
+    mean_affinity: float | None = None
+    decided_at: datetime

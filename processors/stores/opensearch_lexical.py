@@ -22,6 +22,7 @@ from schemas.memory import MemoryStatus, MemoryUnit
 
 REQUEST_TIMEOUT_SECONDS = 30  # a request slower than this is an outage (the stage waits it out)
 MAX_KNOWN_NAMES = 1000  # person names matched per query: far more than any question names
+MAX_TENANTS_LISTED = 10_000  # an operator's listing of tenants (one aggregation)
 MAX_RESULT_WINDOW = 10_000  # OpenSearch's default index.max_result_window: one request's most hits
 
 MAPPING: dict[str, Any] = {
@@ -262,6 +263,11 @@ class OpenSearchLexicalStore:
                 page = []
         if page:
             yield page
+
+    def tenants(self) -> list[str]:
+        body = {"size": 0, "aggs": {"tenants": {"terms": {"field": "tenant_id", "size": MAX_TENANTS_LISTED}}}}
+        result = self.client.search(index=self.index, body=body)
+        return sorted(b["key"] for b in result["aggregations"]["tenants"]["buckets"])
 
     def expunge(self) -> None:
         """Deleted documents stay in Lucene segments until merged: merge them away now."""

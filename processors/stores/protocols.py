@@ -86,6 +86,10 @@ class LexicalStore(Protocol):
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
 
+    def tenants(self) -> list[str]:
+        """Every tenant with a memory (an operator's listing: ``simplemem consolidate``)."""
+        ...
+
     def expunge(self) -> None:
         """Remove deleted documents from disk now (merges, zeroed pages), not eventually."""
         ...
