@@ -142,6 +142,10 @@ class Settings(BaseSettings):
     consolidation_topic: str = Field(
         "consolidation", description="consolidation decisions: which memories, which abstract, the scores"
     )
+    consolidate_topic: str = Field(
+        "consolidate",
+        description="requests to consolidate a tenant, keyed by tenant (from the workers' timer)",
+    )
 
     # --- right to be forgotten ------------------------------------------------------------------
     forget_expunge: bool = Field(

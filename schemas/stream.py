@@ -55,6 +55,7 @@ class DeadLetterStage(StrEnum):
     DECOMPOSE = "decompose"
     INDEX = "index"
     FORGET = "forget"  # a deletion request the forget agent could not read
+    CONSOLIDATE = "consolidate"  # a consolidation request the agent could not read or carry out
 
 
 class DeadLetter(BaseModel):
@@ -134,3 +135,12 @@ class ConsolidationDecision(BaseModel):
     min_affinity: float | None = Field(None, description="the lowest affinity with which a member joined")
     mean_affinity: float | None = None
     decided_at: datetime
+
+
+class ConsolidationRequest(BaseModel):
+    """Consolidate a tenant now (the workers' timer sends these, keyed by tenant, so one worker at a
+    time consolidates a tenant)."""
+
+    tenant_id: str
+    reason: str = Field(description="interval, volume, or who asked")
+    requested_at: datetime

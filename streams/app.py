@@ -20,6 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import faust
@@ -29,15 +30,16 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from processors.retry import WriteCancelled
 from schemas.codec import dumps
+from schemas.keys import tenant_key
 from schemas.settings import Settings
-from schemas.stream import StageRecord
+from schemas.stream import ConsolidationRequest, StageRecord
 from streams import metrics
 from streams.batching import Batcher
 from streams.gaps import GapGuard, Hole
 from streams.kafka_io import committed_offsets, end_offsets
 from streams.runner import AgentRunner, Output
 from streams.topics import MAX_RECORD_BYTES
-from streams.worker import ForgetStep, MemorizeStep, ScrubStep, SessionTable, Worker
+from streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, ScrubStep, SessionTable, Worker
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +78,8 @@ def create_app(settings: Settings) -> faust.App:
         "outcomes": settings.outcomes_topic,
         "dlq": settings.dlq_topic,
         "deletions": settings.deletions_topic,
+        "consolidation": settings.consolidation_topic,
+        "consolidate": settings.consolidate_topic,
     }
     topics = {
         short: app.topic(settings.topic(name), key_serializer="raw", value_serializer="raw")
@@ -120,7 +124,9 @@ def create_app(settings: Settings) -> faust.App:
     scrub_runner = AgentRunner(ScrubStep(worker), deliver, overlap=True)
     memorize_runner = AgentRunner(MemorizeStep(worker, sessions), deliver)
     forget_runner = AgentRunner(ForgetStep(worker), deliver)
+    consolidate_runner = AgentRunner(ConsolidateStep(worker), deliver)
     scrub_batches, memorize_batches, forget_batches = batcher(), batcher(), batcher()
+    consolidate_batches = batcher()
 
     async def run(runner: AgentRunner[Any], batches: Batcher, stream: faust.StreamT) -> None:
         try:
@@ -148,6 +154,20 @@ def create_app(settings: Settings) -> faust.App:
         """Deletion requests (from the query service or ``simplemem forget``), carried out on every
         store; the units topic gets the tombstones."""
         await run(forget_runner, forget_batches, stream)
+
+    @app.agent(topics["consolidate"], name="consolidate")
+    async def consolidate(stream: faust.StreamT) -> None:
+        """Stage 2 per tenant, one worker at a time per tenant (requests are keyed by tenant)."""
+        await run(consolidate_runner, consolidate_batches, stream)
+
+    @app.timer(settings.idle_check_seconds)
+    async def consolidation_due() -> None:
+        """Request the consolidation of the tenants this worker indexed for: after
+        ``consolidation_interval_seconds`` or ``consolidation_volume`` new memories."""
+        now = time.time()
+        for tenant, reason in worker.due_for_consolidation(now):
+            request = ConsolidationRequest(tenant_id=tenant, reason=reason, requested_at=datetime.now(UTC))
+            await topics["consolidate"].send(key=tenant_key(tenant), value=dumps(request), force=True)
 
     seeded = False
 

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import ValidationError
 
+from processors.consolidate import ConsolidationRun
 from processors.forget import ForgetResult
 from processors.retry import StoreRetry
 from processors.runtime import Runtime, open_runtime
@@ -33,9 +34,16 @@ from processors.streaming import (
 )
 from schemas.accounting import MessageOutcome, Outcome
 from schemas.codec import dumps
-from schemas.keys import SessionKey, check_id, message_key
+from schemas.keys import SessionKey, check_id, message_key, tenant_key
 from schemas.settings import Settings
-from schemas.stream import DeadLetter, DeadLetterStage, DeletionRequest, SourceRef, StageRecord
+from schemas.stream import (
+    ConsolidationRequest,
+    DeadLetter,
+    DeadLetterStage,
+    DeletionRequest,
+    SourceRef,
+    StageRecord,
+)
 from streams import metrics
 from streams.gaps import Item
 from streams.runner import Handled, Output
@@ -53,6 +61,8 @@ class Worker:
         self.memory_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorize")
         self.decided = {Outcome.INDEXED: 0, Outcome.FILTERED: 0}
         self.retry = StoreRetry(settings.stage_retry_attempts, settings.stage_retry_max_seconds, _blocked)
+        # tenants this worker indexed for since their last consolidation: new units, since when
+        self.unconsolidated: dict[str, tuple[int, float]] = {}
 
     @cached_property
     def runtime(self) -> Runtime:
@@ -87,6 +97,21 @@ class Worker:
 
         return seed_tombstones(self.settings, self.runtime.tombstones)
 
+    def due_for_consolidation(self, now: float) -> list[tuple[str, str]]:
+        """(tenant, reason) for the tenants with ``consolidation_volume`` new memories, or with new
+        memories for ``consolidation_interval_seconds``; each is forgotten here once returned."""
+        s = self.settings
+        due = []
+        for tenant, (count, since) in list(self.unconsolidated.items()):
+            if count >= s.consolidation_volume:
+                due.append((tenant, "volume"))
+            elif now - since >= s.consolidation_interval_seconds:
+                due.append((tenant, "interval"))
+            else:
+                continue
+            del self.unconsolidated[tenant]
+        return due
+
     def shutdown(self) -> None:
         """Stop waiting for stores and let the threads go: unfinished batches are replayed."""
         self.retry.cancel()
@@ -106,8 +131,11 @@ class Worker:
             metrics.TURNS_OUT.labels(o.outcome.value).inc()
             if o.outcome in self.decided:
                 self.decided[o.outcome] += 1
+        now = time.time()
         for u in result.units:
             metrics.UNITS.labels(u.kind.value).inc()
+            count, since = self.unconsolidated.get(u.tenant_id, (0, now))
+            self.unconsolidated[u.tenant_id] = (count + 1, since)
         total = sum(self.decided.values())
         if total:
             metrics.DISCARD_RATE.set(self.decided[Outcome.FILTERED] / total)
@@ -355,5 +383,50 @@ class ForgetStep:
         reason = f"{type(error).__name__}: {error}"
         letter = raw_dead_letter(
             DeadLetterStage.FORGET, "invalid_request", reason, item.source, item.value, self.worker.settings
+        )
+        return dead_letter_outputs([letter], [])
+
+
+class ConsolidateStep:
+    """consolidate -> stores: stage 2 for each requested tenant (once per batch), on the memorize
+    thread; the decisions go to the consolidation topic, the abstracts, archived originals and
+    supersession pointers to the units topic (absorbed abstracts as tombstones)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    async def prepare(self, items: list[Item]) -> list[str]:
+        metrics.STAGE_RECORDS.labels("consolidate").inc(len(items))
+        requests = [ConsolidationRequest.model_validate_json(i.value) for i in items]
+        return list(dict.fromkeys(r.tenant_id for r in requests))
+
+    async def finish(self, tenants: list[str]) -> Handled:
+        runs = await self.worker.in_thread(self.worker.memory_pool, self._consolidate, tenants)
+        out: list[Output] = []
+        for tenant, run in zip(tenants, runs, strict=True):
+            out += [("consolidation", tenant_key(tenant), dumps(d)) for d in run.decisions]
+            out += [("units", u.id.encode(), dumps(u)) for u in [*run.written, *run.updated]]
+            out += [("units", uid.encode(), None) for uid in run.deleted]
+            metrics.ABSTRACTS.inc(len(run.decisions))
+        return Handled(out)
+
+    def _consolidate(self, tenants: list[str]) -> list[ConsolidationRun]:
+        return [self._consolidate_one(t) for t in tenants]
+
+    def _consolidate_one(self, tenant: str) -> ConsolidationRun:
+        """Retried through a store outage like any write (a second run changes nothing more)."""
+        done: list[ConsolidationRun] = []
+        self.worker.write(lambda: done.append(self.worker.runtime.consolidate(tenant)))
+        return done[-1]
+
+    def poison(self, item: Item, error: BaseException) -> list[Output]:
+        reason = f"{type(error).__name__}: {error}"
+        letter = raw_dead_letter(
+            DeadLetterStage.CONSOLIDATE,
+            "consolidation_error",
+            reason,
+            item.source,
+            item.value,
+            self.worker.settings,
         )
         return dead_letter_outputs([letter], [])
