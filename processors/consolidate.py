@@ -179,6 +179,13 @@ def reabstract_for(
         abstract: MemoryUnit, members: list[MemoryUnit], lex: LexicalStore, vec: VectorStore
     ) -> Rewrite:
         stored = _fetch_vectors(abstract.tenant_id, members, vec, settings.store_expression_terms)
+        decision = ConsolidationDecision(
+            tenant_id=abstract.tenant_id,
+            action=ConsolidationAction.DISSOLVED,
+            replaces=[abstract.id],
+            member_ids=sorted(m.id for m in members),
+            decided_at=datetime.now(UTC),
+        )
         if len([m for m in members if m.id in stored]) < settings.consolidation_min_cluster:
             restored = [
                 m.model_copy(update={"status": MemoryStatus.ACTIVE, "archived_in": None}) for m in members
@@ -187,9 +194,17 @@ def reabstract_for(
                 units=restored,
                 vectors={m.id: stored[m.id] for m in members if m.id in stored},
                 deleted=[abstract.id],
+                decision=decision,
             )
         new, _, rewrite = _abstract_of(abstract.tenant_id, members, stored)
         rewrite.deleted = [abstract.id] if new.id != abstract.id else []
+        rewrite.decision = decision.model_copy(
+            update={
+                "action": ConsolidationAction.RECOMPUTED,
+                "abstract_id": new.id,
+                "source_ids": new.source_ids,
+            }
+        )
         return rewrite
 
     return reabstract

@@ -29,7 +29,7 @@ from processors.stores.protocols import LexicalStore, VectorStore
 from processors.stores.tombstones import Tombstones
 from schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from schemas.settings import Settings
-from schemas.stream import DeletionRecord, DeletionRequest
+from schemas.stream import ConsolidationDecision, DeletionRecord, DeletionRequest
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +43,7 @@ class Rewrite:
     units: list[MemoryUnit] = field(default_factory=list)
     vectors: dict[str, Vector] = field(default_factory=dict)
     deleted: list[str] = field(default_factory=list)
+    decision: ConsolidationDecision | None = None  # what became of an abstract (the audit trail)
 
 
 # What becomes of an abstract when some of its members are forgotten: given the abstract and its
@@ -71,6 +72,7 @@ class ForgetResult:
     record: DeletionRecord
     deleted: list[str] = field(default_factory=list)  # unit ids removed from every store
     written: list[MemoryUnit] = field(default_factory=list)  # units rewritten (quote stripped, ...)
+    decisions: list[ConsolidationDecision] = field(default_factory=list)  # abstracts recomputed
 
 
 def forget(
@@ -86,12 +88,13 @@ def forget(
     tombstones.add(request)
     tenant = request.tenant_id
     written: list[MemoryUnit] = []
+    decisions: list[ConsolidationDecision] = []
     if request.whole_tenant:
         deleted = _forget_tenant(tenant, stores, settings.forget_batch_units)
         buffered = stores.buffer.forget(tenant, None) if stores.buffer else 0
     else:
         ids = list(dict.fromkeys(request.message_ids))
-        deleted, written = _forget_messages(tenant, ids, stores, settings, reabstract)
+        deleted, written, decisions = _forget_messages(tenant, ids, stores, settings, reabstract)
         buffered = stores.buffer.forget(tenant, ids) if stores.buffer else 0
     stores.vectors.flush()
     if settings.forget_expunge:
@@ -114,7 +117,7 @@ def forget(
         buffered,
         record.seconds,
     )
-    return ForgetResult(record, deleted, written)
+    return ForgetResult(record, deleted, written, decisions)
 
 
 def _forget_tenant(tenant: str, stores: Stores, batch: int) -> list[str]:
@@ -137,8 +140,9 @@ def _lookup(
 
 def _forget_messages(
     tenant: str, ids: list[str], stores: Stores, settings: Settings, reabstract: Reabstract
-) -> tuple[list[str], list[MemoryUnit]]:
+) -> tuple[list[str], list[MemoryUnit], list[ConsolidationDecision]]:
     lex, size = stores.lexical, settings.store_expression_terms
+    decisions: list[ConsolidationDecision] = []
     forgotten = set(ids)
     derived = _lookup(lex.units_from_sources, tenant, ids, size)
     doomed = {u.id: u for u in derived if u.kind != MemoryKind.ABSTRACT}
@@ -157,6 +161,8 @@ def _forget_messages(
             doomed.setdefault(uid, abstract)
         changed.update((u.id, u) for u in rewrite.units)
         new_vectors.update(rewrite.vectors)
+        if rewrite.decision is not None:
+            decisions.append(rewrite.decision)
 
     # quotes of a forgotten message in the context of a unit that stays
     for unit in _lookup(lex.units_quoting, tenant, ids, size):
@@ -173,7 +179,7 @@ def _forget_messages(
         lex.delete(tenant, part)
     written = [u for uid, u in changed.items() if uid not in doomed]
     save(tenant, written, new_vectors, stores)
-    return deleted, written
+    return deleted, written, decisions
 
 
 def _undo_supersessions(

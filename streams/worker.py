@@ -367,6 +367,7 @@ class ForgetStep:
             out += [("units", uid.encode(), None) for uid in result.deleted]
             out += [("units", u.id.encode(), dumps(u)) for u in result.written]
             out += [("outcomes", message_key(request.tenant_id, m), None) for m in request.message_ids]
+            out += [("consolidation", tenant_key(request.tenant_id), dumps(d)) for d in result.decisions]
             metrics.FORGET_SECONDS.observe(result.record.seconds)
         return Handled(out)
 
