@@ -36,7 +36,7 @@ def event(tenant: str, session: str, i: int, speaker: str, text: str, minutes: i
     }
 
 
-def conversation(tenant: str, cafe: str = COFFEE[0]) -> list[dict[str, Any]]:
+def conversation(tenant: str, cafe: str = COFFEE[0], festival: str = FESTIVAL[0]) -> list[dict[str, Any]]:
     """Coffee orders in separate sessions (one a day), a question and its answer, unrelated facts."""
     events = []
     for day in range(COFFEE_ORDERS):
@@ -51,7 +51,7 @@ def conversation(tenant: str, cafe: str = COFFEE[0]) -> list[dict[str, Any]]:
             )
         )
     events += [
-        event(tenant, "chat", 1, "Alex", f"Have you been to the {FESTIVAL[0]} festival in Leeds?", 9000),
+        event(tenant, "chat", 1, "Alex", f"Have you been to the {festival} festival in Leeds?", 9000),
         event(tenant, "chat", 2, "Jordan", "Yes, I went twice and loved the brass bands there.", 9001),
         event(
             tenant, "chat", 3, "Jordan", f"My brother Tomas plays the trumpet in {KEPT[0]} orchestra.", 9002

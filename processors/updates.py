@@ -153,7 +153,7 @@ def claim_of(unit: MemoryUnit) -> Claim | None:
             continue  # not a person the statement is about ("Berlin lives in ...")
         if "{thing}" in attribute:
             attribute = attribute.format(thing=m.group("thing").lower())
-        value = m.group("val").strip().lower()
+        value = m.group("val").strip().rstrip(".,;:!?").lower()
         if attribute == "partner" and ENDED.search(m.group(0)):
             value = f"(ended) {value}"
         if attribute == "phone":

@@ -71,7 +71,7 @@ def test_forgotten_messages_leave_no_byte_in_the_store_and_a_replay_brings_none_
     rt: Any, store: Path
 ) -> None:
     tenant, other = "rtbf", "rtbf-other"
-    mine, theirs = conversation(tenant), conversation(other, cafe=OTHER_TENANT[0])
+    mine, theirs = conversation(tenant), conversation(other, cafe=OTHER_TENANT[0], festival=OTHER_TENANT[0])
     rt.pipeline.ingest(lines(mine + theirs))
     before = units_of(rt, tenant)
     assert {s for u in before for s in u.source_ids} >= set(coffee_ids())
@@ -106,7 +106,9 @@ def test_forgotten_messages_leave_no_byte_in_the_store_and_a_replay_brings_none_
 
 def test_a_forgotten_tenant_is_gone_and_stays_gone_until_it_starts_over(rt: Any, store: Path) -> None:
     tenant, other = "rtbf-all", "rtbf-all-other"
-    rt.pipeline.ingest(lines(conversation(tenant) + conversation(other, cafe=OTHER_TENANT[0])))
+    rt.pipeline.ingest(
+        lines(conversation(tenant) + conversation(other, cafe=OTHER_TENANT[0], festival=OTHER_TENANT[0]))
+    )
     assert rt.lexical.count(tenant) > 0
     theirs = rt.lexical.count(other)
 

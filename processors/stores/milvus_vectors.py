@@ -35,6 +35,7 @@ def _lit(value: str) -> str:
 class MilvusVectorStore:
     def __init__(self, uri: str, collection: str, dim: int, *, index_type: str = "AUTOINDEX") -> None:
         self.client = MilvusClient(uri)
+        self.server = uri.startswith(("http://", "https://", "tcp://"))  # else a Milvus Lite file
         self.collection = collection
         self.dim = dim
         self._lock = threading.Lock()
@@ -151,11 +152,13 @@ class MilvusVectorStore:
         """Seal, then compact: Milvus drops deleted rows from its segments at compaction. (No text
         is stored here, only ids, tenant, times and vectors.) Milvus Lite has no compaction."""
         self.flush()
+        if not self.server:
+            return
         with self._lock:
             try:
                 self.client.compact(self.collection)
-            except (MilvusException, NotImplementedError, AttributeError) as exc:
-                log.debug("no compaction for %s: %s", self.collection, exc)
+            except MilvusException as exc:
+                log.warning("compaction of %s not started: %s", self.collection, exc)
 
     def count(self, tenant_id: str) -> int:
         with self._lock:
