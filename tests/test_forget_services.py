@@ -56,17 +56,14 @@ def stored_bytes(rt: Any) -> bytes:
     stored = orjson.dumps(docs)
     redis = rt.buffer.r
     readers = {
-        b"hash": redis.hgetall,
+        b"hash": lambda k: [b for kv in redis.hgetall(k).items() for b in kv],
         b"zset": lambda k: redis.zrange(k, 0, -1),
-        b"set": redis.smembers,
+        b"set": lambda k: list(redis.smembers(k)),
         b"list": lambda k: redis.lrange(k, 0, -1),
-        b"string": redis.get,
+        b"string": lambda k: [redis.get(k) or b""],
     }
     for key in redis.scan_iter(match=f"{rt.settings.redis_key_prefix}*"):
-        value = readers[redis.type(key)](key)
-        stored += key + orjson.dumps(
-            value, default=lambda b: b.decode("utf-8", "replace") if isinstance(b, bytes) else sorted(b)
-        )
+        stored += key + b"\n" + b"\n".join(readers[redis.type(key)](key))
     return stored.lower()
 
 
