@@ -70,6 +70,15 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         (
             "job",
             NAME
+            + r" (?:is |has been )?"
+            + NOW
+            + r"(?i:works?|working) (?i:at|for) (?i:an? |the )"
+            + WORDS
+            + END,
+        ),
+        (
+            "job",
+            NAME
             + r" (?:has )?"
             + NOW
             + r"(?i:started|got|landed|accepted|took|began) (?i:a |an |the )?(?i:new )?(?i:job|position|role|gig) (?i:as an?|as|at|with) "
@@ -88,9 +97,13 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         (
             "phone",
             POSSESSIVE
-            + r" (?i:new )?(?i:phone|cell|mobile)(?i: phone)?(?i: number)? (?i:is|changed to) (?P<val>\S+)",
+            + r" (?i:new )?(?i:(?:phone|cell|mobile)(?: phone)?(?: number)?|number) (?i:is|changed to) (?P<val>\S+)",
         ),
-        ("phone", NAME + r" (?:has |got )(?i:a )?(?i:new )(?i:phone |cell |mobile )?(?i:number)(?P<val>)"),
+        ("phone", NAME + r" (?:has |got )?(?i:a )?(?i:new )(?i:phone |cell |mobile )?(?i:number)(?P<val>)"),
+        (
+            "phone",
+            r"(?i:reach|call|text|ring) " + NAME + r" (?i:on|at) (?P<val><PHONE_NUMBER>|[+\d][\d ()-]{5,})",
+        ),
         (
             "partner",
             POSSESSIVE
@@ -103,6 +116,7 @@ PATTERNS: list[tuple[str, re.Pattern[str]]] = [
             + r" (?:is |has been |was )?"
             + NOW
             + r"(?i:dating|seeing|engaged to|married to|going out with|started dating|got engaged to|married) "
+            + r"(?:(?i:an? )(?i:guy|girl|man|woman|person) (?i:called|named) )?"
             + PLACE,
         ),
         (
@@ -140,17 +154,47 @@ class Claim:
     value: str  # normalised; phone values never compare equal (they are scrubbed)
 
 
+SPEAKER_PREFIX = re.compile(
+    r"^(?P<name>[A-Z][\w'’-]*): (?:(?i:i|we|i've|we've|i'm|we're)(?: been)? )?(?P<rest>.+)$", re.S
+)
+FIRST_PERSON_START = re.compile(r"^(?:I|We|I've|We've|I'm|We're)(?: been)? (?P<rest>.+)$", re.S)
+
+
+def _as_statement(unit: MemoryUnit) -> str:
+    """The text with its subject named: "Ava: Finally settled in Brighton" (the decomposer's form
+    for a statement without a name) and "We moved to Cork" read as the speaker's."""
+    m = SPEAKER_PREFIX.match(unit.text)
+    if m is not None:
+        rest = m.group("rest")
+        return f"{m.group('name')} {rest[:1].lower()}{rest[1:]}"
+    m = FIRST_PERSON_START.match(unit.text)
+    if m is not None and unit.speaker:
+        return f"{unit.speaker} {m.group('rest')}"
+    return unit.text
+
+
+def _subject(found: str, unit: MemoryUnit) -> str | None:
+    """The person a match names: the whole run of capitalised words, or its last word ("Honestly
+    Kai's favourite ..."); None when it is no person of the memory ("Berlin lives in ...")."""
+    people = {*unit.persons, *([unit.speaker] if unit.speaker else [])}
+    for candidate in (found, found.split()[-1]):
+        if candidate in people:
+            return candidate
+    return None
+
+
 def claim_of(unit: MemoryUnit) -> Claim | None:
     """The first attribute the unit's text claims a value for (facts only; code never)."""
     if unit.kind != MemoryKind.FACT:
         return None
+    text = _as_statement(unit)
     for attribute, pattern in PATTERNS:
-        m = pattern.search(unit.text)
+        m = pattern.search(text)
         if m is None:
             continue
-        subject = m.group("subj")
-        if subject not in unit.persons and subject != unit.speaker:
-            continue  # not a person the statement is about ("Berlin lives in ...")
+        subject = _subject(m.group("subj"), unit)
+        if subject is None:
+            continue
         if "{thing}" in attribute:
             attribute = attribute.format(thing=m.group("thing").lower())
         value = m.group("val").strip().rstrip(".,;:!?").lower()
