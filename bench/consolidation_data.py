@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
-DRINKS = ("latte", "latte", "latte", "oat latte", "cappuccino")
+DRINKS = ("latte", "latte", "oat latte", "latte", "large latte")
 CAFE = "Quillfeather"
 
 UNRELATED = [

@@ -9,7 +9,8 @@ else starts one. Comparing with the mean, not any one member, keeps a cluster fr
 chain of neighbours. Deterministic: the same memories give the same clusters and the same abstract
 ids (an abstract's id is a hash of its sources and text).
 
-Only facts are clustered, never code blocks; only within one tenant (every read and write names it);
+Only facts are clustered, never code blocks (nor the prose of a message that carried one, which
+stays beside its code); only within one tenant (every read and write names it);
 a tenant is read a page at a time (``consolidation_batch_units``), at most
 ``consolidation_max_units`` per run. An abstract written while a run goes on comes back in a later
 page, so clusters split by a page boundary meet again (recursive consolidation: an abstract that joins
@@ -230,10 +231,13 @@ def consolidate_tenant(
     size = settings.store_expression_terms
     for page in stores.lexical.iter_units(tenant_id, settings.consolidation_batch_units):
         run.read += len(page)
+        with_code = {s for u in page if u.kind == MemoryKind.CODE for s in u.source_ids}
         candidates = [
             u
             for u in page
-            if u.status == MemoryStatus.ACTIVE and u.kind in (MemoryKind.FACT, MemoryKind.ABSTRACT)
+            if u.status == MemoryStatus.ACTIVE
+            and u.kind in (MemoryKind.FACT, MemoryKind.ABSTRACT)
+            and not (u.kind == MemoryKind.FACT and with_code & set(u.source_ids))  # prose of a code block
         ]
         stored = _fetch_vectors(tenant_id, candidates, stores.vectors, size)
         candidates = [u for u in candidates if u.id in stored]
