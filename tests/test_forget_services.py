@@ -125,3 +125,41 @@ def test_a_forgotten_tenant_leaves_nothing_in_the_service_stores(rt: Any) -> Non
     assert rt.lexical.count(other) == kept > 0
     rt.pipeline.ingest(lines(conversation(tenant)))
     assert rt.lexical.count(tenant) == 0
+
+
+def test_consolidation_and_forgetting_its_sources_in_the_service_stores(rt: Any) -> None:
+    """Orders become one abstract in OpenSearch and Milvus; forgetting one recomputes it, forgetting
+    all removes it and every trace of the orders; a replay brings none back."""
+    from bench.consolidation_data import CAFE, order_ids, stream
+    from schemas.memory import MemoryKind, MemoryStatus
+    from schemas.stream import ConsolidationAction
+
+    tenant, orders = "consolidate-services", 12
+    events = stream(tenant, orders)
+    rt.pipeline.ingest(lines(events))
+    run = rt.consolidate(tenant)
+    [decision] = run.decisions
+    assert set(decision.source_ids) == set(order_ids(orders))
+    units = [u for page in rt.lexical.iter_units(tenant, 100) for u in page]
+    [abstract] = [u for u in units if u.kind == MemoryKind.ABSTRACT]
+    archived = {u.id for u in units if u.status == MemoryStatus.ARCHIVED}
+    assert archived and all(u.archived_in == abstract.id for u in units if u.id in archived)
+    assert milvus_ids(rt, tenant) == {u.id for u in units}
+
+    first, *rest = order_ids(orders)
+    done = rt.forget(DeletionRequest(tenant_id=tenant, message_ids=[first], requested_at=datetime.now(UTC)))
+    assert [d.action for d in done.decisions] == [ConsolidationAction.RECOMPUTED]
+    [again] = [
+        u for page in rt.lexical.iter_units(tenant, 100) for u in page if u.kind == MemoryKind.ABSTRACT
+    ]
+    assert set(again.source_ids) == set(rest) and abstract.id in done.deleted
+
+    rt.forget(DeletionRequest(tenant_id=tenant, message_ids=rest, requested_at=datetime.now(UTC)))
+    left = [u for page in rt.lexical.iter_units(tenant, 100) for u in page]
+    assert not [
+        u for u in left if u.kind == MemoryKind.ABSTRACT or set(u.source_ids) & set(order_ids(orders))
+    ]
+    assert milvus_ids(rt, tenant) == {u.id for u in left}
+    assert CAFE.lower().encode() not in stored_bytes(rt)
+    rt.pipeline.ingest(lines(events))
+    assert CAFE.lower().encode() not in stored_bytes(rt)
