@@ -48,6 +48,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-forget-stream-{suffix}",
         "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
         "SIMPLEMEM_STREAM_IDLE_SECONDS": "3",
+        "SIMPLEMEM_CONSOLIDATION_INTERVAL_SECONDS": "5",
         "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
     }
     settings = settings_of(values)
@@ -140,3 +141,33 @@ def test_a_deletion_on_the_topic_reaches_every_store_and_survives_replays(
     assert b"deletion requests" in proc.stdout, proc.stdout
     assert files_holding(fresh, (*COFFEE, *FESTIVAL)) == []
     assert files_holding(fresh, KEPT)
+
+
+def test_the_consolidation_timer_and_agent_publish_their_decisions(
+    env: dict[str, str], worker: WorkerProcess
+) -> None:
+    from bench.consolidation_data import order_ids, stream
+    from processors.runtime import open_runtime
+    from schemas.stream import ConsolidationDecision
+    from streams.kafka_io import read_topic
+
+    settings = settings_of(env)
+    tenant, orders = "consolidate-stream", 8
+    kcat_publish(settings, [orjson.dumps(e) for e in stream(tenant, orders)])
+
+    def decisions() -> list[ConsolidationDecision]:
+        records = asyncio.run(read_topic(settings, settings.topic(settings.consolidation_topic)))
+        found = [ConsolidationDecision.model_validate_json(r.value) for r in records if r.value]
+        return [d for d in found if d.tenant_id == tenant]
+
+    def covering() -> list[ConsolidationDecision]:  # a first run may see only the orders indexed by then
+        return [d for d in decisions() if set(d.source_ids) == set(order_ids(orders))]
+
+    wait_for(lambda: bool(covering()), 120, "a consolidation decision over every order")
+    decision = covering()[-1]
+    rt = open_runtime(settings)
+    try:
+        [abstract] = rt.lexical.get(tenant, [decision.abstract_id or ""])
+        assert abstract.kind == "abstract" and set(abstract.source_ids) == set(order_ids(orders))
+    finally:
+        rt.close()
