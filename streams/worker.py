@@ -23,6 +23,7 @@ from processors.consolidate import ConsolidationRun
 from processors.forget import ForgetResult
 from processors.retry import StoreRetry
 from processors.runtime import Runtime, open_runtime
+from processors.stores.tombstones import RetriedTombstones
 from processors.streaming import (
     MemoryResult,
     MemoryStage,
@@ -69,15 +70,22 @@ class Worker:
         return open_runtime(self.settings)
 
     @cached_property
+    def tombstones(self) -> RetriedTombstones:
+        """The stages' tombstone look-ups wait out a Redis outage like their writes do."""
+        return RetriedTombstones(self.runtime.tombstones, self.retry)
+
+    @cached_property
     def scrub_stage(self) -> ScrubStage:
         rt = self.runtime
         return ScrubStage(
-            self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer, rt.tombstones
+            self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer, self.tombstones
         )
 
     @cached_property
     def memory_stage(self) -> MemoryStage:
-        return MemoryStage(self.runtime.pipeline, time.time)
+        pipeline = self.runtime.pipeline
+        pipeline.tombstones = self.tombstones
+        return MemoryStage(pipeline, time.time)
 
     def write(self, call: Callable[[], None]) -> None:
         """One store write, timed, retried through outages (cancelled at shutdown)."""

@@ -57,3 +57,37 @@ def test_the_buffer_forgets_turns_in_any_session_of_the_tenant_only() -> None:
     assert [t.message_id for t in buf.recent("b")] == ["m1"]
     assert buf.forget("a", None) == 1
     assert buf.recent("a") == [] and len(buf.recent("b")) == 1
+
+
+class FlakyRedis(ConnectionError):
+    """What redis-py raises while the server is down (its class names the store)."""
+
+
+FlakyRedis.__module__ = "redis.exceptions"
+
+
+def test_stream_stages_wait_out_an_outage_of_the_tombstone_store(tmp_path: Path) -> None:
+    """A look-up while Redis is down waits (the outage gauge names it) instead of failing the batch."""
+    from processors.retry import StoreRetry
+    from processors.stores.tombstones import RetriedTombstones
+
+    inner = SqliteTombstones(tmp_path / "t.sqlite")
+    inner.add(DeletionRequest(tenant_id="a", message_ids=["m1"], requested_at=T))
+    failures = iter([True, True, False])
+    real = inner.forgotten
+
+    def forgotten(tenant: str, messages: list[tuple[str, datetime]]) -> set[str]:
+        if next(failures):
+            raise FlakyRedis("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+        return real(tenant, messages)
+
+    inner.forgotten = forgotten  # type: ignore[method-assign]
+    blocked: list[tuple[str, bool]] = []
+    retry = StoreRetry(
+        attempts=1,
+        max_wait_seconds=0.01,
+        on_outage=lambda s, b: blocked.append((s, b)),
+        wait_multiplier=0.001,
+    )
+    assert RetriedTombstones(inner, retry).forgotten("a", [("m1", T)]) == {"m1"}
+    assert ("redis", True) in blocked and blocked[-1] == ("redis", False)

@@ -23,6 +23,7 @@ from typing import Protocol
 
 import orjson
 
+from processors.retry import StoreRetry
 from schemas.keys import tenant_key
 from schemas.stream import DeletionRecord, DeletionRequest
 
@@ -186,3 +187,27 @@ def forgotten_among(
     for tenant, mid, ts in messages:
         by_tenant.setdefault(tenant, []).append((mid, ts))
     return {(t, mid) for t, items in by_tenant.items() for mid in tombstones.forgotten(t, items)}
+
+
+class RetriedTombstones:
+    """A tombstone set read and written through a store retry (streams: a Redis outage is waited
+    out like any store write, so turns are never judged without their tombstones)."""
+
+    def __init__(self, inner: Tombstones, retry: StoreRetry) -> None:
+        self.inner = inner
+        self.retry = retry
+
+    def add(self, request: DeletionRequest) -> None:
+        self.retry(lambda: self.inner.add(request))
+
+    def forgotten(self, tenant_id: str, messages: Sequence[tuple[str, datetime]]) -> set[str]:
+        return self.retry(lambda: self.inner.forgotten(tenant_id, messages))
+
+    def record(self, record: DeletionRecord) -> None:
+        self.retry(lambda: self.inner.record(record))
+
+    def records(self, tenant_id: str) -> list[DeletionRecord]:
+        return self.retry(lambda: self.inner.records(tenant_id))
+
+    def close(self) -> None:
+        self.inner.close()
