@@ -33,6 +33,7 @@ def worker(ctx: typer.Context) -> None:
     app = create_app(settings)
     err.print("loading models ...")
     app.worker_context.warm_up()  # type: ignore[attr-defined]
+    app.worker_context.seed_tombstones()  # type: ignore[attr-defined]
     sys.argv = ["simplemem worker", "worker", "--loglevel", "warn", *ctx.args]
     app.main()
 
@@ -76,6 +77,7 @@ def replay(
     """Re-derive a tenant's memory from the durable (scrubbed) history into the configured stores."""
     from cli.report import print_report
     from cli.store import open_store
+    from streams.deletions import seed_tombstones
     from streams.history import HistoryCount, tenant_history
 
     quiet_libraries()
@@ -86,10 +88,14 @@ def replay(
         raise typer.BadParameter(f"--tenant: {exc}") from None
     count = HistoryCount()
     with open_store(settings, store, "simplemem replay", create=True) as rt, progress_bar() as progress:
+        # forgotten messages stay forgotten in the target store, whichever store recorded them
+        forgotten = seed_tombstones(settings, rt.tombstones, tenant)
         task = progress.add_task(f"replaying {tenant}", total=None)
         messages = tenant_history(settings, tenant, count)
         report = rt.pipeline.ingest_analyzed(messages, progress=lambda n: progress.advance(task, n))
     out.print(f"{count.turns} of {count.records} retained records are turns of {tenant}")
+    if forgotten:
+        out.print(f"{forgotten} deletion requests of {tenant} applied: their messages are not re-derived")
     print_report(report)
 
 

@@ -27,6 +27,11 @@ class RecentTurnBuffer(Protocol):
 
     def discard(self, tenant_id: str, session_id: str, message_ids: Sequence[str]) -> None: ...
 
+    def forget(self, tenant_id: str, message_ids: Sequence[str] | None) -> int:
+        """Remove these turns of the tenant, whichever session holds them (None: every turn and
+        session of the tenant); returns how many turns were removed."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -71,6 +76,19 @@ class InMemoryBuffer:
             if recent is not None:
                 for mid in message_ids:
                     recent.pop(mid, None)
+
+    def forget(self, tenant_id: str, message_ids: Sequence[str] | None) -> int:
+        removed = 0
+        with self._lock:
+            for key in [k for k in self._sessions if k.tenant_id == tenant_id]:
+                recent = self._sessions[key]
+                if message_ids is None:
+                    removed += len(recent)
+                    del self._sessions[key]
+                    continue
+                for mid in message_ids:
+                    removed += recent.pop(mid, None) is not None
+        return removed
 
     def __len__(self) -> int:
         """Sessions held (expired ones included until the next write or read)."""
@@ -144,6 +162,26 @@ class RedisBuffer:
         pipe.hdel(turns_key, *message_ids)
         pipe.zrem(order_key, *message_ids)
         pipe.execute()
+
+    def forget(self, tenant_id: str, message_ids: Sequence[str] | None) -> int:
+        """Every session the tenant's index lists (a session's keys live no longer than its entry
+        there: both expire after the TTL)."""
+        index = self._index_key(tenant_id)
+        sessions = [s.decode() if isinstance(s, bytes) else str(s) for s in self.r.zrange(index, 0, -1)]
+        removed = 0
+        for sid in sessions:
+            turns_key, order_key = self._keys(tenant_id, sid)
+            if message_ids is None:
+                removed += int(self.r.hlen(turns_key))
+                self.r.delete(turns_key, order_key)
+                continue
+            pipe = self.r.pipeline(transaction=False)
+            pipe.hdel(turns_key, *message_ids)
+            pipe.zrem(order_key, *message_ids)
+            removed += int(pipe.execute()[0])
+        if message_ids is None:
+            self.r.delete(index)
+        return removed
 
     def close(self) -> None:
         self.r.close()

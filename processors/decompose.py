@@ -218,7 +218,7 @@ class OfflineDecomposer:
         numbers: list[int],
         refer: _Referents,
         mentioned: list[str],
-        asked: str | None = None,
+        asked: tuple[str, str] | None = None,
     ) -> DraftUnit:
         tokens = [t for sentence in group for t in sentence.tokens]
         own_people = _unique([*_person_spans(tokens), *mentioned])
@@ -255,9 +255,12 @@ class OfflineDecomposer:
             location=location,
             session_id=message.session_id,
             context="\n".join(
-                c for c in (asked, message.prose if len(group) < len(message.sentences) else None) if c
+                c
+                for c in (asked and asked[0], message.prose if len(group) < len(message.sentences) else None)
+                if c
             )
             or None,
+            context_ids=[asked[1]] if asked else [],
         )
         vector = unit_mean([s.embedding for s in group])
         return DraftUnit(unit, vector.tolist() if vector is not None else None)
@@ -341,14 +344,15 @@ def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
     return groups
 
 
-def _question_before(messages: list[AnalyzedMessage], idx: int) -> str | None:
+def _question_before(messages: list[AnalyzedMessage], idx: int) -> tuple[str, str] | None:
     """The question another speaker asked just before this message ("What genre is it?"), which its
-    answer ("A mix of drama and romance!") rarely repeats: searched with the answer, never shown."""
+    answer ("A mix of drama and romance!") rarely repeats: searched with the answer, never shown.
+    Returned with the asking message's id (forgetting that message strips the quote)."""
     if idx == 0 or messages[idx - 1].speaker == messages[idx].speaker:
         return None
     prev = messages[idx - 1]
     questions = [s.text for s in prev.sentences if is_question(s) and has_content(s)]
-    return f"{prev.speaker}: {' '.join(questions)}" if questions else None
+    return (f"{prev.speaker}: {' '.join(questions)}", prev.message_id) if questions else None
 
 
 def _addressee(speakers: list[str], idx: int) -> str | None:

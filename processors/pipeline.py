@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from functools import partial
 from itertools import chain
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -25,6 +26,7 @@ from processors.embedding import Embedder
 from processors.entropy import EntropyFilter, SessionHistory
 from processors.sessions import LocalSessions
 from processors.stores.protocols import LexicalStore, VectorStore
+from processors.stores.tombstones import Tombstones, forgotten_among
 from processors.windowing import Windower
 from schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
 from schemas.events import ChatEvent, EventRejected, parse_event
@@ -33,6 +35,8 @@ from schemas.settings import Settings
 from schemas.window import AnalyzedMessage, BufferedTurn, Window
 
 log = logging.getLogger(__name__)
+
+FORGOTTEN_REASON = "forgotten on request (right to be forgotten): not accepted again"
 
 
 def validate_line(settings: Settings, raw: bytes | str, where: str, report: IngestReport) -> ChatEvent | None:
@@ -45,6 +49,9 @@ def validate_line(settings: Settings, raw: bytes | str, where: str, report: Inge
         return None
     report.accepted += 1
     return event
+
+
+M = TypeVar("M", ChatEvent, AnalyzedMessage)
 
 
 class Decomposer(Protocol):
@@ -127,6 +134,7 @@ class Pipeline:
         indexer: Indexer,
         clock: Callable[[], float] = time.time,
         buffer: RecentTurnBuffer | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self.settings = settings
         self.analyzer = analyzer
@@ -139,6 +147,7 @@ class Pipeline:
         self.sessions = LocalSessions(self.windower)  # embedded mode's session state (streams: a table)
         self.clock = clock
         self.buffer = buffer
+        self.tombstones = tombstones
 
     def warm_up(self) -> None:
         """Load the models before the first batch arrives (so timings and first latencies are warm)."""
@@ -215,7 +224,7 @@ class Pipeline:
         """Index the kept windows' units, account for every message, clear the decided turns from the
         buffer. ``write`` wraps each store call (the streams retry it through a store outage)."""
         write = write or (lambda call: call())
-        results = _latest_versions(results)
+        results = self._without_forgotten(_latest_versions(results))
         drafts = [d for r in results if r.kept and not r.error for d in r.drafts]
         decided = [
             (r.window.tenant_id, m.message_id) for r in results if not r.error for m in r.window.new_messages
@@ -238,6 +247,50 @@ class Pipeline:
                         )
                     )
         return outcomes
+
+    def drop_forgotten(self, messages: Sequence[M], report: IngestReport) -> list[M]:
+        """The messages not forgotten (the tombstone set); each forgotten one is counted as rejected,
+        so replaying a history or re-ingesting a file cannot bring it back."""
+        if self.tombstones is None or not messages:
+            return list(messages)
+        gone = forgotten_among(self.tombstones, ((m.tenant_id, m.message_id, m.ts) for m in messages))
+        if not gone:
+            return list(messages)
+        kept = []
+        for m in messages:
+            if (m.tenant_id, m.message_id) in gone:
+                report.accepted -= 1
+                report.rejected.append(Rejection(where=m.message_id, reason=FORGOTTEN_REASON))
+            else:
+                kept.append(m)
+        return kept
+
+    def _without_forgotten(self, results: list[WindowResult]) -> list[WindowResult]:
+        """Drafts of a message forgotten while its window was open are dropped; a draft quoting one
+        loses the quote (the windows' state may hold turns from before the deletion)."""
+        drafts = [d for r in results for d in r.drafts]
+        if self.tombstones is None or not drafts:
+            return results
+        sources = {
+            (d.unit.tenant_id, sid, datetime.fromisoformat(d.unit.stated_at))
+            for d in drafts
+            for sid in [*d.unit.source_ids, *d.unit.context_ids]
+        }
+        gone = forgotten_among(self.tombstones, sources)
+        if not gone:
+            return results
+        out = []
+        for r in results:
+            kept = []
+            for d in r.drafts:
+                tenant = d.unit.tenant_id
+                if any((tenant, sid) in gone for sid in d.unit.source_ids):
+                    continue
+                if any((tenant, sid) in gone for sid in d.unit.context_ids):
+                    d = replace(d, unit=d.unit.model_copy(update={"context": None, "context_ids": []}))
+                kept.append(d)
+            out.append(replace(r, drafts=kept))
+        return out
 
     # --- batch driver (embedded mode and replay) ----------------------------------------------
     def ingest(
@@ -302,16 +355,17 @@ class Pipeline:
     def _batches(
         self, lines: Iterable[tuple[str, bytes | str]], report: IngestReport
     ) -> Iterator[list[ChatEvent]]:
+        """Valid events not forgotten, in batches (a forgotten one is never scrubbed or analysed)."""
         batch: list[ChatEvent] = []
         for where, raw in lines:
             event = self.validate(raw, where, report)
             if event is not None:
                 batch.append(event)
             if len(batch) >= self.settings.ingest_batch_messages:
-                yield batch
+                yield self.drop_forgotten(batch, report)
                 batch = []
         if batch:
-            yield batch
+            yield self.drop_forgotten(batch, report)
 
     def _ingest_prepared(
         self,
@@ -347,6 +401,7 @@ class Pipeline:
         return messages
 
     def _window_and_index(self, messages: list[AnalyzedMessage], report: IngestReport) -> None:
+        messages = self.drop_forgotten(messages, report)
         report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
         if self.buffer is not None:
             self.buffer.push(buffered_turns(messages))

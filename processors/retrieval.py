@@ -57,6 +57,7 @@ _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 # "What is my favorite color?" stays near k_min.
 # Candidates read per memory chosen: room for the near-duplicates and filtered ones skipped.
 SELECT_HEAD_FACTOR = 3
+MAX_UPDATE_HOPS = 5  # a fact changed more often than this within one context keeps its 5th value
 LENGTH = (0.4, 8.0)
 ENTITIES = (0.2, 1.0)
 TEMPORAL = (0.2, 1.0)
@@ -122,8 +123,9 @@ def context_line(unit: MemoryUnit) -> str:
     return unit.text
 
 
-def build_context(units: list[MemoryUnit]) -> str:
-    """Memories in time order, under one ``[YYYY-MM-DD]`` header per day they were stated.
+def build_context(units: list[MemoryUnit], notes: dict[str, str] | None = None) -> str:
+    """Memories in time order, under one ``[YYYY-MM-DD]`` header per day they were stated; a
+    memory with a note (knowledge updates: which one is current) ends with it.
 
     A header per day rather than per line: dates cost about seven tokens each.
     """
@@ -133,8 +135,22 @@ def build_context(units: list[MemoryUnit]) -> str:
         if unit.stated_at[:10] != day:
             day = unit.stated_at[:10]
             lines.append(f"[{day}]")
-        lines.append(context_line(unit))
+        note = (notes or {}).get(unit.id)
+        lines.append(f"{context_line(unit)} {note}" if note else context_line(unit))
     return "\n".join(lines)
+
+
+def update_notes(chosen: list[MemoryUnit], replaced: dict[str, MemoryUnit]) -> dict[str, str]:
+    """What the context says about changed facts: the older memory is outdated (with the day its
+    fact changed), the one that replaced it is current."""
+    ids = {u.id for u in chosen}
+    notes: dict[str, str] = {}
+    for old_id, newer in replaced.items():
+        if old_id in ids:
+            notes[old_id] = f"(outdated: changed {newer.stated_at[:10]})"
+            if newer.id in ids:
+                notes[newer.id] = "(current)"
+    return notes
 
 
 @dataclass
@@ -157,7 +173,13 @@ class Retriever:
         named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]
         score = complexity(request.query, len(named))
         k = k_for(score, s.k_min, s.k_max)
-        flt = SymbolicFilter(names=tuple(names), first_day=first_day, last_day=last_day, stated_before=as_of)
+        flt = SymbolicFilter(
+            names=tuple(names),
+            first_day=first_day,
+            last_day=last_day,
+            stated_before=as_of,
+            active_only=not request.include_archived,
+        )
         # With a person filter, part of the semantic pool is filtered out afterwards: fetch more.
         pool = max(s.candidate_pool, k * 3) * (2 if names else 1)
 
@@ -175,8 +197,9 @@ class Retriever:
             ranked = sorted(
                 [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
             )
-        chosen = self._select(tenant, ranked, k, {uid: u for uid, (u, _) in recent.items()})
-        chosen += self._siblings(tenant, chosen)
+        replaced: dict[str, MemoryUnit] = {}
+        chosen = self._select(tenant, ranked, k, {uid: u for uid, (u, _) in recent.items()}, as_of, replaced)
+        chosen += self._siblings(tenant, chosen, request.include_archived)
         memories = [
             RetrievedMemory(
                 id=u.id,
@@ -189,7 +212,7 @@ class Retriever:
             )
             for u, sc in chosen
         ]
-        context = build_context([u for u, _ in chosen])
+        context = build_context([u for u, _ in chosen], update_notes([u for u, _ in chosen], replaced))
         return QueryResult(
             id=request.id,
             query=request.query,
@@ -274,7 +297,7 @@ class Retriever:
         return any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept)
 
     def _siblings(
-        self, tenant: str, chosen: list[tuple[MemoryUnit, float]]
+        self, tenant: str, chosen: list[tuple[MemoryUnit, float]], include_archived: bool = False
     ) -> list[tuple[MemoryUnit, float]]:
         """The other active statements of the chosen memories' messages, in their rank order, each
         with the score of the memory that brought it."""
@@ -285,7 +308,7 @@ class Retriever:
         sources = list(dict.fromkeys(s for u, _ in chosen for s in u.source_ids))
         by_source: dict[str, list[MemoryUnit]] = {}
         for unit in self.lexical.units_from_sources(tenant, sources):
-            if unit.id not in have and unit.status == MemoryStatus.ACTIVE:
+            if unit.id not in have and (include_archived or unit.status == MemoryStatus.ACTIVE):
                 by_source.setdefault(unit.source_ids[0], []).append(unit)
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:
@@ -297,12 +320,61 @@ class Retriever:
                     return added
         return added
 
+    def _current(self, tenant: str, units: dict[str, MemoryUnit], as_of: datetime) -> dict[str, MemoryUnit]:
+        """Superseded memory id -> the memory current as of ``as_of`` (the end of its chain of
+        updates, each stated by then); memories not superseded by then are left out."""
+        known = dict(units)
+        current: dict[str, MemoryUnit] = {}
+        frontier = {uid: u for uid, u in units.items() if u.superseded_by}
+        for _ in range(MAX_UPDATE_HOPS):
+            missing = [u.superseded_by for u in frontier.values() if u.superseded_by not in known]
+            known.update((u.id, u) for u in self.lexical.get(tenant, [m for m in missing if m]))
+            step: dict[str, MemoryUnit] = {}
+            for old_id, at in frontier.items():
+                newer = known.get(at.superseded_by or "")
+                if newer is None or newer.status != MemoryStatus.ACTIVE:
+                    continue
+                if datetime.fromisoformat(newer.stated_at) > as_of:
+                    continue  # not changed yet at the time of the question
+                current[old_id] = newer
+                if newer.superseded_by:
+                    step[old_id] = newer
+            frontier = step
+            if not frontier:
+                break
+        return current
+
+    def _rank_current_first(
+        self,
+        tenant: str,
+        head: list[tuple[str, float]],
+        units: dict[str, MemoryUnit],
+        as_of: datetime,
+        replaced: dict[str, MemoryUnit],
+    ) -> list[tuple[str, float]]:
+        """A superseded memory gives its place to the current one and drops to
+        ``superseded_weight`` of its score (still there: the history may be the question)."""
+        replaced.update(self._current(tenant, units, as_of))
+        if not replaced:
+            return head
+        best: dict[str, float] = {}
+        for uid, sc in head:
+            newer = replaced.get(uid)
+            if newer is not None:
+                units.setdefault(newer.id, newer)
+                best[newer.id] = max(best.get(newer.id, 0.0), sc)
+                sc *= self.settings.superseded_weight
+            best[uid] = max(best.get(uid, 0.0), sc)
+        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+
     def _select(
         self,
         tenant: str,
         ranked: list[tuple[str, float]],
         k: int,
         transient: dict[str, MemoryUnit] | None = None,
+        as_of: datetime | None = None,
+        replaced: dict[str, MemoryUnit] | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
         head = ranked[: k * SELECT_HEAD_FACTOR]
         units = {
@@ -310,6 +382,8 @@ class Retriever:
             for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (transient or {})])
         }
         units.update(transient or {})
+        if as_of is not None and replaced is not None:
+            head = self._rank_current_first(tenant, head, units, as_of, replaced)
         chosen: list[tuple[MemoryUnit, float]] = []
         for uid, sc in head:
             unit = units.get(uid)

@@ -17,10 +17,14 @@ from processors.embedding import Embedder, MiniLMEmbedder
 from processors.retrieval import Retriever
 from processors.stores.protocols import LexicalStore, VectorStore
 from processors.stores.sqlite_lexical import SqliteLexicalStore
+from processors.stores.tombstones import TOMBSTONE_FILE, RedisTombstones, SqliteTombstones, Tombstones
 from schemas.settings import Settings
+from schemas.stream import DeletionRequest
 
 if TYPE_CHECKING:  # the ingestion side (spaCy, Presidio, torch) is imported by the first use only
     from processors.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer
+    from processors.consolidate import ConsolidationRun
+    from processors.forget import ForgetResult
     from processors.pipeline import Decomposer, Pipeline
 
 LEXICAL_FILE = "lexical.sqlite"  # an embedded store's SQLite file: a folder without one holds no store
@@ -87,6 +91,37 @@ class Runtime:
         return InMemoryBuffer(s.buffer_turns, s.buffer_ttl_seconds, s.buffer_max_sessions)
 
     @cached_property
+    def tombstones(self) -> Tombstones:
+        """The forgotten messages and the deletion records: in the store folder (embedded), Redis
+        (services: every worker, query process and CLI of the deployment sees the same set)."""
+        s = self.settings
+        if s.mode == "services":
+            return RedisTombstones(s.redis_endpoint, s.redis_key_prefix)
+        return SqliteTombstones(self.store_dir / TOMBSTONE_FILE)
+
+    def forget(self, request: DeletionRequest) -> ForgetResult:
+        """Carry out a deletion on this runtime's stores (:func:`processors.forget.forget`)."""
+        from processors.consolidate import reabstract_for
+        from processors.forget import Stores, forget
+
+        stores = Stores(self.lexical, self.vectors, self.buffer)
+        return forget(
+            request, stores, self.tombstones, self.settings, reabstract=reabstract_for(self.settings)
+        )
+
+    def consolidate(self, tenant_id: str) -> ConsolidationRun:
+        """Stage 2 for one tenant: clusters into abstracts, then the knowledge-update rule."""
+        from processors.consolidate import consolidate_tenant
+        from processors.forget import Stores
+        from processors.updates import update_tenant
+
+        s = self.settings
+        run = consolidate_tenant(tenant_id, Stores(self.lexical, self.vectors, self.buffer), s)
+        run.updated = update_tenant(tenant_id, self.lexical, s.consolidation_batch_units)
+        self.vectors.flush()
+        return run
+
+    @cached_property
     def decomposer(self) -> Decomposer:
         if self.settings.decomposer == "llm":
             from processors.llm import LlmDecomposer
@@ -123,14 +158,21 @@ class Runtime:
         from processors.pipeline import Indexer, Pipeline
 
         indexer = Indexer(self.embedder, self.lexical, self.vectors)
-        return Pipeline(self.settings, self.analyzer, self.decomposer, indexer, buffer=self.buffer)
+        return Pipeline(
+            self.settings,
+            self.analyzer,
+            self.decomposer,
+            indexer,
+            buffer=self.buffer,
+            tombstones=self.tombstones,
+        )
 
     @cached_property
     def retriever(self) -> Retriever:
         return Retriever(self.settings, self.lexical, self.vectors, self.embedder, self.buffer)
 
     def close(self) -> None:
-        for name in ("preparer", "vectors", "lexical", "buffer"):
+        for name in ("preparer", "vectors", "lexical", "buffer", "tombstones"):
             if name in self.__dict__:
                 self.__dict__[name].close()
 

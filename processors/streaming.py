@@ -25,6 +25,7 @@ from processors.analysis import NlpPreparer, one_by_one
 from processors.buffer import RecentTurnBuffer
 from processors.entropy import SessionHistory
 from processors.pipeline import Pipeline, WindowResult, buffered_turns
+from processors.stores.tombstones import Tombstones, forgotten_among
 from processors.windowing import SessionBuffer
 from schemas.accounting import IngestReport, MessageOutcome, Outcome
 from schemas.events import ChatEvent, EventRejected, parse_event
@@ -48,6 +49,7 @@ class ScrubResult:
     records: list[StageRecord] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
     failed: list[MessageOutcome] = field(default_factory=list)
+    forgotten: int = 0  # turns dropped because they were forgotten (a replay of the turns topic)
 
 
 class ScrubStage:
@@ -57,11 +59,13 @@ class ScrubStage:
         preparer: NlpPreparer,
         embed: Callable[[list[AnalyzedMessage]], list[AnalyzedMessage]],
         buffer: RecentTurnBuffer | None = None,
+        tombstones: Tombstones | None = None,
     ) -> None:
         self.settings = settings
         self.preparer = preparer
         self.embed = embed
         self.buffer = buffer
+        self.tombstones = tombstones
 
     def run(
         self, batch: Sequence[tuple[SourceRef, bytes]], write: Write = lambda call: call()
@@ -87,6 +91,10 @@ class ScrubStage:
                 )
                 continue
             accepted.append((source, event))
+        if self.tombstones is not None and accepted:
+            gone = forgotten_among(self.tombstones, ((e.tenant_id, e.message_id, e.ts) for _, e in accepted))
+            out.forgotten = sum((e.tenant_id, e.message_id) in gone for _, e in accepted)
+            accepted = [(src, e) for src, e in accepted if (e.tenant_id, e.message_id) not in gone]
         for (source, _), message in zip(accepted, self._prepare(accepted, out), strict=True):
             if message is not None:
                 out.records.append(StageRecord.turn(message, source))
@@ -153,6 +161,7 @@ class MemoryResult:
     report: IngestReport = field(default_factory=IngestReport)
     turns: int = 0
     duplicates: int = 0
+    forgotten: int = 0
     windows: list[WindowResult] = field(default_factory=list)
 
 
@@ -168,7 +177,7 @@ class MemoryStage:
     ) -> MemoryResult:
         """Apply a batch to the sessions' states; every store write goes through ``write``."""
         result = MemoryResult(states=dict(states))
-        fresh = self._fresh_turns(records, result)
+        fresh = self._not_forgotten(self._fresh_turns(records, result), result)
         windows = self._window(records, {id(r) for r in fresh}, result)
         judged = []
         for window in windows:
@@ -204,6 +213,18 @@ class MemoryStage:
             last[record.session_key] = src
             fresh.append(record)
         return fresh
+
+    def _not_forgotten(self, fresh: list[StageRecord], result: MemoryResult) -> list[StageRecord]:
+        """Turns forgotten after they were scrubbed (or replayed from the scrubbed topic) never
+        reach a window."""
+        tombstones = self.pipeline.tombstones
+        turns = [(r.tenant_id, r.message.message_id, r.message.ts) for r in fresh if r.message is not None]
+        if tombstones is None or not turns:
+            return fresh
+        gone = forgotten_among(tombstones, turns)
+        kept = [r for r in fresh if r.message is None or (r.tenant_id, r.message.message_id) not in gone]
+        result.forgotten = len(fresh) - len(kept)
+        return kept
 
     def _window(self, records: Sequence[StageRecord], fresh: set[int], result: MemoryResult) -> list[Window]:
         """Advance each session's open window; idle checks close the windows of silent sessions."""

@@ -59,6 +59,20 @@ class MemoryUnit(UnitContent):
     )
     session_id: str | None = None
     status: MemoryStatus = MemoryStatus.ACTIVE
+    context_ids: list[str] = Field(
+        default_factory=list,
+        description="other messages whose words ``context`` quotes (the question a statement answers): "
+        "forgetting one of them strips the context",
+    )
+    superseded_by: str | None = Field(
+        None, description="the newer memory that changed this one's fact (knowledge update); still kept"
+    )
+    supersedes: list[str] = Field(
+        default_factory=list, description="the older memories this one superseded (undone if it is forgotten)"
+    )
+    archived_in: str | None = Field(
+        None, description="an archived memory: the abstract that consolidated it (provenance both ways)"
+    )
 
     @classmethod
     def build(

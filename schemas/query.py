@@ -19,6 +19,9 @@ class QueryRequest(BaseModel):
     tenant_id: str = Field(min_length=1)
     query: str = Field(min_length=1)
     as_of: AwareDatetime | None = None
+    include_archived: bool = Field(
+        False, description="also search memories archived by consolidation (the originals behind abstracts)"
+    )
 
     @field_validator("tenant_id")
     @classmethod

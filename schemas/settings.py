@@ -115,7 +115,46 @@ class Settings(BaseSettings):
     ingest_batch_messages: int = Field(256, ge=1, description="messages analysed per spaCy/MiniLM batch")
 
     # --- stage 2: consolidation (the consolidation stream issue) ---------------------------------
+    # affinity(a, b) = beta * cosine + (1 - beta) * exp(-lambda * |days apart|); clusters of at
+    # least ``consolidation_min_cluster`` memories above ``consolidation_affinity`` become one
+    # abstract. The paper fixes the threshold (0.85); beta and lambda are ours: with 0.8 and 0.1/day,
+    # near-identical statements (cosine 0.95+) a few days apart clear it, and unrelated ones
+    # (cosine < 0.8) never do, however close in time.
     consolidation_affinity: float = Field(0.85, ge=0.0, le=1.0)
+    consolidation_beta: float = Field(0.8, ge=0.0, le=1.0, description="weight of the cosine in the affinity")
+    consolidation_lambda: float = Field(0.1, ge=0.0, description="time decay of the affinity, per day")
+    consolidation_min_cluster: int = Field(
+        3, ge=2, description="memories a cluster needs to become an abstract"
+    )
+    consolidation_batch_units: int = Field(
+        2000, ge=10, description="memories clustered at once (one page of a tenant): bounds a run's memory"
+    )
+    consolidation_max_units: int = Field(
+        100_000, ge=1, description="memories one run reads per tenant at most: bounds a run's work"
+    )
+    consolidation_interval_seconds: float = Field(
+        600.0, gt=0, description="a worker consolidates the tenants it indexed for at least this often"
+    )
+    consolidation_volume: int = Field(
+        500, ge=1, description="new memories of a tenant that trigger its consolidation before the interval"
+    )
+    consolidation_topic: str = Field(
+        "consolidation", description="consolidation decisions: which memories, which abstract, the scores"
+    )
+    consolidate_topic: str = Field(
+        "consolidate",
+        description="requests to consolidate a tenant, keyed by tenant (from the workers' timer)",
+    )
+
+    # --- right to be forgotten ------------------------------------------------------------------
+    forget_expunge: bool = Field(
+        True,
+        description="after a deletion, rewrite what the stores keep of deleted data on disk (SQLite: FTS "
+        "merge, zeroed pages, WAL truncated; OpenSearch: expunge deleted documents; Milvus: compaction)",
+    )
+    forget_batch_units: int = Field(
+        1000, ge=1, description="memories read or deleted per store call when a whole tenant is forgotten"
+    )
 
     # --- stage 3: retrieval ---------------------------------------------------------------------
     k_min: int = Field(3, ge=1)
@@ -131,6 +170,13 @@ class Settings(BaseSettings):
     )
     sibling_units: int = Field(
         6, ge=0, description="other statements of the chosen memories' messages added after the top k"
+    )
+    superseded_weight: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="score kept by a memory whose fact a newer one changed (knowledge updates); the "
+        "newer one takes its place",
     )
     dedupe_similarity: float = Field(0.92, ge=0.0, le=1.0, description="near-duplicate cut in the context")
     store_expression_terms: int = Field(

@@ -54,6 +54,8 @@ class DeadLetterStage(StrEnum):
     MEMORIZE = "memorize"  # a record the memory stage could not read or process
     DECOMPOSE = "decompose"
     INDEX = "index"
+    FORGET = "forget"  # a deletion request the forget agent could not read
+    CONSOLIDATE = "consolidate"  # a consolidation request the agent could not read or carry out
 
 
 class DeadLetter(BaseModel):
@@ -95,3 +97,50 @@ class DeletionRequest(BaseModel):
         if self.whole_tenant == bool(self.message_ids):
             raise ValueError("name message_ids, or set whole_tenant without message_ids")
         return self
+
+
+class DeletionRecord(BaseModel):
+    """The record of one deletion: who asked, when, which ids, when it was done. No content."""
+
+    request: DeletionRequest
+    completed_at: datetime
+    units_deleted: int = Field(0, description="memories removed from every store")
+    units_rewritten: int = Field(
+        0, description="memories kept but changed: a quote stripped, a supersession undone, an abstract"
+    )
+    buffer_turns_removed: int = 0
+
+    @property
+    def seconds(self) -> float:
+        """From the request to gone from every store."""
+        return (self.completed_at - self.request.requested_at).total_seconds()
+
+
+class ConsolidationAction(StrEnum):
+    CREATED = "created"  # a cluster became an abstract (possibly absorbing older abstracts)
+    RECOMPUTED = "recomputed"  # a member was forgotten: the abstract made again from the rest
+    DISSOLVED = "dissolved"  # too few members left: the abstract deleted, the rest active again
+
+
+class ConsolidationDecision(BaseModel):
+    """One consolidation decision, as published on the consolidation topic (ids and scores only),
+    so it can be audited and replayed."""
+
+    tenant_id: str
+    action: ConsolidationAction
+    abstract_id: str | None = Field(None, description="the abstract made (none when dissolved)")
+    replaces: list[str] = Field(default_factory=list, description="abstracts it replaces (deleted)")
+    member_ids: list[str] = Field(default_factory=list, description="the archived memories behind it")
+    source_ids: list[str] = Field(default_factory=list, description="the messages behind it")
+    min_affinity: float | None = Field(None, description="the lowest affinity with which a member joined")
+    mean_affinity: float | None = None
+    decided_at: datetime
+
+
+class ConsolidationRequest(BaseModel):
+    """Consolidate a tenant now (the workers' timer sends these, keyed by tenant, so one worker at a
+    time consolidates a tenant)."""
+
+    tenant_id: str
+    reason: str = Field(description="interval, volume, or who asked")
+    requested_at: datetime

@@ -1,8 +1,9 @@
-"""The Faust app: two agents, one table, three timers and ``/metrics``. Only wiring lives here.
+"""The Faust app: three agents, one table, three timers and ``/metrics``. Only wiring lives here.
 
 ``turns`` -> **scrub** (validate, PII scrub, spaCy, MiniLM, recent-turn buffer) -> ``scrubbed`` ->
 **memorize** (windows, entropy, decomposition, indexing) -> stores, ``units``, ``outcomes``; bad input
-and failed turns -> ``dlq``. The parts: :mod:`streams.batching` (batches the agent acknowledges),
+and failed turns -> ``dlq``. ``deletions`` -> **forget** (the right to be forgotten: every store,
+tombstones on ``units`` and ``outcomes``). The parts: :mod:`streams.batching` (batches the agent acknowledges),
 :mod:`streams.gaps` (records Faust skipped, one guard per agent), :mod:`streams.runner` (the order:
 outputs acknowledged, then state, then the batch; poison records become dead letters) and
 :mod:`streams.worker` (the two stages and the sessions table).
@@ -19,6 +20,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import faust
@@ -28,15 +30,16 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from processors.retry import WriteCancelled
 from schemas.codec import dumps
+from schemas.keys import tenant_key
 from schemas.settings import Settings
-from schemas.stream import StageRecord
+from schemas.stream import ConsolidationRequest, StageRecord
 from streams import metrics
 from streams.batching import Batcher
 from streams.gaps import GapGuard, Hole
 from streams.kafka_io import committed_offsets, end_offsets
 from streams.runner import AgentRunner, Output
 from streams.topics import MAX_RECORD_BYTES
-from streams.worker import MemorizeStep, ScrubStep, SessionTable, Worker
+from streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, ScrubStep, SessionTable, Worker
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +77,9 @@ def create_app(settings: Settings) -> faust.App:
         "units": settings.units_topic,
         "outcomes": settings.outcomes_topic,
         "dlq": settings.dlq_topic,
+        "deletions": settings.deletions_topic,
+        "consolidation": settings.consolidation_topic,
+        "consolidate": settings.consolidate_topic,
     }
     topics = {
         short: app.topic(settings.topic(name), key_serializer="raw", value_serializer="raw")
@@ -117,7 +123,10 @@ def create_app(settings: Settings) -> faust.App:
     guards: list[GapGuard] = []
     scrub_runner = AgentRunner(ScrubStep(worker), deliver, overlap=True)
     memorize_runner = AgentRunner(MemorizeStep(worker, sessions), deliver)
-    scrub_batches, memorize_batches = batcher(), batcher()
+    forget_runner = AgentRunner(ForgetStep(worker), deliver)
+    consolidate_runner = AgentRunner(ConsolidateStep(worker), deliver)
+    scrub_batches, memorize_batches, forget_batches = batcher(), batcher(), batcher()
+    consolidate_batches = batcher()
 
     async def run(runner: AgentRunner[Any], batches: Batcher, stream: faust.StreamT) -> None:
         try:
@@ -139,6 +148,26 @@ def create_app(settings: Settings) -> faust.App:
     @app.agent(topics["scrubbed"], name="memorize")
     async def memorize(stream: faust.StreamT) -> None:
         await run(memorize_runner, memorize_batches, stream)
+
+    @app.agent(topics["deletions"], name="forget")
+    async def forget(stream: faust.StreamT) -> None:
+        """Deletion requests (from the query service or ``simplemem forget``), carried out on every
+        store; the units topic gets the tombstones."""
+        await run(forget_runner, forget_batches, stream)
+
+    @app.agent(topics["consolidate"], name="consolidate")
+    async def consolidate(stream: faust.StreamT) -> None:
+        """Stage 2 per tenant, one worker at a time per tenant (requests are keyed by tenant)."""
+        await run(consolidate_runner, consolidate_batches, stream)
+
+    @app.timer(settings.idle_check_seconds)
+    async def consolidation_due() -> None:
+        """Request the consolidation of the tenants this worker indexed for: after
+        ``consolidation_interval_seconds`` or ``consolidation_volume`` new memories."""
+        now = time.time()
+        for tenant, reason in worker.due_for_consolidation(now):
+            request = ConsolidationRequest(tenant_id=tenant, reason=reason, requested_at=datetime.now(UTC))
+            await topics["consolidate"].send(key=tenant_key(tenant), value=dumps(request), force=True)
 
     seeded = False
 

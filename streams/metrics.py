@@ -21,6 +21,13 @@ TURNS_WINDOWED = Counter(
     "simplemem_turns_windowed_total",
     "Turns analysed, in the recent-turn buffer and in their session's window",
 )
+TURNS_FORGOTTEN = Counter(
+    "simplemem_turns_forgotten_total", "Turns dropped because they were forgotten (replays, in-flight)"
+)
+FORGET_SECONDS = Histogram(
+    "simplemem_forget_seconds", "From a deletion request to gone from every store (request time to done)"
+)
+ABSTRACTS = Counter("simplemem_abstracts_total", "Abstract memories made by consolidation")
 DUPLICATES = Counter("simplemem_replayed_turns_skipped_total", "Turns seen again after a restart, skipped")
 WINDOWS = Counter("simplemem_windows_total", "Windows judged by the entropy filter", ["decision"])
 DISCARD_RATE = Gauge("simplemem_discard_rate", "Share of decided turns filtered (since the worker started)")

@@ -10,7 +10,7 @@ Durable history holds no raw PII: ``turns`` (raw input) and ``dlq`` (whose lette
 each capped: :data:`DLQ_RECORD_BYTES`) are deleted after ``raw_retention_seconds`` (7 days);
 ``scrubbed`` (scrubbed, analysed turns) is kept and is what ``replay`` re-derives memory from;
 ``units`` and ``outcomes`` are compacted by key (the latest word on a unit or a turn); ``deletions``
-keeps everything.
+and ``consolidation`` (the decisions) keep everything; ``consolidate`` (requests) expires like raw input.
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ def topic_specs(settings: Settings) -> list[TopicSpec]:
         TopicSpec(settings.topic(settings.units_topic), compact),
         TopicSpec(settings.topic(settings.outcomes_topic), compact),
         TopicSpec(settings.topic(settings.deletions_topic), forever),
+        TopicSpec(settings.topic(settings.consolidation_topic), forever),
+        TopicSpec(settings.topic(settings.consolidate_topic), raw),
         TopicSpec(settings.topic(settings.dlq_topic), {**raw, "max.message.bytes": str(DLQ_RECORD_BYTES)}),
     ]
 

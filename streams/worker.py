@@ -19,8 +19,11 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import ValidationError
 
+from processors.consolidate import ConsolidationRun
+from processors.forget import ForgetResult
 from processors.retry import StoreRetry
 from processors.runtime import Runtime, open_runtime
+from processors.stores.tombstones import RetriedTombstones
 from processors.streaming import (
     MemoryResult,
     MemoryStage,
@@ -32,9 +35,16 @@ from processors.streaming import (
 )
 from schemas.accounting import MessageOutcome, Outcome
 from schemas.codec import dumps
-from schemas.keys import SessionKey, check_id, message_key
+from schemas.keys import SessionKey, check_id, message_key, tenant_key
 from schemas.settings import Settings
-from schemas.stream import DeadLetter, DeadLetterStage, SourceRef, StageRecord
+from schemas.stream import (
+    ConsolidationRequest,
+    DeadLetter,
+    DeadLetterStage,
+    DeletionRequest,
+    SourceRef,
+    StageRecord,
+)
 from streams import metrics
 from streams.gaps import Item
 from streams.runner import Handled, Output
@@ -52,19 +62,30 @@ class Worker:
         self.memory_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorize")
         self.decided = {Outcome.INDEXED: 0, Outcome.FILTERED: 0}
         self.retry = StoreRetry(settings.stage_retry_attempts, settings.stage_retry_max_seconds, _blocked)
+        # tenants this worker indexed for since their last consolidation: new units, since when
+        self.unconsolidated: dict[str, tuple[int, float]] = {}
 
     @cached_property
     def runtime(self) -> Runtime:
         return open_runtime(self.settings)
 
     @cached_property
+    def tombstones(self) -> RetriedTombstones:
+        """The stages' tombstone look-ups wait out a Redis outage like their writes do."""
+        return RetriedTombstones(self.runtime.tombstones, self.retry)
+
+    @cached_property
     def scrub_stage(self) -> ScrubStage:
         rt = self.runtime
-        return ScrubStage(self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer)
+        return ScrubStage(
+            self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer, self.tombstones
+        )
 
     @cached_property
     def memory_stage(self) -> MemoryStage:
-        return MemoryStage(self.runtime.pipeline, time.time)
+        pipeline = self.runtime.pipeline
+        pipeline.tombstones = self.tombstones
+        return MemoryStage(pipeline, time.time)
 
     def write(self, call: Callable[[], None]) -> None:
         """One store write, timed, retried through outages (cancelled at shutdown)."""
@@ -77,6 +98,28 @@ class Worker:
         self.memory_stage.pipeline.warm_up()
         self.runtime.embedder.encode(["warm up"])
 
+    def seed_tombstones(self) -> int:
+        """Re-add every request of the deletions topic to the tombstone set (Redis may have
+        restarted empty): no turn forgotten before this worker started is indexed by it."""
+        from streams.deletions import seed_tombstones
+
+        return seed_tombstones(self.settings, self.runtime.tombstones)
+
+    def due_for_consolidation(self, now: float) -> list[tuple[str, str]]:
+        """(tenant, reason) for the tenants with ``consolidation_volume`` new memories, or with new
+        memories for ``consolidation_interval_seconds``; each is forgotten here once returned."""
+        s = self.settings
+        due = []
+        for tenant, (count, since) in list(self.unconsolidated.items()):
+            if count >= s.consolidation_volume:
+                due.append((tenant, "volume"))
+            elif now - since >= s.consolidation_interval_seconds:
+                due.append((tenant, "interval"))
+            else:
+                continue
+            del self.unconsolidated[tenant]
+        return due
+
     def shutdown(self) -> None:
         """Stop waiting for stores and let the threads go: unfinished batches are replayed."""
         self.retry.cancel()
@@ -88,6 +131,7 @@ class Worker:
 
     def count(self, result: MemoryResult) -> None:
         metrics.DUPLICATES.inc(result.duplicates)
+        metrics.TURNS_FORGOTTEN.inc(result.forgotten)
         metrics.TURNS_WINDOWED.inc(result.turns - result.duplicates)
         for r in result.windows:
             metrics.WINDOWS.labels("kept" if r.kept else "filtered").inc()
@@ -95,8 +139,11 @@ class Worker:
             metrics.TURNS_OUT.labels(o.outcome.value).inc()
             if o.outcome in self.decided:
                 self.decided[o.outcome] += 1
+        now = time.time()
         for u in result.units:
             metrics.UNITS.labels(u.kind.value).inc()
+            count, since = self.unconsolidated.get(u.tenant_id, (0, now))
+            self.unconsolidated[u.tenant_id] = (count + 1, since)
         total = sum(self.decided.values())
         if total:
             metrics.DISCARD_RATE.set(self.decided[Outcome.FILTERED] / total)
@@ -195,6 +242,7 @@ class ScrubStep:
     async def finish(self, prepared: ScrubResult) -> Handled:
         result = await self.worker.in_thread(self.worker.embed_pool, self._embed, prepared)
         records: list[Output] = [("scrubbed", r.session_key.encode(), dumps(r)) for r in result.records]
+        metrics.TURNS_FORGOTTEN.inc(result.forgotten)
         return Handled([*records, *dead_letter_outputs(result.dead, result.failed)])
 
     def _embed(self, prepared: ScrubResult) -> ScrubResult:
@@ -305,3 +353,89 @@ class MemorizeStep:
         except ValidationError:
             source = item.source
         return poison_outputs(item, DeadLetterStage.MEMORIZE, error, self.worker.settings, source)
+
+
+class ForgetStep:
+    """deletions -> stores: each request carried out on every store (:mod:`processors.forget`), on
+    the memorize thread (so this worker never indexes and forgets at once); then the units topic
+    gets a tombstone per deleted memory and the rewritten ones, and the outcomes topic a tombstone
+    per forgotten message. The request itself stays on its topic: the durable record."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    async def prepare(self, items: list[Item]) -> list[DeletionRequest]:
+        metrics.STAGE_RECORDS.labels("forget").inc(len(items))
+        return [DeletionRequest.model_validate_json(i.value) for i in items]  # a bad one: one by one
+
+    async def finish(self, requests: list[DeletionRequest]) -> Handled:
+        results = await self.worker.in_thread(self.worker.memory_pool, self._forget, requests)
+        out: list[Output] = []
+        for request, result in zip(requests, results, strict=True):
+            out += [("units", uid.encode(), None) for uid in result.deleted]
+            out += [("units", u.id.encode(), dumps(u)) for u in result.written]
+            out += [("outcomes", message_key(request.tenant_id, m), None) for m in request.message_ids]
+            out += [("consolidation", tenant_key(request.tenant_id), dumps(d)) for d in result.decisions]
+            metrics.FORGET_SECONDS.observe(result.record.seconds)
+        return Handled(out)
+
+    def _forget(self, requests: list[DeletionRequest]) -> list[ForgetResult]:
+        return [self._forget_one(r) for r in requests]
+
+    def _forget_one(self, request: DeletionRequest) -> ForgetResult:
+        """Retried through a store outage like any write (forgetting twice changes nothing more)."""
+        done: list[ForgetResult] = []
+        self.worker.write(lambda: done.append(self.worker.runtime.forget(request)))
+        return done[-1]
+
+    def poison(self, item: Item, error: BaseException) -> list[Output]:
+        reason = f"{type(error).__name__}: {error}"
+        letter = raw_dead_letter(
+            DeadLetterStage.FORGET, "invalid_request", reason, item.source, item.value, self.worker.settings
+        )
+        return dead_letter_outputs([letter], [])
+
+
+class ConsolidateStep:
+    """consolidate -> stores: stage 2 for each requested tenant (once per batch), on the memorize
+    thread; the decisions go to the consolidation topic, the abstracts, archived originals and
+    supersession pointers to the units topic (absorbed abstracts as tombstones)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    async def prepare(self, items: list[Item]) -> list[str]:
+        metrics.STAGE_RECORDS.labels("consolidate").inc(len(items))
+        requests = [ConsolidationRequest.model_validate_json(i.value) for i in items]
+        return list(dict.fromkeys(r.tenant_id for r in requests))
+
+    async def finish(self, tenants: list[str]) -> Handled:
+        runs = await self.worker.in_thread(self.worker.memory_pool, self._consolidate, tenants)
+        out: list[Output] = []
+        for tenant, run in zip(tenants, runs, strict=True):
+            out += [("consolidation", tenant_key(tenant), dumps(d)) for d in run.decisions]
+            out += [("units", u.id.encode(), dumps(u)) for u in [*run.written, *run.updated]]
+            out += [("units", uid.encode(), None) for uid in run.deleted]
+            metrics.ABSTRACTS.inc(len(run.decisions))
+        return Handled(out)
+
+    def _consolidate(self, tenants: list[str]) -> list[ConsolidationRun]:
+        return [self._consolidate_one(t) for t in tenants]
+
+    def _consolidate_one(self, tenant: str) -> ConsolidationRun:
+        """Retried through a store outage like any write (a second run changes nothing more)."""
+        done: list[ConsolidationRun] = []
+        self.worker.write(lambda: done.append(self.worker.runtime.consolidate(tenant)))
+        return done[-1]
+
+    def poison(self, item: Item, error: BaseException) -> list[Output]:
+        reason = f"{type(error).__name__}: {error}"
+        letter = raw_dead_letter(
+            DeadLetterStage.CONSOLIDATE,
+            "consolidation_error",
+            reason,
+            item.source,
+            item.value,
+            self.worker.settings,
+        )
+        return dead_letter_outputs([letter], [])

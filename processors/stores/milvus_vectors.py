@@ -35,6 +35,7 @@ def _lit(value: str) -> str:
 class MilvusVectorStore:
     def __init__(self, uri: str, collection: str, dim: int, *, index_type: str = "AUTOINDEX") -> None:
         self.client = MilvusClient(uri)
+        self.server = uri.startswith(("http://", "https://", "tcp://"))  # else a Milvus Lite file
         self.collection = collection
         self.dim = dim
         self._lock = threading.Lock()
@@ -129,6 +130,35 @@ class MilvusVectorStore:
                 self.collection, filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]"
             )
             self._dirty = True
+
+    def vectors(self, tenant_id: str, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        if not ids:
+            return {}
+        id_list = ",".join(_lit(i) for i in ids)
+        with self._lock:
+            rows = self.client.query(
+                self.collection,
+                filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]",
+                output_fields=["id", "vector"],
+            )
+        return {str(r["id"]): np.asarray(r["vector"], dtype=np.float32) for r in rows}
+
+    def delete_tenant(self, tenant_id: str) -> None:
+        with self._lock:
+            self.client.delete(self.collection, filter=f"tenant_id == {_lit(tenant_id)}")
+            self._dirty = True
+
+    def expunge(self) -> None:
+        """Seal, then compact: Milvus drops deleted rows from its segments at compaction. (No text
+        is stored here, only ids, tenant, times and vectors.) Milvus Lite has no compaction."""
+        self.flush()
+        if not self.server:
+            return
+        with self._lock:
+            try:
+                self.client.compact(self.collection)
+            except MilvusException as exc:
+                log.warning("compaction of %s not started: %s", self.collection, exc)
 
     def count(self, tenant_id: str) -> int:
         with self._lock:

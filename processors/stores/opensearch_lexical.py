@@ -10,7 +10,7 @@ tenant an index of its own, or use routing partitions: ``index.routing_partition
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import Any
 
@@ -22,6 +22,7 @@ from schemas.memory import MemoryStatus, MemoryUnit
 
 REQUEST_TIMEOUT_SECONDS = 30  # a request slower than this is an outage (the stage waits it out)
 MAX_KNOWN_NAMES = 1000  # person names matched per query: far more than any question names
+MAX_TENANTS_LISTED = 10_000  # an operator's listing of tenants (one aggregation)
 MAX_RESULT_WINDOW = 10_000  # OpenSearch's default index.max_result_window: one request's most hits
 
 MAPPING: dict[str, Any] = {
@@ -39,6 +40,7 @@ MAPPING: dict[str, Any] = {
             "person_names": {"type": "keyword"},
             "entities": {"type": "keyword"},
             "source_ids": {"type": "keyword"},
+            "context_ids": {"type": "keyword"},
             "event_time": {"type": "keyword"},
             "event_start": {"type": "date", "format": "strict_date"},
             "event_end": {"type": "date", "format": "strict_date"},
@@ -56,6 +58,10 @@ def _about(names: Sequence[str]) -> dict[str, Any]:
     should: list[dict[str, Any]] = [{"terms": {"person_names": lowered}}]
     should += [{"match_phrase": {"text": n}} for n in lowered]
     return {"bool": {"should": should, "minimum_should_match": 1}}
+
+
+# Fields added after the first release: put into an existing index's mapping when it is opened.
+NEW_FIELDS: dict[str, Any] = {"context_ids": {"type": "keyword"}}
 
 
 def _day(ordinal: int) -> str:
@@ -76,6 +82,8 @@ class OpenSearchLexicalStore:
             except RequestError as exc:  # another worker created it between the check and here
                 if exc.error != "resource_already_exists_exception":
                     raise
+        else:  # an index made before a field was added to the mapping: add it (new fields only)
+            self.client.indices.put_mapping(index=index, body={"properties": NEW_FIELDS})
 
     # --- writes ---------------------------------------------------------------------------------
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
@@ -101,6 +109,7 @@ class OpenSearchLexicalStore:
                         "person_names": index_names(u),
                         "entities": u.entities,
                         "source_ids": u.source_ids,
+                        "context_ids": u.context_ids,
                         "event_time": u.event_time,
                         "event_start": _day(start),
                         "event_end": _day(end),
@@ -230,6 +239,48 @@ class OpenSearchLexicalStore:
             MemoryUnit.model_validate(h["_source"]["doc"])
             for h in self._search(tenant_id, body)["hits"]["hits"]
         ]
+
+    def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
+        if not message_ids:
+            return []
+        body = {
+            "size": MAX_RESULT_WINDOW,
+            "_source": ["doc"],
+            "query": {
+                "bool": {"filter": [*self._filters(tenant_id), {"terms": {"context_ids": list(message_ids)}}]}
+            },
+        }
+        return [
+            MemoryUnit.model_validate(h["_source"]["doc"])
+            for h in self._search(tenant_id, body)["hits"]["hits"]
+        ]
+
+    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
+        """A scroll over the tenant's documents (a consistent snapshot, ``batch`` per page)."""
+        hits = helpers.scan(
+            self.client,
+            index=self.index,
+            query={"query": {"bool": {"filter": self._filters(tenant_id)}}, "_source": ["doc"]},
+            routing=tenant_id,
+            size=batch,
+        )
+        page: list[MemoryUnit] = []
+        for h in hits:
+            page.append(MemoryUnit.model_validate(h["_source"]["doc"]))
+            if len(page) == batch:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    def tenants(self) -> list[str]:
+        body = {"size": 0, "aggs": {"tenants": {"terms": {"field": "tenant_id", "size": MAX_TENANTS_LISTED}}}}
+        result = self.client.search(index=self.index, body=body)
+        return sorted(b["key"] for b in result["aggregations"]["tenants"]["buckets"])
+
+    def expunge(self) -> None:
+        """Deleted documents stay in Lucene segments until merged: merge them away now."""
+        self.client.indices.forcemerge(index=self.index, only_expunge_deletes=True)
 
     def count(self, tenant_id: str) -> int:
         body = {"query": {"bool": {"filter": self._filters(tenant_id)}}}

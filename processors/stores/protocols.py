@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Protocol
@@ -43,6 +43,18 @@ class VectorStore(Protocol):
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
 
+    def vectors(self, tenant_id: str, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored vectors of these units (to rewrite a unit's row, or to average a cluster)."""
+        ...
+
+    def delete_tenant(self, tenant_id: str) -> None:
+        """Every vector of the tenant (a whole-tenant deletion, after the units it knows of)."""
+        ...
+
+    def expunge(self) -> None:
+        """Remove deleted rows from disk now (compaction), not when the store gets to it."""
+        ...
+
     def count(self, tenant_id: str) -> int: ...
 
     def flush(self) -> None: ...
@@ -65,7 +77,23 @@ class LexicalStore(Protocol):
 
     def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]: ...
 
+    def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
+        """Units whose context quotes one of these messages (``MemoryUnit.context_ids``)."""
+        ...
+
+    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
+        """All the tenant's units (active and archived), ``batch`` at a time: bounded memory."""
+        ...
+
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
+
+    def tenants(self) -> list[str]:
+        """Every tenant with a memory (an operator's listing: ``simplemem consolidate``)."""
+        ...
+
+    def expunge(self) -> None:
+        """Remove deleted documents from disk now (merges, zeroed pages), not eventually."""
+        ...
 
     def count(self, tenant_id: str) -> int: ...
 

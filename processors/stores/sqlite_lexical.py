@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -39,6 +39,9 @@ CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id);
 CREATE TABLE IF NOT EXISTS sources (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS sources_by_source ON sources (tenant_id, source_id);
 CREATE INDEX IF NOT EXISTS sources_by_id ON sources (tenant_id, id);
+CREATE TABLE IF NOT EXISTS quotes (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS quotes_by_source ON quotes (tenant_id, source_id);
+CREATE INDEX IF NOT EXISTS quotes_by_id ON quotes (tenant_id, id);
 """
 
 
@@ -58,6 +61,8 @@ class SqliteLexicalStore:
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
+        # a deleted row's bytes are overwritten, not left in a free page (the right to be forgotten)
+        self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
         self._link_fts_rows()
@@ -115,6 +120,9 @@ class SqliteLexicalStore:
                     db.executemany(
                         "INSERT INTO sources VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.source_ids]
                     )
+                    db.executemany(
+                        "INSERT INTO quotes VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.context_ids]
+                    )
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -129,6 +137,7 @@ class SqliteLexicalStore:
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
         db.execute("DELETE FROM sources WHERE tenant_id=? AND id=?", (tenant_id, uid))
+        db.execute("DELETE FROM quotes WHERE tenant_id=? AND id=?", (tenant_id, uid))
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
         with self._lock:
@@ -206,6 +215,37 @@ class SqliteLexicalStore:
                 [tenant_id, *source_ids],
             ).fetchall()
         return self.get(tenant_id, [r[0] for r in rows])
+
+    def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
+        if not message_ids:
+            return []
+        marks = ",".join("?" * len(message_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT id FROM quotes WHERE tenant_id=? AND source_id IN ({marks})",
+                [tenant_id, *message_ids],
+            ).fetchall()
+        return self.get(tenant_id, [r[0] for r in rows])
+
+    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
+        last = -1
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT rowid, doc FROM units WHERE tenant_id=? AND rowid>? ORDER BY rowid LIMIT ?",
+                    (tenant_id, last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [MemoryUnit.model_validate(orjson.loads(doc)) for _, doc in rows]
+
+    def expunge(self) -> None:
+        """Merge the FTS index (its old segments still hold deleted rows' terms), then move the WAL
+        into the database and truncate it; with ``secure_delete`` freed bytes are zeroed."""
+        with self._lock:
+            self._db.execute("INSERT INTO units_fts(units_fts) VALUES ('optimize')")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def count(self, tenant_id: str) -> int:
         with self._lock:

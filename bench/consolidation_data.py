@@ -1,0 +1,52 @@
+"""A stream for consolidation: near-identical coffee orders, one a day in a session of its own,
+among unrelated facts and a few identical code blocks (never merged). Shared by the tests."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
+DRINKS = ("latte", "latte", "oat latte", "latte", "large latte")
+CAFE = "Quillfeather"
+
+UNRELATED = [
+    "My sister Ines lives in Porto and works at the university there.",
+    "I play the cello in a community orchestra on Sunday evenings.",
+    "Our beagle Pixel turned four years old last week.",
+    "I am training for the Lisbon half marathon in October.",
+    "My favourite author is Ursula Le Guin, I reread Earthsea every winter.",
+    "The car needs new brake pads before the road trip to Scotland.",
+]
+CODE = "Here is the retry helper again:\n```python\ndef retry(fn, attempts=3):\n    for i in range(attempts):\n        try:\n            return fn()\n        except OSError:\n            pass\n```"
+
+
+def event(
+    tenant: str, session: str, text: str, at: datetime, i: int = 1, speaker: str = "Jordan"
+) -> dict[str, Any]:
+    return {
+        "tenant_id": tenant,
+        "session_id": session,
+        "message_id": f"{session}:m{i}",
+        "speaker": speaker,
+        "role": "user",
+        "text": text,
+        "ts": at.isoformat(),
+    }
+
+
+def order_ids(orders: int) -> list[str]:
+    return [f"order{day:03d}:m1" for day in range(orders)]
+
+
+def stream(tenant: str, orders: int = 50) -> list[dict[str, Any]]:
+    events = []
+    for day in range(orders):
+        drink = DRINKS[day % len(DRINKS)]
+        text = f"I ordered a {drink} at the {CAFE} cafe on the corner this morning."
+        events.append(event(tenant, f"order{day:03d}", text, T0 + timedelta(days=day, minutes=day % 7)))
+    for i, text in enumerate(UNRELATED):
+        events.append(event(tenant, f"life{i}", text, T0 + timedelta(days=3 + 7 * i, hours=5)))
+    for i in range(3):
+        events.append(event(tenant, f"code{i}", CODE, T0 + timedelta(days=2 + i, hours=9)))
+    return events

@@ -1,0 +1,115 @@
+"""Time from a deletion request to "gone from every store", embedded and services mode.
+
+    python -m bench.forget [--limit N]        # services mode needs the services: simplemem infra up
+
+Each mode ingests N LoCoMo conversations (the backdrop: a store of realistic size) and the forget
+conversation (bench/forget_data.py); then forgets one message, then the five coffee orders and the
+question quoted by an answer, then a whole LoCoMo tenant. Each row: the request's time to its
+completion (every store written, deleted bytes expunged: the FTS index merged and the WAL truncated,
+OpenSearch's deleted documents expunged, Milvus compacted), the memories deleted and rewritten, and
+whether a byte scan (embedded: every file of the store; services: every OpenSearch document and
+Redis value) still finds any marker word of the forgotten messages.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.common import conversations, event_lines, parser
+from bench.forget_data import COFFEE, FESTIVAL, QUESTION_ID, coffee_ids, conversation, files_holding, lines
+from schemas.settings import Settings
+from schemas.stream import DeletionRequest
+
+TENANT = "bench-forget"
+
+
+def _service_bytes(rt: Any) -> bytes:
+    from opensearchpy.helpers import scan
+
+    rt.lexical.client.indices.refresh(index=rt.lexical.index)
+    docs = [
+        h["_source"]
+        for h in scan(rt.lexical.client, index=rt.lexical.index, query={"query": {"match_all": {}}})
+    ]
+    stored = orjson.dumps(docs)
+    redis = rt.buffer.r
+    for key in redis.scan_iter(match=f"{rt.settings.redis_key_prefix}*"):
+        if redis.type(key) == b"hash":
+            stored += orjson.dumps({k.decode(): v.decode() for k, v in redis.hgetall(key).items()})
+    return stored.lower()
+
+
+def _left(rt: Any, store: Path) -> list[str]:
+    words = (*COFFEE, *FESTIVAL)
+    if rt.settings.mode == "embedded":
+        return files_holding(store, words)
+    stored = _service_bytes(rt)
+    return [w for w in words if w.lower().encode() in stored]
+
+
+def run_mode(settings: Settings, backdrop: list[tuple[str, bytes]], locomo_tenant: str) -> None:
+    from processors.runtime import open_runtime
+
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp)
+        rt = open_runtime(settings, store)
+        try:
+            rt.pipeline.ingest([*backdrop, *lines(conversation(TENANT))])
+            units = rt.lexical.count(locomo_tenant)
+            cases = [
+                ("one message", TENANT, [coffee_ids()[0]]),
+                ("6 messages (coffee orders, a quoted question)", TENANT, [*coffee_ids()[1:], QUESTION_ID]),
+                (f"whole tenant ({units} memories)", locomo_tenant, None),
+            ]
+            for name, tenant, ids in cases:
+                request = DeletionRequest(
+                    tenant_id=tenant,
+                    message_ids=ids or [],
+                    whole_tenant=ids is None,
+                    requested_by="bench",
+                    requested_at=datetime.now(UTC),
+                )
+                record = rt.forget(request).record
+                print(
+                    f"  {settings.mode:9s} {name:48s} {record.seconds * 1000:8.0f} ms   "
+                    f"deleted {record.units_deleted:5d}  rewritten {record.units_rewritten:3d}"
+                )
+            print(f"  {settings.mode:9s} marker words left after all: {_left(rt, store) or 'none'}")
+        finally:
+            rt.close()
+            if settings.mode == "services":
+                from processors.stores.cleanup import drop_namespace
+
+                drop_namespace(settings)
+
+
+def main() -> None:
+    ap = parser(__doc__, 1)
+    ap.add_argument("--modes", default="embedded,services")
+    args = ap.parse_args()
+    convs = conversations(args)
+    backdrop = event_lines(convs)
+    suffix = uuid.uuid4().hex[:8]
+    modes = {
+        "embedded": Settings(),
+        "services": Settings(
+            mode="services",
+            opensearch_index=f"simplemem-bench-forget-{suffix}",
+            milvus_collection=f"simplemem_bench_forget_{suffix}",
+            milvus_index_type="HNSW",
+            redis_key_prefix=f"simplemem-bench-forget-{suffix}",
+        ),
+    }
+    print(f"request -> gone from every store ({len(convs)} LoCoMo conversations as backdrop)")
+    for mode in args.modes.split(","):
+        run_mode(modes[mode], backdrop, convs[0].tenant_id)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,57 @@
+"""`simplemem consolidate`: stage 2 on demand (a worker runs it on a timer in services mode).
+
+Clusters of related memories become abstracts (the originals archived, with provenance), then the
+knowledge-update rule marks superseded facts. Per tenant, or every tenant of the store.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import orjson
+import typer
+
+from cli.console import out
+from cli.errors import one_line_errors
+from cli.store import open_store
+from schemas.keys import check_id
+from schemas.settings import get_settings
+
+
+@one_line_errors
+def consolidate(
+    tenant: Annotated[str | None, typer.Option("--tenant", help="one tenant (default: every tenant)")] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="embedded store folder (services mode: the configured stores)"),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="one JSON line per decision")] = False,
+) -> None:
+    """Consolidate memories into abstracts and mark superseded facts."""
+    if tenant is not None:
+        try:
+            check_id(tenant, tenant=True)
+        except ValueError as exc:
+            raise typer.BadParameter(f"--tenant: {exc}") from None
+    with open_store(get_settings(), store, "simplemem consolidate", create=False) as rt:
+        tenants = [tenant] if tenant is not None else rt.lexical.tenants()
+        for t in tenants:
+            run = rt.consolidate(t)
+            if json_out:
+                for d in run.decisions:
+                    sys.stdout.buffer.write(orjson.dumps(d.model_dump(mode="json")) + b"\n")
+                continue
+            archived = sum(len(d.member_ids) for d in run.decisions)
+            out.print(
+                f"{t}: {run.read} memories read, {len(run.decisions)} abstracts made from {archived} "
+                f"memories (archived), {len(run.deleted)} older abstracts absorbed, "
+                f"{len(run.updated)} memories with changed supersession",
+                markup=False,
+                highlight=False,
+            )
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(consolidate)

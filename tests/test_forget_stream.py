@@ -1,0 +1,173 @@
+"""The right to be forgotten through Kafka: a request on the deletions topic is carried out by a
+worker's forget agent on every service store, the units topic gets tombstones, and neither a replay
+of the turns topic nor ``simplemem replay`` of the scrubbed history brings the messages back."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, files_holding
+from infra.workers import WorkerProcess
+from schemas.settings import Settings
+from schemas.stream import DeletionRequest
+from tests.services import require
+from tests.test_forget_services import stored_bytes
+from tests.test_streams import (
+    _delete_topics,
+    ensure_topics,
+    kcat_publish,
+    outcomes,
+    replay,
+    settings_of,
+    wait_for,
+)
+
+pytestmark = pytest.mark.integration
+TENANT = "rtbf-stream"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    suffix = uuid.uuid4().hex[:8]
+    values = {
+        "SIMPLEMEM_MODE": "services",
+        "SIMPLEMEM_TOPIC_PREFIX": f"forget{suffix}.",
+        "SIMPLEMEM_STREAM_APP_ID": f"forget{suffix}",
+        "SIMPLEMEM_TOPIC_PARTITIONS": "2",
+        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-forget-stream-{suffix}",
+        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_forget_stream_{suffix}",
+        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-forget-stream-{suffix}",
+        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
+        "SIMPLEMEM_STREAM_IDLE_SECONDS": "3",
+        "SIMPLEMEM_CONSOLIDATION_INTERVAL_SECONDS": "5",
+        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
+    }
+    settings = settings_of(values)
+    require(settings, kafka=True)
+    yield values
+    from processors.stores.cleanup import drop_namespace
+
+    drop_namespace(settings)
+    asyncio.run(_delete_topics(settings))
+
+
+@pytest.fixture(scope="module")
+def worker(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
+    ensure_topics(settings_of(env))
+    w = WorkerProcess(env, tmp_path_factory.mktemp("logs") / "worker.log").start()
+    w.wait_ready()
+    yield w
+    w.stop()
+
+
+def units_tombstones(settings: Settings) -> set[str]:
+    from streams.kafka_io import read_topic
+
+    records = asyncio.run(read_topic(settings, settings.topic(settings.units_topic)))
+    return {r.key.decode() for r in records if r.value is None and r.key}
+
+
+def latest_outcomes(settings: Settings) -> Any:
+    """(message id, latest value) per key of the outcomes topic (None: a tombstone)."""
+    from streams.kafka_io import read_topic
+
+    latest: dict[str, bytes | None] = {}
+    for r in asyncio.run(read_topic(settings, settings.topic(settings.outcomes_topic))):
+        if r.key:
+            latest[orjson.loads(r.key)[1]] = r.value
+    return latest.items()
+
+
+def test_a_deletion_on_the_topic_reaches_every_store_and_survives_replays(
+    env: dict[str, str], worker: WorkerProcess, tmp_path: Path
+) -> None:
+    from processors.runtime import open_runtime
+    from streams.deletions import publish_deletion
+
+    settings = settings_of(env)
+    turns = [orjson.dumps(e) for e in conversation(TENANT)]
+    kcat_publish(settings, turns)
+    wanted = {orjson.loads(t)["message_id"] for t in turns}
+    wait_for(lambda: wanted <= set(outcomes(settings)), 180, "an outcome for every turn")
+    rt = open_runtime(settings)
+    try:
+        gone_ids = [*coffee_ids(), QUESTION_ID]
+        derived = {u.id for u in rt.lexical.units_from_sources(TENANT, gone_ids)}
+        assert derived and COFFEE[1].encode() in stored_bytes(rt)
+
+        request = DeletionRequest(
+            tenant_id=TENANT, message_ids=gone_ids, requested_by="test", requested_at=datetime.now(UTC)
+        )
+        asyncio.run(publish_deletion(settings, request))
+        wait_for(lambda: bool(rt.tombstones.records(TENANT)), 60, "the deletion record (written last)")
+        [record] = rt.tombstones.records(TENANT)
+        assert not rt.lexical.units_from_sources(TENANT, gone_ids)
+        print(f"\nrequest to gone from every store (forget agent): {record.seconds:.3f} s")
+        stored = stored_bytes(rt)
+        for word in (*COFFEE, *FESTIVAL):
+            assert word.lower().encode() not in stored, word
+        assert KEPT[1].encode() in stored
+        wait_for(lambda: derived <= units_tombstones(settings), 30, "tombstones on the units topic")
+        wait_for(
+            lambda: latest_outcomes(settings) >= {k: None for k in gone_ids}.items(),
+            30,
+            "the outcomes of the forgotten turns tombstoned",
+        )
+
+        # the turns again on the turns topic (a frontend replaying its history): dropped
+        kcat_publish(settings, turns)
+        wait_for(
+            lambda: worker.metric("simplemem_turns_forgotten_total") >= len(gone_ids),
+            60,
+            "the worker to drop the forgotten turns",
+        )
+        time.sleep(2 * float(env["SIMPLEMEM_STREAM_IDLE_SECONDS"]) + 2)  # their windows would have closed
+        assert not rt.lexical.units_from_sources(TENANT, gone_ids)
+    finally:
+        rt.close()
+
+    # the scrubbed history replayed into a fresh embedded store: the deletions topic keeps them out
+    fresh = tmp_path / "rebuilt"
+    proc = replay(env, TENANT, fresh)
+    assert b"deletion requests" in proc.stdout, proc.stdout
+    assert files_holding(fresh, (*COFFEE, *FESTIVAL)) == []
+    assert files_holding(fresh, KEPT)
+
+
+def test_the_consolidation_timer_and_agent_publish_their_decisions(
+    env: dict[str, str], worker: WorkerProcess
+) -> None:
+    from bench.consolidation_data import order_ids, stream
+    from processors.runtime import open_runtime
+    from schemas.stream import ConsolidationDecision
+    from streams.kafka_io import read_topic
+
+    settings = settings_of(env)
+    tenant, orders = "consolidate-stream", 8
+    kcat_publish(settings, [orjson.dumps(e) for e in stream(tenant, orders)])
+
+    def decisions() -> list[ConsolidationDecision]:
+        records = asyncio.run(read_topic(settings, settings.topic(settings.consolidation_topic)))
+        found = [ConsolidationDecision.model_validate_json(r.value) for r in records if r.value]
+        return [d for d in found if d.tenant_id == tenant]
+
+    def covering() -> list[ConsolidationDecision]:  # a first run may see only the orders indexed by then
+        return [d for d in decisions() if set(d.source_ids) == set(order_ids(orders))]
+
+    wait_for(lambda: bool(covering()), 120, "a consolidation decision over every order")
+    decision = covering()[-1]
+    rt = open_runtime(settings)
+    try:
+        [abstract] = rt.lexical.get(tenant, [decision.abstract_id or ""])
+        assert abstract.kind == "abstract" and set(abstract.source_ids) == set(order_ids(orders))
+    finally:
+        rt.close()
