@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from processors.temporal import find_anchors
 from processors.text import STOPWORDS, query_terms
 from processors.tokens import count_tokens
 from schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
-from schemas.query import QueryRequest, QueryResult, RetrievedMemory
+from schemas.query import QueryFilters, QueryRequest, QueryResult, RetrievedMemory
 from schemas.settings import Settings
 
 TEMPORAL_CUES = re.compile(
@@ -135,8 +135,10 @@ class Retriever:
     embedder: Embedder
     buffer: RecentTurnBuffer | None = None
 
-    def query(self, request: QueryRequest) -> QueryResult:
+    def query(self, request: QueryRequest, filters: QueryFilters | None = None) -> QueryResult:
+        """The memories and context for ``request``; ``filters`` narrow it further (the API's)."""
         s = self.settings
+        filters = filters or QueryFilters()
         as_of = request.as_of or datetime.now(UTC)
         tenant = request.tenant_id
         candidates = name_candidates(request.query)
@@ -144,10 +146,21 @@ class Retriever:
         anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)), loose=True)
         first_day = min((a.first_day for a in anchors), default=None)
         last_day = max((a.last_day for a in anchors), default=None)
+        explicit_range = filters.since is not None or filters.until is not None
+        if explicit_range:
+            first_day = filters.since or date(s.earliest_year, 1, 1)
+            last_day = filters.until or date.max
+        names = sorted({*names, *(p.lower() for p in filters.persons if p.strip())})
         named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]
         score = complexity(request.query, len(named))
-        k = k_for(score, s.k_min, s.k_max)
-        flt = SymbolicFilter(names=tuple(names), first_day=first_day, last_day=last_day, stated_before=as_of)
+        k = min(filters.k, s.k_max) if filters.k else k_for(score, s.k_min, s.k_max)
+        flt = SymbolicFilter(
+            names=tuple(names),
+            first_day=first_day,
+            last_day=last_day,
+            stated_before=as_of,
+            active_only=not filters.include_archived,
+        )
         # With a person filter, part of the semantic pool is filtered out afterwards: fetch more.
         pool = max(s.candidate_pool, k * 3) * (2 if names else 1)
 
@@ -156,17 +169,19 @@ class Retriever:
         stripped = _without(request.query, named)
         qvec = self.embedder.encode([stripped])[0]
         ranked = self._search(tenant, stripped, qvec, pool, flt)
-        if len(ranked) < s.k_min and first_day is not None:
+        if len(ranked) < s.k_min and first_day is not None and not explicit_range:
             # A date that matches (almost) nothing was misremembered or refers to when something was
             # said rather than when it happened: an answer without the date beats an empty one.
             ranked = self._search(tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None))
         recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
+        if explicit_range or (filters.kinds and MemoryKind.FACT not in filters.kinds):
+            recent = {}  # a recent turn has no event time yet, and is a statement (a fact)
         if recent:
             ranked = sorted(
                 [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
             )
-        chosen = self._select(tenant, ranked, k, {uid: u for uid, (u, _) in recent.items()})
-        chosen += self._siblings(tenant, chosen)
+        chosen = self._select(tenant, ranked, k, {uid: u for uid, (u, _) in recent.items()}, filters)
+        chosen += self._siblings(tenant, chosen, filters)
         memories = [
             RetrievedMemory(
                 id=u.id,
@@ -260,7 +275,7 @@ class Retriever:
         return any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept)
 
     def _siblings(
-        self, tenant: str, chosen: list[tuple[MemoryUnit, float]]
+        self, tenant: str, chosen: list[tuple[MemoryUnit, float]], filters: QueryFilters
     ) -> list[tuple[MemoryUnit, float]]:
         """The other active statements of the chosen memories' messages, in their rank order, each
         with the score of the memory that brought it."""
@@ -271,7 +286,7 @@ class Retriever:
         sources = list(dict.fromkeys(s for u, _ in chosen for s in u.source_ids))
         by_source: dict[str, list[MemoryUnit]] = {}
         for unit in self.lexical.units_from_sources(tenant, sources):
-            if unit.id not in have and unit.status == MemoryStatus.ACTIVE:
+            if unit.id not in have and _allowed(unit, filters):
                 by_source.setdefault(unit.source_ids[0], []).append(unit)
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:
@@ -289,6 +304,7 @@ class Retriever:
         ranked: list[tuple[str, float]],
         k: int,
         transient: dict[str, MemoryUnit] | None = None,
+        filters: QueryFilters | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
         head = ranked[: k * SELECT_HEAD_FACTOR]
         units = {
@@ -299,7 +315,7 @@ class Retriever:
         chosen: list[tuple[MemoryUnit, float]] = []
         for uid, sc in head:
             unit = units.get(uid)
-            if unit is None:
+            if unit is None or (filters is not None and not _allowed(unit, filters)):
                 continue
             if self._repeats(unit, chosen):
                 continue
@@ -307,3 +323,10 @@ class Retriever:
             if len(chosen) == k:
                 break
         return chosen
+
+
+def _allowed(unit: MemoryUnit, filters: QueryFilters) -> bool:
+    """Whether the filters' kinds and archive choice admit ``unit``."""
+    if filters.kinds and unit.kind not in filters.kinds:
+        return False
+    return filters.include_archived or unit.status == MemoryStatus.ACTIVE

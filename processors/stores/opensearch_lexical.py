@@ -222,6 +222,23 @@ class OpenSearchLexicalStore:
             for h in self._search(tenant_id, body)["hits"]["hits"]
         ]
 
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        """A page of the tenant's units; pages end at OpenSearch's result window (10,000 units)."""
+        size = max(0, min(limit, MAX_RESULT_WINDOW - offset))
+        if size == 0:
+            return []
+        body = {
+            "from": offset,
+            "size": size,
+            "_source": ["doc"],
+            "sort": [{"stated_at": "asc"}, {"_id": "asc"}],
+            "query": {"bool": {"filter": self._filters(tenant_id)}},
+        }
+        return [
+            MemoryUnit.model_validate(h["_source"]["doc"])
+            for h in self._search(tenant_id, body)["hits"]["hits"]
+        ]
+
     def count(self, tenant_id: str) -> int:
         body = {"query": {"bool": {"filter": self._filters(tenant_id)}}}
         return int(self.client.count(index=self.index, body=body, routing=tenant_id)["count"])

@@ -200,6 +200,14 @@ class SqliteLexicalStore:
             ).fetchall()
         return self.get(tenant_id, [r[0] for r in rows])
 
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT doc FROM units WHERE tenant_id=? ORDER BY stated_at, id LIMIT ? OFFSET ?",
+                (tenant_id, limit, offset),
+            ).fetchall()
+        return [MemoryUnit.model_validate(orjson.loads(doc)) for (doc,) in rows]
+
     def count(self, tenant_id: str) -> int:
         with self._lock:
             row = self._db.execute("SELECT count(*) FROM units WHERE tenant_id=?", (tenant_id,)).fetchone()
