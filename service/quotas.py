@@ -35,7 +35,9 @@ class Quotas:
     def __init__(self, settings: Settings, storage: Storage | None = None) -> None:
         if storage is None:
             uri = settings.redis_endpoint if settings.mode == "services" else "memory://"
-            options = {"key_prefix": f"{settings.redis_key_prefix}:quota"} if settings.mode == "services" else {}
+            options = (
+                {"key_prefix": f"{settings.redis_key_prefix}:quota"} if settings.mode == "services" else {}
+            )
             storage = storage_from_string(uri, **options)
         self._limiter = FixedWindowRateLimiter(storage)
         self._items: dict[Quota, RateLimitItem] = {

@@ -1,0 +1,41 @@
+"""Assembles the service for the configured mode from a runtime that the caller opened (and, in
+embedded mode, locked: the serving process owns the store)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+
+from processors.runtime import Runtime
+from service.app import Service, create_app
+from service.backends import EmbeddedBackend, MemoryBackend, ServicesBackend
+from service.feedback import open_feedback_log
+from service.forgetting import embedded_forgetter
+from service.keys import open_key_store
+from service.metrics import ServiceMetrics
+from service.quotas import Quotas
+
+
+def build_service(rt: Runtime) -> Service:
+    s = rt.settings
+    backend: MemoryBackend
+    if s.mode == "services":
+        backend = ServicesBackend(rt)
+    else:
+        backend = EmbeddedBackend(rt, embedded_forgetter(rt.store_dir))
+    return Service(
+        settings=s,
+        backend=backend,
+        keys=open_key_store(s, rt.store_dir),
+        quotas=Quotas(s),
+        feedback=open_feedback_log(s, rt.store_dir),
+        metrics=ServiceMetrics(),
+    )
+
+
+def build_app(rt: Runtime) -> FastAPI:
+    """The whole app: the API, the mem0-compatible routes and the MCP server."""
+    service = build_service(rt)
+    extras: list[Any] = []
+    return create_app(service, extras)
