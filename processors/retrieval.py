@@ -176,6 +176,8 @@ class Retriever:
         recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
         if explicit_range or (filters.kinds and MemoryKind.FACT not in filters.kinds):
             recent = {}  # a recent turn has no event time yet, and is a statement (a fact)
+        if filters.sessions:
+            recent = {uid: hit for uid, hit in recent.items() if hit[0].session_id in filters.sessions}
         if recent:
             ranked = sorted(
                 [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
@@ -328,5 +330,7 @@ class Retriever:
 def _allowed(unit: MemoryUnit, filters: QueryFilters) -> bool:
     """Whether the filters' kinds and archive choice admit ``unit``."""
     if filters.kinds and unit.kind not in filters.kinds:
+        return False
+    if filters.sessions and unit.session_id not in filters.sessions:
         return False
     return filters.include_archived or unit.status == MemoryStatus.ACTIVE

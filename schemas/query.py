@@ -52,6 +52,7 @@ class QueryFilters(BaseModel):
     until: date | None = Field(None, description="last day the memory's time may touch")
     kinds: list[MemoryKind] = Field(default_factory=list, description="only memories of these kinds")
     include_archived: bool = Field(False, description="also memories consolidation archived")
+    sessions: list[str] = Field(default_factory=list, description="only memories stated in these sessions")
 
 
 class RetrievedMemory(BaseModel):
