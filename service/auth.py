@@ -7,6 +7,7 @@ Keys arrive as ``Authorization: Bearer <key>``, ``Authorization: Token <key>`` (
 from __future__ import annotations
 
 import hmac
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from fastapi import HTTPException, Request, status
@@ -26,17 +27,22 @@ class Caller:
         return self.tenant_id is None
 
 
-def presented_key(request: Request) -> str | None:
-    header = request.headers.get("authorization")
+def presented_key(headers: Mapping[str, str]) -> str | None:
+    """The key in the headers (a case-insensitive mapping, as Starlette's)."""
+    header = headers.get("authorization")
     if header:
         scheme, _, value = header.partition(" ")
         if scheme.lower() in SCHEMES and value.strip():
             return value.strip()
-    return request.headers.get("x-api-key") or None
+    return headers.get("x-api-key") or None
 
 
 def identify(request: Request, keys: KeyStore, admin_key: str | None) -> Caller:
-    key = presented_key(request)
+    return identify_headers(request.headers, keys, admin_key)
+
+
+def identify_headers(headers: Mapping[str, str], keys: KeyStore, admin_key: str | None) -> Caller:
+    key = presented_key(headers)
     if key is None:
         raise HTTPException(
             status.HTTP_401_UNAUTHORIZED, "an API key is required", headers={"WWW-Authenticate": "Bearer"}

@@ -10,9 +10,12 @@ from fastapi import FastAPI
 from processors.runtime import Runtime
 from service.app import Service, create_app
 from service.backends import EmbeddedBackend, MemoryBackend, ServicesBackend
+from service.directory import open_directory
 from service.feedback import open_feedback_log
 from service.forgetting import embedded_forgetter
 from service.keys import open_key_store
+from service.mcp_server import mount_mcp
+from service.mem0 import mount_mem0
 from service.metrics import ServiceMetrics
 from service.quotas import Quotas
 
@@ -37,5 +40,5 @@ def build_service(rt: Runtime) -> Service:
 def build_app(rt: Runtime) -> FastAPI:
     """The whole app: the API, the mem0-compatible routes and the MCP server."""
     service = build_service(rt)
-    extras: list[Any] = []
+    extras: list[Any] = [mount_mem0(service, open_directory(rt.settings, rt.store_dir)), mount_mcp(service)]
     return create_app(service, extras)

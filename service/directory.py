@@ -66,7 +66,8 @@ class SqliteDirectory:
         sid = scope.session_id()
         with self._lock:
             self._db.execute(
-                "INSERT OR IGNORE INTO mem0_scopes VALUES (?, ?, ?)", (tenant_id, sid, scope.model_dump_json())
+                "INSERT OR IGNORE INTO mem0_scopes VALUES (?, ?, ?)",
+                (tenant_id, sid, scope.model_dump_json()),
             )
         return sid
 
