@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,50 +19,22 @@ from infra.serving import ServeProcess
 from schemas.settings import REPO_ROOT
 from schemas.stream import DeletionRequest
 from tests.conftest import GOLDEN
+from tests.service_server import ADMIN, admin, key_for
 
 pytestmark = pytest.mark.slow
 
-ADMIN = f"admin-{uuid.uuid4().hex}"
 CONTRACT = {"id", "query", "complexity", "k", "memories", "context", "context_tokens"}
-INGEST_RATE = 150
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    store = tmp_path_factory.mktemp("serve-store")
-    env = {
-        "SIMPLEMEM_MODE": "embedded",
-        "SIMPLEMEM_STORE": str(store),
-        "SIMPLEMEM_ADMIN_KEY": ADMIN,
-        "SIMPLEMEM_STREAM_IDLE_SECONDS": "2",
-        "SIMPLEMEM_API_IDLE_CHECK_SECONDS": "0.5",
-        "SIMPLEMEM_API_INGEST_RATE": f"{INGEST_RATE}/minute",
-        "SIMPLEMEM_API_MAX_BATCH_EVENTS": "120",
-        "SIMPLEMEM_API_MAX_BODY_BYTES": str(256 * 1024),
-    }
-    proc = ServeProcess(env, tmp_path_factory.mktemp("logs") / "serve.log").start()
-    proc.env["store"] = str(store)
-    try:
-        proc.wait_ready()
-        yield proc
-    finally:
-        proc.stop()
+def server(embedded_service: ServeProcess) -> ServeProcess:
+    return embedded_service
 
 
 @pytest.fixture(scope="module")
 def api(server: ServeProcess) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=120) as client:
         yield client
-
-
-def admin() -> dict[str, str]:
-    return {"Authorization": f"Bearer {ADMIN}"}
-
-
-def key_for(api: httpx.Client, tenant: str) -> dict[str, str]:
-    r = api.post("/v1/admin/keys", json={"tenant_id": tenant}, headers=admin())
-    assert r.status_code == 201, r.text
-    return {"Authorization": f"Bearer {r.json()['key']}"}
 
 
 def event(i: int, text: str, session: str = "s1", **extra: Any) -> dict[str, Any]:
@@ -151,7 +122,7 @@ def test_oversized_requests_are_refused_with_the_reason(api: httpx.Client) -> No
 
 def test_a_noisy_tenant_gets_429_with_retry_after_and_a_quiet_one_goes_on(api: httpx.Client) -> None:
     noisy, quiet = key_for(api, "noisy"), key_for(api, "quiet")
-    batch = {"events": [event(i, f"Note {i}.", session="n") for i in range(100)]}
+    batch = {"events": [event(i, f"Note {i}.", session="n") for i in range(100)]}  # 2 x 100 > INGEST_RATE
     assert api.post("/v1/events", json=batch, headers=noisy).status_code == 202
     refused = api.post("/v1/events", json=batch, headers=noisy)
     assert refused.status_code == 429
