@@ -43,15 +43,21 @@ def test_the_mcp_client_remembers_and_finds_a_fact(embedded_service: ServeProces
     with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
         key, other = new_key(api, "mcp-tenant"), new_key(api, "mcp-other")
         assert api.post("/mcp/", json={}).status_code == 401
-    remembered = payload(anyio.run(call, embedded_service, key, "remember", {"text": "My locker code is in the red notebook."}))
+    remembered = payload(
+        anyio.run(call, embedded_service, key, "remember", {"text": "My locker code is in the red notebook."})
+    )
     assert len(remembered["accepted"]) == 1
     deadline = time.monotonic() + 60
     found: dict[str, Any] = {}
     while time.monotonic() < deadline and "notebook" not in found.get("context", ""):
-        found = payload(anyio.run(call, embedded_service, key, "search_memories", {"query": "Where is my locker code?"}))
+        found = payload(
+            anyio.run(call, embedded_service, key, "search_memories", {"query": "Where is my locker code?"})
+        )
         time.sleep(0.5)
     assert "red notebook" in found["context"]
-    theirs = payload(anyio.run(call, embedded_service, other, "search_memories", {"query": "Where is my locker code?"}))
+    theirs = payload(
+        anyio.run(call, embedded_service, other, "search_memories", {"query": "Where is my locker code?"})
+    )
     assert theirs["memories"] == []
     listed = payload(anyio.run(call, embedded_service, key, "list_memories", {}))
     assert listed["total"] >= 1

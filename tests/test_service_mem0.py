@@ -55,7 +55,10 @@ def test_add_and_search_within_a_user_and_another_tenant_sees_nothing(
     assert added["results"][0]["event"] == "ADD"
     alpha.add([{"role": "user", "content": "I am allergic to penicillin."}], user_id="bob")
     found = eventually(
-        lambda: "peanuts" in texts(alpha.search("What am I allergic to?", filters={"user_id": "alice"})["results"])
+        lambda: (
+            "peanuts"
+            in texts(alpha.search("What am I allergic to?", filters={"user_id": "alice"})["results"])
+        )
     )
     assert found
     alice = alpha.search("What am I allergic to?", filters={"user_id": "alice"})["results"]
@@ -68,19 +71,23 @@ def test_add_and_search_within_a_user_and_another_tenant_sees_nothing(
 
 def test_get_all_get_history_update_and_delete(embedded_service: ServeProcess, keys: tuple[str, str]) -> None:
     alpha, beta = client(embedded_service, keys[0]), client(embedded_service, keys[1])
-    alpha.add([{"role": "user", "content": "My sister Ana lives in Porto."}], user_id="carol", agent_id="helper")
+    alpha.add(
+        [{"role": "user", "content": "My sister Ana lives in Porto."}], user_id="carol", agent_id="helper"
+    )
     listed = eventually(lambda: alpha.get_all(filters={"user_id": "carol"})["results"])
     assert listed and "porto" in texts(listed)
     memory = next(m for m in listed if "porto" in m["memory"].lower())
     assert (memory["user_id"], memory["agent_id"]) == ("carol", "helper")
     assert alpha.get(memory["id"])["memory"] == memory["memory"]
     assert [h["event"] for h in alpha.history(memory["id"])] == ["ADD"]
-    with pytest.raises(Exception, match="404|not found|Not Found"):
+    with pytest.raises(Exception, match=r"404|not found|Not Found"):
         beta.get(memory["id"])
     alpha.update(memory["id"], text="My sister Ana lives in Braga.")
     moved = eventually(lambda: "braga" in texts(alpha.get_all(filters={"user_id": "carol"})["results"]))
     assert moved and "porto" not in texts(alpha.get_all(filters={"user_id": "carol"})["results"])
-    current = next(m for m in alpha.get_all(filters={"user_id": "carol"})["results"] if "braga" in m["memory"].lower())
+    current = next(
+        m for m in alpha.get_all(filters={"user_id": "carol"})["results"] if "braga" in m["memory"].lower()
+    )
     assert alpha.delete(current["id"])["message"]
     assert alpha.delete_all(user_id="carol")["message"]
     pending = Path(embedded_service.env["store"]) / "deletions" / "pending.jsonl"
