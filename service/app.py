@@ -5,8 +5,6 @@ work (retrieval, the embedded pipeline) runs in worker threads; the models and s
 loaded once, when the app starts, and shared by all requests.
 """
 
-from __future__ import annotations
-
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from schemas.api import (
     QueryBody,
 )
 from schemas.events import ChatEvent, EventRejected, describe_errors, parse_event
+from schemas.keys import id_problem
 from schemas.query import QueryFilters, QueryRequest
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
@@ -120,6 +119,14 @@ class Service:
         else:
             scope["whole_tenant"] = True
         return Accepted(detail=scope)
+
+
+def _valid_id(value: str, *, tenant: bool) -> None:
+    problem = id_problem(value, tenant=tenant)
+    if problem is not None:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_ENTITY, f"{'tenant' if tenant else 'message'} id: {problem}"
+        )
 
 
 def _str(value: object) -> str | None:
@@ -219,6 +226,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     async def delete_message(message_id: str, caller: CallerDep) -> Accepted:
         """Forget a message and everything derived from it (routed to the forget path)."""
         tenant = tenant_of(caller)
+        _valid_id(message_id, tenant=False)
         request = DeletionRequest(
             tenant_id=tenant,
             message_ids=[message_id],
@@ -231,6 +239,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     async def delete_tenant(tenant_id: str, caller: CallerDep) -> Accepted:
         """Forget a whole tenant and revoke its keys (admin)."""
         require_admin(caller)
+        _valid_id(tenant_id, tenant=True)
         request = DeletionRequest(
             tenant_id=tenant_id, whole_tenant=True, requested_by="admin", requested_at=datetime.now(UTC)
         )

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import orjson
+from fastapi import HTTPException
 
 from service.metrics import Asgi, Message, Receive, Scope, Send
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """Raised while a route reads the body: FastAPI passes HTTP exceptions through as they are."""
 
 
 def body_limit(app: Asgi, max_bytes: int) -> Asgi:
-    reason = orjson.dumps({"detail": f"request body over {max_bytes} bytes (SIMPLEMEM_API_MAX_BODY_BYTES)"})
+    reason_text = f"request body over {max_bytes} bytes (SIMPLEMEM_API_MAX_BODY_BYTES)"
+    reason = orjson.dumps({"detail": reason_text})
 
     async def refuse(send: Send) -> None:
         headers = [(b"content-type", b"application/json"), (b"content-length", str(len(reason)).encode())]
@@ -36,7 +38,7 @@ def body_limit(app: Asgi, max_bytes: int) -> Asgi:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > max_bytes:
-                    raise _TooLarge
+                    raise _TooLarge(413, reason_text)
             return message
 
         async def tracking(message: Message) -> None:

@@ -5,8 +5,6 @@ and each tool acts for the tenant of the key its request carries. Stateless (JSO
 session kept between requests), so any replica answers any request.
 """
 
-from __future__ import annotations
-
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -14,6 +12,7 @@ from typing import Any
 
 import orjson
 from fastapi import FastAPI, HTTPException
+from mcp.server.mcpserver import Context, MCPServer
 from starlette.datastructures import Headers
 
 from schemas.api import QueryBody
@@ -29,8 +28,6 @@ DEFAULT_SESSION = "mcp"
 
 
 def mount_mcp(service: Service) -> Any:
-    from mcp.server.mcpserver import Context, MCPServer
-
     server: MCPServer[Any] = MCPServer(
         name="simplemem",
         instructions="Long-term memory of one tenant: remember what was said, search it, list it, forget it.",

@@ -16,8 +16,6 @@ name a session there (:mod:`service.directory`). Differences, by design:
   projects, webhooks, exports and entities are not supported (404).
 """
 
-from __future__ import annotations
-
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any
