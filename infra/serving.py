@@ -34,7 +34,14 @@ class ServeProcess:
         env = {**os.environ, **self.env}
         with self.log_path.open("ab") as log:
             self.proc = subprocess.Popen(
-                [str(REPO_ROOT / "bin" / "simplemem"), "serve", "--host", "127.0.0.1", "--port", str(self.port)],
+                [
+                    str(REPO_ROOT / "bin" / "simplemem"),
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                ],
                 cwd=REPO_ROOT,
                 env=env,
                 stdout=log,

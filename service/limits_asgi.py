@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import orjson
 from fastapi import HTTPException
-
-from service.metrics import Asgi, Message, Receive, Scope, Send
+from starlette.types import ASGIApp as Asgi
+from starlette.types import Message, Receive, Scope, Send
 
 
 class _TooLarge(HTTPException):

@@ -14,13 +14,14 @@ import orjson
 from fastapi import FastAPI, HTTPException
 from mcp.server.mcpserver import Context, MCPServer
 from starlette.datastructures import Headers
+from starlette.types import ASGIApp as Asgi
+from starlette.types import Receive, Scope, Send
 
 from schemas.api import QueryBody
 from schemas.query import QueryFilters
 from schemas.stream import DeletionRequest
 from service.app import Service
 from service.auth import Caller, identify_headers, tenant_of
-from service.metrics import Asgi, Receive, Scope, Send
 from service.quotas import Quota
 
 MOUNT = "/mcp"

@@ -38,7 +38,9 @@ class Quotas:
             options = (
                 {"key_prefix": f"{settings.redis_key_prefix}:quota"} if settings.mode == "services" else {}
             )
-            storage = storage_from_string(uri, **options)
+            found = storage_from_string(uri, **options)
+            assert isinstance(found, Storage)  # the synchronous kind, for a synchronous limiter
+            storage = found
         self._limiter = FixedWindowRateLimiter(storage)
         self._items: dict[Quota, RateLimitItem] = {
             Quota.INGEST: parse(settings.api_ingest_rate),
