@@ -75,7 +75,7 @@ class Service:
         try:
             return QueryRequest(id=body.id, tenant_id=tenant_id, query=body.query, as_of=as_of or body.as_of)
         except ValidationError as exc:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, describe_errors(exc)) from None
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors(exc)) from None
 
     async def accept_events(self, caller: Caller, payload: Any) -> EventsAccepted:
         """Validate each event on its own: a bad event gets its error, the rest goes on."""
@@ -125,7 +125,7 @@ def _valid_id(value: str, *, tenant: bool) -> None:
     problem = id_problem(value, tenant=tenant)
     if problem is not None:
         raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_ENTITY, f"{'tenant' if tenant else 'message'} id: {problem}"
+            status.HTTP_422_UNPROCESSABLE_CONTENT, f"{'tenant' if tenant else 'message'} id: {problem}"
         )
 
 
@@ -142,7 +142,7 @@ def _event_list(payload: Any) -> list[Any]:
     if isinstance(payload, dict):
         return [payload]
     raise HTTPException(
-        status.HTTP_422_UNPROCESSABLE_ENTITY, "send an event, a list of events or {events: [...]}"
+        status.HTTP_422_UNPROCESSABLE_CONTENT, "send an event, a list of events or {events: [...]}"
     )
 
 
@@ -169,7 +169,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
         try:
             payload = orjson.loads(await request.body())
         except orjson.JSONDecodeError as exc:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, f"invalid JSON: {exc}") from None
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"invalid JSON: {exc}") from None
         return await service.accept_events(caller, payload)
 
     @app.post("/v1/query")

@@ -77,14 +77,14 @@ def scope_of(filters: dict[str, Any] | None) -> Scope:
     found: dict[str, Any] = {}
     parts = filters.get("AND", [filters]) if isinstance(filters, dict) else None
     if not isinstance(parts, list):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "filters: an object or {AND: [...]}")
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "filters: an object or {AND: [...]}")
     for part in parts:
         if not isinstance(part, dict):
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "filters: each condition is an object")
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "filters: each condition is an object")
         for key, value in part.items():
             if key not in SCOPE_FIELDS or not isinstance(value, str):
                 raise HTTPException(
-                    status.HTTP_422_UNPROCESSABLE_ENTITY,
+                    status.HTTP_422_UNPROCESSABLE_CONTENT,
                     f"filters: only {', '.join(SCOPE_FIELDS)} with a string value are supported",
                 )
             found[key] = value
@@ -162,7 +162,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
             )
         answer = await service.accept_events(caller, events)
         if answer.rejected:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, answer.rejected[0].reason)
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)
         results = [
             {"id": mid, "event": "ADD", "memory": e["text"], "status": "PENDING"}
             for mid, e in zip(answer.accepted, events, strict=True)
@@ -230,7 +230,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
         unit = await unit_or_404(tenant, memory_id)
         if body.text is None:
             raise HTTPException(
-                status.HTTP_422_UNPROCESSABLE_ENTITY, "only the text of a memory can be updated"
+                status.HTTP_422_UNPROCESSABLE_CONTENT, "only the text of a memory can be updated"
             )
         if len(unit.source_ids) != 1 or unit.session_id is None:
             raise HTTPException(status.HTTP_409_CONFLICT, "this memory comes from several messages")
@@ -245,7 +245,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
         }
         answer = await service.accept_events(caller, [edit])
         if answer.rejected:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, answer.rejected[0].reason)
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)
         return {"id": memory_id, "message": "Memory updated: its message was re-sent with the new text"}
 
     @router.delete("/v1/memories/{memory_id}/")
@@ -265,7 +265,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
         tenant = tenant_of(caller)
         scope = Scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
         if scope.empty:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_ENTITY, "name user_id, agent_id or run_id")
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "name user_id, agent_id or run_id")
         units, _ = await scoped_units(tenant, scope)
         sources = sorted({s for u in units for s in u.source_ids})
         if sources:

@@ -207,7 +207,7 @@ def test_health_and_metrics(api: httpx.Client) -> None:
     assert {s["state"] for s in health["stores"].values()} == {"up"} and len(health["stores"]) == 2
     api.post("/v1/query", json={"query": "x"})  # a 401
     text = api.get("/metrics").text
-    assert 'simplemem_api_request_seconds_count{route="/v1/query",method="POST",status="401"}' in text
+    assert 'simplemem_api_request_seconds_count{method="POST",route="/v1/query",status="401"}' in text
     assert 'simplemem_api_errors_total{route="/v1/query",status="401"}' in text
     assert api.get("/openapi.json").json()["paths"]["/v1/query"]
 
