@@ -34,6 +34,7 @@ from service.directory import SCOPE_FIELDS, Scope, SessionDirectory
 from service.quotas import Quota
 
 PREFIX = "/mem0"
+ORG_ID = "simplemem"
 DEFAULT_TOP_K = 10
 ROLES = {"user", "assistant", "system", "tool"}
 
@@ -91,8 +92,12 @@ def scope_of(filters: dict[str, Any] | None) -> Scope:
     return Scope(**found)
 
 
-def as_mem0(unit: MemoryUnit, scopes: dict[str, Scope], score: float | None = None) -> dict[str, Any]:
-    scope = scopes.get(unit.session_id or "", Scope())
+def as_mem0(
+    unit: MemoryUnit, scopes: dict[str, Scope], score: float | None = None, default: Scope | None = None
+) -> dict[str, Any]:
+    """A unit as mem0 shows a memory; ``default`` is the scope of a recent turn (not yet a stored
+    unit, so its session is unknown here): the search's own filter, which it passed."""
+    scope = scopes.get(unit.session_id or "", default or Scope())
     item: dict[str, Any] = {
         "id": unit.id,
         "memory": unit.text,
@@ -136,8 +141,9 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
 
     @router.get("/v1/ping/")
     async def ping(caller: CallerDep) -> dict[str, Any]:
-        tenant_of(caller)
-        return {"status": "ok", "org_id": None, "project_id": None, "user_email": None}
+        # The client insists on an organisation and a project: the deployment and the key's tenant.
+        tenant = tenant_of(caller)
+        return {"status": "ok", "org_id": ORG_ID, "project_id": tenant, "user_email": None}
 
     @router.post("/v3/memories/add/")
     async def add(body: AddBody, caller: CallerDep) -> dict[str, Any]:
@@ -190,7 +196,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
             unit = by_id.get(m.id) or MemoryUnit(
                 id=m.id, tenant_id=tenant, text=m.text, source_ids=m.source_ids, stated_at=m.stated_at
             )
-            hits.append(as_mem0(unit, scopes, m.score))
+            hits.append(as_mem0(unit, scopes, m.score, default=scope))
         return {"results": hits}
 
     @router.post("/v3/memories/")

@@ -59,8 +59,12 @@ def test_the_mcp_client_remembers_and_finds_a_fact(embedded_service: ServeProces
         anyio.run(call, embedded_service, other, "search_memories", {"query": "Where is my locker code?"})
     )
     assert theirs["memories"] == []
-    listed = payload(anyio.run(call, embedded_service, key, "list_memories", {}))
-    assert listed["total"] >= 1
+    listed: dict[str, Any] = {"total": 0}
+    deadline = time.monotonic() + 60  # listed once its window closes (the session goes silent)
+    while time.monotonic() < deadline and not listed["total"]:
+        listed = payload(anyio.run(call, embedded_service, key, "list_memories", {}))
+        time.sleep(0.5)
+    assert "red notebook" in listed["memories"][0]["text"]
     forgotten = payload(
         anyio.run(call, embedded_service, key, "forget_message", {"message_id": remembered["accepted"][0]})
     )
