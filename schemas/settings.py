@@ -150,6 +150,9 @@ class Settings(BaseSettings):
         description="set when the index is created: a write waits for the next refresh (refresh=wait_for) "
         "so that what leaves the recent-turn buffer is searchable; shorter = faster writes, more segments",
     )
+    opensearch_pool_connections: int = Field(
+        32, ge=1, description="HTTP connections an OpenSearch client keeps open (one per concurrent query)"
+    )
     redis_url: str | None = None
     redis_key_prefix: str = "simplemem"
     kafka_bootstrap: str | None = None

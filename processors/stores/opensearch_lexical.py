@@ -55,9 +55,19 @@ def _day(ordinal: int) -> str:
 
 class OpenSearchLexicalStore:
     def __init__(
-        self, url: str, index: str, *, client: OpenSearch | None = None, refresh_interval: str = "1s"
+        self,
+        url: str,
+        index: str,
+        *,
+        client: OpenSearch | None = None,
+        refresh_interval: str = "1s",
+        pool_connections: int | None = None,
     ) -> None:
-        self.client = client or OpenSearch(hosts=[url], timeout=REQUEST_TIMEOUT_SECONDS)
+        # urllib3 keeps one connection by default: concurrent queries (the query service's threads)
+        # would open and drop a connection each.
+        self.client = client or OpenSearch(
+            hosts=[url], timeout=REQUEST_TIMEOUT_SECONDS, pool_maxsize=pool_connections
+        )
         self.index = index
         if not self.client.indices.exists(index=index):
             body = {**MAPPING, "settings": {"index": {**MAPPING["settings"]["index"]}}}
