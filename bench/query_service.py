@@ -1,7 +1,7 @@
 """The query service under load: `/v1/query` latency and throughput at 1, 10 and 50 concurrent
 clients, how p95 grows with the number of tenants, and `/v1/events` ingest into the streams.
 
-    python -m bench.query_service [--limit 10] [--concurrency 1,10,50] [--seconds 20]
+    python -m bench.query_service [--locomo-tenants 10] [--concurrency 1,10,50] [--seconds 20]
                                   [--tenants 10,100,1000 --units 5000] [--events 2000]
                                   # the services must be up: simplemem infra up
 
@@ -23,6 +23,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import conversations, event_lines, parser
+from bench.locomo_data import Conversation
 from infra.serving import ServeProcess
 from infra.workers import WorkerProcess
 from schemas.settings import Settings, settings_for
@@ -51,6 +53,8 @@ def namespace(suffix: str, folder: Path) -> dict[str, str]:
         "SIMPLEMEM_MILVUS_INDEX_TYPE": "HNSW",
         "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-bench-{suffix}",
         "SIMPLEMEM_STREAM_DATA_DIR": str(folder / "faust"),
+        "SIMPLEMEM_STREAM_IDLE_SECONDS": "5",  # the last turns of a conversation are decided soon after
+        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
         "SIMPLEMEM_ADMIN_KEY": ADMIN,
         "SIMPLEMEM_API_QUERY_RATE": "10000000/minute",
         "SIMPLEMEM_API_INGEST_RATE": "10000000/minute",
@@ -192,11 +196,25 @@ def generated_units(settings: Settings, tenants: int, units: int, seed: int = 7)
         rt.close()
 
 
+def tenants_of(convs: list[Conversation], count: int) -> list[Conversation]:
+    """``count`` LoCoMo-sized tenants: the conversations, then copies of them under new tenant ids."""
+    out = []
+    for i in range(count):
+        conv = convs[i % len(convs)]
+        if i < len(convs):
+            out.append(conv)
+            continue
+        tenant = f"{conv.tenant_id}-copy{i // len(convs)}"
+        questions = [replace(q, tenant_id=tenant) for q in conv.questions]
+        out.append(replace(conv, tenant_id=tenant, questions=questions))
+    return out
+
+
 # --- the measures ---------------------------------------------------------------------------------
 def concurrency_run(args: Any, folder: Path) -> None:
     from processors.runtime import open_runtime
 
-    convs = conversations(args)
+    convs = tenants_of(conversations(args), args.locomo_tenants)
     env = namespace(uuid.uuid4().hex[:8], folder)
     settings = settings_for(env)
     try:
@@ -227,9 +245,6 @@ def events_run(args: Any, env: dict[str, str], server: ServeProcess, convs: Any,
     import httpx
     import orjson
 
-    from streams.kafka_io import read_topic
-
-    settings = settings_for(env)
     worker = WorkerProcess(env, folder / "worker.log").start()
     try:
         worker.wait_ready()
@@ -248,14 +263,11 @@ def events_run(args: Any, env: dict[str, str], server: ServeProcess, convs: Any,
         print(
             f"/v1/events: {len(lines)} turns accepted in {accepted:.1f} s = {len(lines) / accepted:.0f} turns/s"
         )
-        topic = settings.topic(settings.outcomes_topic)
         deadline = time.monotonic() + 900
-        decided = 0
-        while time.monotonic() < deadline:
-            decided = len({r.key for r in asyncio.run(read_topic(settings, topic))})
-            if decided >= len(lines) * 0.95:
-                break
-            time.sleep(2)
+        decided = 0.0
+        while time.monotonic() < deadline and decided < len(lines):
+            decided = worker.metric("simplemem_turns_out_total")
+            time.sleep(1)
         total = time.perf_counter() - start
         print(
             f"  decided by the worker: {decided} turns in {total:.1f} s = {decided / total:.0f} turns/s (1 worker)"
@@ -294,6 +306,9 @@ def scale_run(args: Any, folder: Path) -> None:
 
 def main() -> None:
     ap = parser(__doc__, 10)
+    ap.add_argument(
+        "--locomo-tenants", type=int, default=10, help="LoCoMo-sized tenants (copies past the data's)"
+    )
     ap.add_argument("--concurrency", default="1,10,50", help="concurrent clients, comma-separated")
     ap.add_argument("--seconds", type=float, default=20.0, help="load duration per measure")
     ap.add_argument("--tenants", default="", help="tenant counts for the growth measure, e.g. 10,100,1000")
