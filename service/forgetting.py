@@ -2,8 +2,8 @@
 
 Services mode publishes each :class:`DeletionRequest` to the deletions topic, keyed by its tenant.
 Embedded mode hands it to a :class:`Forgetter` in this process (the one that owns the store): the
-forget path's ``processors.forget.forget`` when it is there, else a pending log under the store that
-the forget path works off (``<store>/deletions/pending.jsonl``, ids only).
+forget path's entry once ``service.build`` wires it in, until then a pending log under the store
+(``<store>/deletions/pending.jsonl``, ids only) that the forget path can work off.
 """
 
 from __future__ import annotations
@@ -54,10 +54,14 @@ class CallForgetter:
         return "forgotten"
 
 
-def embedded_forgetter(store_dir: Path) -> Forgetter:
-    """The forget path's entry if this build has it, else the pending log."""
-    try:
-        from processors import forget as forget_path  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
+def embedded_forgetter(
+    store_dir: Path, forget: Callable[[DeletionRequest], object] | None = None
+) -> Forgetter:
+    """The forget path's entry when the caller wires one in (``service.build``), else the pending log.
+
+    Wiring: ``forget`` runs in the serving process under the embedded backend's lock, with the
+    runtime's stores (``processors.forget.forget(request, Stores(...), tombstones, settings)``).
+    """
+    if forget is None:
         return PendingLog(store_dir / PENDING_FILE)
-    return CallForgetter(forget_path.forget)
+    return CallForgetter(forget)
