@@ -7,6 +7,7 @@ RUN uv pip install --system --no-cache -r requirements.lock
 COPY schemas schemas
 COPY processors processors
 COPY streams streams
+COPY service service
 COPY cli cli
 COPY infra infra
 COPY bench bench

@@ -7,7 +7,7 @@ import os
 import typer
 from pydantic import ValidationError
 
-from cli import consolidate, demo, forget, infra, memory, streams
+from cli import consolidate, demo, forget, golden, infra, memory, serve, streams
 from cli.errors import ExitCode, error_line
 from schemas.events import describe_errors
 from schemas.settings import Settings
@@ -19,7 +19,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Streaming long-term memory for LLM agents."
 )
-for group in (memory, demo, streams, infra, forget, consolidate):
+for group in (memory, demo, streams, infra, forget, consolidate, serve, golden):
     group.register(app)
 
 

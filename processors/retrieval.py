@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from processors.temporal import find_anchors
 from processors.text import STOPWORDS, query_terms
 from processors.tokens import count_tokens
 from schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
-from schemas.query import QueryRequest, QueryResult, RetrievedMemory
+from schemas.query import QueryFilters, QueryRequest, QueryResult, RetrievedMemory
 from schemas.settings import Settings
 
 TEMPORAL_CUES = re.compile(
@@ -161,8 +161,12 @@ class Retriever:
     embedder: Embedder
     buffer: RecentTurnBuffer | None = None
 
-    def query(self, request: QueryRequest) -> QueryResult:
+    def query(self, request: QueryRequest, filters: QueryFilters | None = None) -> QueryResult:
+        """The memories and context for ``request``; ``filters`` narrow it further (the API's)."""
         s = self.settings
+        filters = filters or QueryFilters()
+        if request.include_archived:  # the CLI's flag; the API passes it in the filters
+            filters = filters.model_copy(update={"include_archived": True})
         as_of = request.as_of or datetime.now(UTC)
         tenant = request.tenant_id
         candidates = name_candidates(request.query)
@@ -170,15 +174,20 @@ class Retriever:
         anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)), loose=True)
         first_day = min((a.first_day for a in anchors), default=None)
         last_day = max((a.last_day for a in anchors), default=None)
+        explicit_range = filters.since is not None or filters.until is not None
+        if explicit_range:
+            first_day = filters.since or date(s.earliest_year, 1, 1)
+            last_day = filters.until or date.max
+        names = sorted({*names, *(p.lower() for p in filters.persons if p.strip())})
         named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]
         score = complexity(request.query, len(named))
-        k = k_for(score, s.k_min, s.k_max)
+        k = min(filters.k, s.k_max) if filters.k else k_for(score, s.k_min, s.k_max)
         flt = SymbolicFilter(
             names=tuple(names),
             first_day=first_day,
             last_day=last_day,
             stated_before=as_of,
-            active_only=not request.include_archived,
+            active_only=not filters.include_archived,
         )
         # With a person filter, part of the semantic pool is filtered out afterwards: fetch more.
         pool = max(s.candidate_pool, k * 3) * (2 if names else 1)
@@ -188,18 +197,23 @@ class Retriever:
         stripped = _without(request.query, named)
         qvec = self.embedder.encode([stripped])[0]
         ranked = self._search(tenant, stripped, qvec, pool, flt)
-        if len(ranked) < s.k_min and first_day is not None:
+        if len(ranked) < s.k_min and first_day is not None and not explicit_range:
             # A date that matches (almost) nothing was misremembered or refers to when something was
             # said rather than when it happened: an answer without the date beats an empty one.
             ranked = self._search(tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None))
         recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
+        if explicit_range or (filters.kinds and MemoryKind.FACT not in filters.kinds):
+            recent = {}  # a recent turn has no event time yet, and is a statement (a fact)
+        if filters.sessions:
+            recent = {uid: hit for uid, hit in recent.items() if hit[0].session_id in filters.sessions}
         if recent:
             ranked = sorted(
                 [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
             )
         replaced: dict[str, MemoryUnit] = {}
-        chosen = self._select(tenant, ranked, k, {uid: u for uid, (u, _) in recent.items()}, as_of, replaced)
-        chosen += self._siblings(tenant, chosen, request.include_archived)
+        transient = {uid: u for uid, (u, _) in recent.items()}
+        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced)
+        chosen += self._siblings(tenant, chosen, filters)
         memories = [
             RetrievedMemory(
                 id=u.id,
@@ -297,7 +311,7 @@ class Retriever:
         return any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept)
 
     def _siblings(
-        self, tenant: str, chosen: list[tuple[MemoryUnit, float]], include_archived: bool = False
+        self, tenant: str, chosen: list[tuple[MemoryUnit, float]], filters: QueryFilters
     ) -> list[tuple[MemoryUnit, float]]:
         """The other active statements of the chosen memories' messages, in their rank order, each
         with the score of the memory that brought it."""
@@ -308,7 +322,7 @@ class Retriever:
         sources = list(dict.fromkeys(s for u, _ in chosen for s in u.source_ids))
         by_source: dict[str, list[MemoryUnit]] = {}
         for unit in self.lexical.units_from_sources(tenant, sources):
-            if unit.id not in have and (include_archived or unit.status == MemoryStatus.ACTIVE):
+            if unit.id not in have and _allowed(unit, filters):
                 by_source.setdefault(unit.source_ids[0], []).append(unit)
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:
@@ -373,6 +387,7 @@ class Retriever:
         ranked: list[tuple[str, float]],
         k: int,
         transient: dict[str, MemoryUnit] | None = None,
+        filters: QueryFilters | None = None,
         as_of: datetime | None = None,
         replaced: dict[str, MemoryUnit] | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
@@ -387,7 +402,7 @@ class Retriever:
         chosen: list[tuple[MemoryUnit, float]] = []
         for uid, sc in head:
             unit = units.get(uid)
-            if unit is None:
+            if unit is None or (filters is not None and not _allowed(unit, filters)):
                 continue
             if self._repeats(unit, chosen):
                 continue
@@ -395,3 +410,12 @@ class Retriever:
             if len(chosen) == k:
                 break
         return chosen
+
+
+def _allowed(unit: MemoryUnit, filters: QueryFilters) -> bool:
+    """Whether the filters' kinds and archive choice admit ``unit``."""
+    if filters.kinds and unit.kind not in filters.kinds:
+        return False
+    if filters.sessions and unit.session_id not in filters.sessions:
+        return False
+    return filters.include_archived or unit.status == MemoryStatus.ACTIVE

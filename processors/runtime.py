@@ -63,7 +63,10 @@ class Runtime:
             from processors.stores.opensearch_lexical import OpenSearchLexicalStore
 
             return OpenSearchLexicalStore(
-                s.opensearch_endpoint, s.opensearch_index, refresh_interval=s.opensearch_refresh_interval
+                s.opensearch_endpoint,
+                s.opensearch_index,
+                refresh_interval=s.opensearch_refresh_interval,
+                pool_connections=s.opensearch_pool_connections,
             )
         return SqliteLexicalStore(self.store_dir / LEXICAL_FILE)
 

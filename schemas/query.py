@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
 
@@ -42,6 +42,20 @@ class QueryRequest(BaseModel):
                 f"{len(value)} characters, over the limit of {limit} (SIMPLEMEM_MAX_QUERY_CHARS)"
             )
         return value
+
+
+class QueryFilters(BaseModel):
+    """Optional narrowing of a query, on top of what its words say (the query service's filters)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    k: int | None = Field(None, ge=1, description="override the adaptive k (capped at k_max)")
+    persons: list[str] = Field(default_factory=list, description="only memories about these persons")
+    since: date | None = Field(None, description="first day the memory's time may touch")
+    until: date | None = Field(None, description="last day the memory's time may touch")
+    kinds: list[MemoryKind] = Field(default_factory=list, description="only memories of these kinds")
+    include_archived: bool = Field(False, description="also memories consolidation archived")
+    sessions: list[str] = Field(default_factory=list, description="only memories stated in these sessions")
 
 
 class RetrievedMemory(BaseModel):

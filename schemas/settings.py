@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from schemas.keys import MAX_ID_CHARS
@@ -202,6 +202,9 @@ class Settings(BaseSettings):
         description="set when the index is created: a write waits for the next refresh (refresh=wait_for) "
         "so that what leaves the recent-turn buffer is searchable; shorter = faster writes, more segments",
     )
+    opensearch_pool_connections: int = Field(
+        32, ge=1, description="HTTP connections an OpenSearch client keeps open (one per concurrent query)"
+    )
     redis_url: str | None = None
     redis_key_prefix: str = "simplemem"
     kafka_bootstrap: str | None = None
@@ -288,6 +291,30 @@ class Settings(BaseSettings):
     milvus_version: str = "2.3.5"
     milvus_own_venv: bool = Field(
         False, description="always run Milvus from its own venv in the cache, never the project's"
+    )
+
+    # --- query service (`simplemem serve`, service/) ------------------------------------------
+    api_host: str = Field(LOCAL_HOST, description="address `simplemem serve` binds (0.0.0.0 in a container)")
+    api_port: int = Field(8080, ge=1, le=65535)
+    admin_key: SecretStr | None = Field(
+        None, description="the administrator's key: manages tenants and their keys (never logged)"
+    )
+    api_ingest_rate: str = Field(
+        "6000/minute", description="events a tenant may send (limits' notation: N/second|minute|hour)"
+    )
+    api_query_rate: str = Field("1200/minute", description="queries (and searches) a tenant may make")
+    api_max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="larger request bodies: 413")
+    api_max_batch_events: int = Field(1000, ge=1, description="events one POST /v1/events may carry")
+    api_page_size: int = Field(100, ge=1, description="GET /v1/memories: memories per page by default")
+    api_max_page_size: int = Field(1000, ge=1, description="GET /v1/memories: largest page")
+    api_idle_check_seconds: float = Field(
+        2.0, gt=0, description="embedded serve: how often silent sessions' windows are closed"
+    )
+    golden_min_found: float = Field(
+        0.9, ge=0.0, le=1.0, description="`simplemem golden --url` fails below this share of found strings"
+    )
+    golden_wait_seconds: float = Field(
+        300.0, gt=0, description="`simplemem golden --url`: how long it waits for the facts to be queryable"
     )
 
     # --- recent-turn buffer (lookaside) ---------------------------------------------------------

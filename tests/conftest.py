@@ -57,3 +57,11 @@ def golden_runtime(tmp_path_factory, settings, golden) -> Iterator[Any]:  # type
     rt.report = rt.pipeline.ingest(lines)
     yield rt
     rt.close()
+
+
+@pytest.fixture(scope="session")
+def embedded_service(tmp_path_factory):  # type: ignore[no-untyped-def]
+    """One embedded `simplemem serve` process for the service tests (tests/service_server.py)."""
+    from tests.service_server import start_embedded
+
+    yield from start_embedded(tmp_path_factory)

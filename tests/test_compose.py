@@ -26,6 +26,7 @@ def test_services_present_with_health_checks() -> None:
         "redis",
         "prometheus",
         "worker",
+        "query",
     } <= set(services)
     for name in ("kafka", "opensearch", "milvus", "etcd", "minio", "redis"):
         assert "healthcheck" in services[name], name
@@ -33,7 +34,7 @@ def test_services_present_with_health_checks() -> None:
 
 def test_environment_names_are_settings() -> None:
     fields = {f"SIMPLEMEM_{name.upper()}" for name in Settings.model_fields}
-    for name in ("worker",):
+    for name in ("worker", "query"):
         env = compose()["services"][name]["environment"]
         unknown = set(env) - fields
         assert not unknown, f"{name}: {unknown} are not settings"

@@ -121,3 +121,31 @@ def test_a_person_named_in_the_query_favours_memories_without_excluding_the_rest
         assert bowl.memories[0].text == "Sam's sister Ines is coming over from Porto."
     finally:
         rt.close()
+
+
+def test_api_filters_narrow_the_answer(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    """The query service's filters: k, persons, a time range, kinds and sessions each restrict what
+    comes back, without touching the answer when absent."""
+    from datetime import date
+
+    from processors.runtime import open_runtime
+    from schemas.query import QueryFilters
+
+    rt = open_runtime(settings, tmp_path)
+    try:
+        ingest_turns(rt)
+        ask = QueryRequest(tenant_id="t", query="What happened?", as_of=datetime(2026, 3, 2, tzinfo=UTC))
+        plain = rt.retriever.query(ask)
+        assert {tuple(m.source_ids) for m in plain.memories} >= {("m0",), ("m1",)}
+        assert rt.retriever.query(ask, QueryFilters()).memories == plain.memories
+        one = rt.retriever.query(ask, QueryFilters(k=1))
+        assert one.k == 1
+        nate = rt.retriever.query(ask, QueryFilters(persons=["Nate"]))
+        assert nate.memories and all(m.source_ids == ["m1"] for m in nate.memories)
+        later = rt.retriever.query(ask, QueryFilters(since=date(2027, 1, 1)))
+        assert later.memories == []
+        assert rt.retriever.query(ask, QueryFilters(kinds=["code"])).memories == []
+        assert rt.retriever.query(ask, QueryFilters(sessions=["other"])).memories == []
+        assert rt.retriever.query(ask, QueryFilters(sessions=["s"])).memories
+    finally:
+        rt.close()

@@ -70,9 +70,19 @@ def _day(ordinal: int) -> str:
 
 class OpenSearchLexicalStore:
     def __init__(
-        self, url: str, index: str, *, client: OpenSearch | None = None, refresh_interval: str = "1s"
+        self,
+        url: str,
+        index: str,
+        *,
+        client: OpenSearch | None = None,
+        refresh_interval: str = "1s",
+        pool_connections: int | None = None,
     ) -> None:
-        self.client = client or OpenSearch(hosts=[url], timeout=REQUEST_TIMEOUT_SECONDS)
+        # urllib3 keeps one connection by default: concurrent queries (the query service's threads)
+        # would open and drop a connection each.
+        self.client = client or OpenSearch(
+            hosts=[url], timeout=REQUEST_TIMEOUT_SECONDS, pool_maxsize=pool_connections
+        )
         self.index = index
         if not self.client.indices.exists(index=index):
             body = {**MAPPING, "settings": {"index": {**MAPPING["settings"]["index"]}}}
@@ -249,6 +259,23 @@ class OpenSearchLexicalStore:
             "query": {
                 "bool": {"filter": [*self._filters(tenant_id), {"terms": {"context_ids": list(message_ids)}}]}
             },
+        }
+        return [
+            MemoryUnit.model_validate(h["_source"]["doc"])
+            for h in self._search(tenant_id, body)["hits"]["hits"]
+        ]
+
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        """A page of the tenant's units; pages end at OpenSearch's result window (10,000 units)."""
+        size = max(0, min(limit, MAX_RESULT_WINDOW - offset))
+        if size == 0:
+            return []
+        body = {
+            "from": offset,
+            "size": size,
+            "_source": ["doc"],
+            "sort": [{"stated_at": "asc"}, {"_id": "asc"}],
+            "query": {"bool": {"filter": self._filters(tenant_id)}},
         }
         return [
             MemoryUnit.model_validate(h["_source"]["doc"])

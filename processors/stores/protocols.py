@@ -85,6 +85,10 @@ class LexicalStore(Protocol):
         """All the tenant's units (active and archived), ``batch`` at a time: bounded memory."""
         ...
 
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        """The tenant's units (any status) in the order they were stated, ``limit`` from ``offset``."""
+        ...
+
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
 
     def tenants(self) -> list[str]:

@@ -247,6 +247,14 @@ class SqliteLexicalStore:
             self._db.execute("INSERT INTO units_fts(units_fts) VALUES ('optimize')")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT doc FROM units WHERE tenant_id=? ORDER BY stated_at, id LIMIT ? OFFSET ?",
+                (tenant_id, limit, offset),
+            ).fetchall()
+        return [MemoryUnit.model_validate(orjson.loads(doc)) for (doc,) in rows]
+
     def count(self, tenant_id: str) -> int:
         with self._lock:
             row = self._db.execute("SELECT count(*) FROM units WHERE tenant_id=?", (tenant_id,)).fetchone()

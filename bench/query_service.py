@@ -1,0 +1,333 @@
+"""The query service under load: `/v1/query` latency and throughput at 1, 10 and 50 concurrent
+clients, how p95 grows with the number of tenants, and `/v1/events` ingest into the streams.
+
+    python -m bench.query_service [--locomo-tenants 10] [--concurrency 1,10,50] [--seconds 20]
+                                  [--tenants 10,100,1000 --units 5000] [--events 2000]
+                                  # the services must be up: simplemem infra up
+
+Services mode, in a namespace of its own (index, collection, Redis prefix, topics), removed at the
+end. The LoCoMo conversations (one tenant each) are ingested through the pipeline, then one
+`simplemem serve` answers their questions; the load generator is a separate process (asyncio, one
+connection per simulated client). `--tenants` fills fresh namespaces with generated units (random
+unit vectors, templated statements about a few persons) and measures p95 at 10 clients for each size.
+`--events` posts turns to `/v1/events` in batches of 100 with a stream worker running, and reports
+the API's accepted turns/s and the turns/s until every turn is decided (the outcomes topic).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from tempfile import TemporaryDirectory
+from typing import Any
+
+import numpy as np
+
+from bench.common import conversations, event_lines, parser
+from bench.locomo_data import Conversation
+from infra.serving import ServeProcess
+from infra.workers import WorkerProcess
+from processors.embedding import model_dimension
+from schemas.settings import Settings, settings_for
+
+ADMIN = f"bench-admin-{uuid.uuid4().hex}"
+SCALE_CLIENTS = 10
+PERSONS = ("Maya", "Ravi", "Lena", "Tom", "Aiko", "Omar", "Sofia", "Jonas")
+THINGS = ("the garden", "a guitar", "the marathon", "a pottery class", "the new job", "a trip to Kyoto")
+VERBS = ("talked about", "started", "finished", "loved", "planned", "worried about")
+
+
+def namespace(suffix: str, folder: Path) -> dict[str, str]:
+    return {
+        "SIMPLEMEM_MODE": "services",
+        "SIMPLEMEM_TOPIC_PREFIX": f"bench{suffix}.",
+        "SIMPLEMEM_STREAM_APP_ID": f"bench{suffix}",
+        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-bench-{suffix}",
+        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_bench_{suffix}",
+        "SIMPLEMEM_MILVUS_INDEX_TYPE": "HNSW",
+        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-bench-{suffix}",
+        "SIMPLEMEM_STREAM_DATA_DIR": str(folder / "faust"),
+        "SIMPLEMEM_STREAM_IDLE_SECONDS": "5",  # the last turns of a conversation are decided soon after
+        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
+        "SIMPLEMEM_ADMIN_KEY": ADMIN,
+        "SIMPLEMEM_API_QUERY_RATE": "10000000/minute",
+        "SIMPLEMEM_API_INGEST_RATE": "10000000/minute",
+    }
+
+
+# --- the load generator (runs in its own process) ---------------------------------------------
+def _load(
+    url: str, requests: list[tuple[str, dict[str, Any]]], clients: int, seconds: float
+) -> dict[str, Any]:
+    return asyncio.run(_drive(url, requests, clients, seconds))
+
+
+async def _drive(
+    url: str, requests: list[tuple[str, dict[str, Any]]], clients: int, seconds: float
+) -> dict[str, Any]:
+    import httpx
+
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+
+    async def client(n: int) -> None:
+        nonlocal errors
+        limits = httpx.Limits(max_connections=1)
+        async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as http:
+            i = n
+            while time.perf_counter() < deadline:
+                key, body = requests[i % len(requests)]
+                i += clients
+                start = time.perf_counter()
+                r = await http.post("/v1/query", json=body, headers={"Authorization": f"Bearer {key}"})
+                latencies.append((time.perf_counter() - start) * 1000)
+                errors += r.status_code != 200
+
+    start = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    return {"latencies": latencies, "errors": errors, "elapsed": time.perf_counter() - start}
+
+
+def load_in_process(
+    url: str, requests: list[tuple[str, dict[str, Any]]], clients: int, seconds: float
+) -> dict[str, Any]:
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        result: dict[str, Any] = pool.apply(_load, (url, requests, clients, seconds))
+        return result
+
+
+def report(label: str, result: dict[str, Any]) -> str:
+    lat = np.array(result["latencies"])
+    p50, p95, p99 = (np.percentile(lat, p) if len(lat) else float("nan") for p in (50, 95, 99))
+    rps = len(lat) / result["elapsed"]
+    return (
+        f"{label:<28} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  p99 {p99:7.1f} ms  "
+        f"{rps:7.1f} req/s  ({len(lat)} requests, {result['errors']} errors)"
+    )
+
+
+# --- setup --------------------------------------------------------------------------------------
+@contextmanager
+def serving(env: dict[str, str], logs: Path) -> Iterator[ServeProcess]:
+    server = ServeProcess(env, logs / "serve.log").start()
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+def make_keys(url: str, tenants: list[str]) -> dict[str, str]:
+    import httpx
+
+    with httpx.Client(base_url=url, timeout=60) as http:
+        auth = {"Authorization": f"Bearer {ADMIN}"}
+        return {
+            t: http.post("/v1/admin/keys", json={"tenant_id": t}, headers=auth).json()["key"] for t in tenants
+        }
+
+
+def drop(settings: Settings) -> None:
+    from processors.stores.cleanup import drop_namespace
+
+    drop_namespace(settings)
+    asyncio.run(_drop_topics(settings))
+
+
+async def _drop_topics(settings: Settings) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
+    await admin.start()
+    try:
+        mine = [
+            t
+            for t in await admin.list_topics()
+            if t.startswith((settings.topic_prefix, settings.stream_app_id))
+        ]
+        if mine:
+            await admin.delete_topics(mine)
+    finally:
+        await admin.close()
+
+
+def generated_units(settings: Settings, tenants: int, units: int, seed: int = 7) -> None:
+    """Fill the namespace with ``units`` templated statements per tenant (random unit vectors)."""
+    from processors.runtime import open_runtime
+    from schemas.memory import MemoryKind, MemoryUnit
+
+    rng = random.Random(seed)
+    vec_rng = np.random.default_rng(seed)
+    rt = open_runtime(settings)
+    batch = 2000
+    try:
+        for t in range(tenants):
+            tenant = f"gen{t:04d}"
+            for start in range(0, units, batch):
+                rows = []
+                for i in range(start, min(units, start + batch)):
+                    person = rng.choice(PERSONS)
+                    text = f"{person} {rng.choice(VERBS)} {rng.choice(THINGS)} on day {i}."
+                    rows.append(
+                        MemoryUnit.build(
+                            tenant_id=tenant,
+                            text=text,
+                            kind=MemoryKind.FACT,
+                            source_ids=[f"g{i}"],
+                            stated_at=f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}T10:00:00+00:00",
+                            persons=[person],
+                            speaker=person,
+                            session_id=f"s{i // 50}",
+                        )
+                    )
+                vectors = vec_rng.normal(
+                    size=(len(rows), model_dimension(settings.embedding_model_dir))
+                ).astype(np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                rt.vectors.upsert(rows, vectors)
+                rt.lexical.upsert(rows)
+        rt.vectors.flush()
+    finally:
+        rt.close()
+
+
+def tenants_of(convs: list[Conversation], count: int) -> list[Conversation]:
+    """``count`` LoCoMo-sized tenants: the conversations, then copies of them under new tenant ids."""
+    out = []
+    for i in range(count):
+        conv = convs[i % len(convs)]
+        if i < len(convs):
+            out.append(conv)
+            continue
+        tenant = f"{conv.tenant_id}-copy{i // len(convs)}"
+        questions = [replace(q, tenant_id=tenant) for q in conv.questions]
+        out.append(replace(conv, tenant_id=tenant, questions=questions))
+    return out
+
+
+# --- the measures ---------------------------------------------------------------------------------
+def concurrency_run(args: Any, folder: Path) -> None:
+    from processors.runtime import open_runtime
+
+    convs = tenants_of(conversations(args), args.locomo_tenants)
+    env = namespace(uuid.uuid4().hex[:8], folder)
+    settings = settings_for(env)
+    try:
+        start = time.perf_counter()
+        rt = open_runtime(settings)
+        rt.pipeline.ingest(event_lines(convs))
+        rt.close()
+        print(f"ingested {len(convs)} LoCoMo tenants in {time.perf_counter() - start:.0f} s")
+        with serving(env, folder) as server:
+            keys = make_keys(server.url, [c.tenant_id for c in convs])
+            requests = [
+                (keys[q.tenant_id], {"query": q.question, "as_of": q.as_of.isoformat()})
+                for c in convs
+                for q in c.questions
+            ]
+            random.Random(3).shuffle(requests)
+            load_in_process(server.url, requests, 1, 3.0)  # warm-up
+            for clients in args.concurrency:
+                result = load_in_process(server.url, requests, clients, args.seconds)
+                print(report(f"/v1/query, {clients} clients", result))
+            if args.events:
+                events_run(args, env, server, convs, folder)
+    finally:
+        drop(settings)
+
+
+def events_run(args: Any, env: dict[str, str], server: ServeProcess, convs: Any, folder: Path) -> None:
+    import httpx
+    import orjson
+
+    worker = WorkerProcess(env, folder / "worker.log").start()
+    try:
+        worker.wait_ready()
+        key = make_keys(server.url, ["ingest-bench"])["ingest-bench"]
+        lines = [orjson.loads(raw) for _, raw in event_lines(convs)][: args.events]
+        for e in lines:
+            e["tenant_id"] = "ingest-bench"
+        start = time.perf_counter()
+        with httpx.Client(base_url=server.url, timeout=120) as http:
+            for i in range(0, len(lines), 100):
+                r = http.post(
+                    "/v1/events", json=lines[i : i + 100], headers={"Authorization": f"Bearer {key}"}
+                )
+                r.raise_for_status()
+        accepted = time.perf_counter() - start
+        print(
+            f"/v1/events: {len(lines)} turns accepted in {accepted:.1f} s = {len(lines) / accepted:.0f} turns/s"
+        )
+        deadline = time.monotonic() + 900
+        decided = 0.0
+        while time.monotonic() < deadline and decided < len(lines):
+            decided = worker.metric("simplemem_turns_out_total")
+            time.sleep(1)
+        total = time.perf_counter() - start
+        print(
+            f"  decided by the worker: {decided} turns in {total:.1f} s = {decided / total:.0f} turns/s (1 worker)"
+        )
+    finally:
+        worker.stop()
+
+
+def scale_run(args: Any, folder: Path) -> None:
+    for tenants in args.tenants:
+        env = namespace(uuid.uuid4().hex[:8], folder)
+        settings = settings_for(env)
+        try:
+            start = time.perf_counter()
+            generated_units(settings, tenants, args.units)
+            print(
+                f"{tenants} tenants x {args.units} generated units written in {time.perf_counter() - start:.0f} s"
+            )
+            with serving(env, folder) as server:
+                names = [f"gen{t:04d}" for t in range(tenants)]
+                keys = make_keys(server.url, names)
+                rng = random.Random(5)
+                requests = [
+                    (
+                        keys[rng.choice(names)],
+                        {"query": f"What did {rng.choice(PERSONS)} do about {rng.choice(THINGS)}?"},
+                    )
+                    for _ in range(2000)
+                ]
+                load_in_process(server.url, requests, 1, 3.0)
+                result = load_in_process(server.url, requests, SCALE_CLIENTS, args.seconds)
+                print(report(f"{tenants} tenants, {SCALE_CLIENTS} clients", result))
+        finally:
+            drop(settings)
+
+
+def main() -> None:
+    ap = parser(__doc__, 10)
+    ap.add_argument(
+        "--locomo-tenants", type=int, default=10, help="LoCoMo-sized tenants (copies past the data's)"
+    )
+    ap.add_argument("--concurrency", default="1,10,50", help="concurrent clients, comma-separated")
+    ap.add_argument("--seconds", type=float, default=20.0, help="load duration per measure")
+    ap.add_argument("--tenants", default="", help="tenant counts for the growth measure, e.g. 10,100,1000")
+    ap.add_argument("--units", type=int, default=5000, help="generated units per tenant (growth measure)")
+    ap.add_argument("--events", type=int, default=0, help="turns posted to /v1/events (0: skip)")
+    ap.add_argument("--skip-locomo", action="store_true", help="only the growth measure")
+    args = ap.parse_args()
+    args.concurrency = [int(c) for c in args.concurrency.split(",") if c]
+    args.tenants = [int(t) for t in args.tenants.split(",") if t]
+    with TemporaryDirectory(prefix="bench-query-service-") as tmp:
+        folder = Path(tmp)
+        if not args.skip_locomo:
+            concurrency_run(args, folder)
+        if args.tenants:
+            scale_run(args, folder)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""`simplemem serve | keys create | keys list | keys revoke | feedback export`: the query service."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cli.console import out
+from cli.errors import CliError, ExitCode, one_line_errors
+from schemas.keys import check_id
+from schemas.settings import get_settings
+
+if TYPE_CHECKING:
+    from service.keys import KeyStore
+
+keys_app = typer.Typer(no_args_is_help=True, help="Tenants' API keys (stored hashed).")
+feedback_app = typer.Typer(no_args_is_help=True, help="The feedback loop's log of wrong answers.")
+
+StoreOpt = Annotated[
+    Path | None,
+    typer.Option("--store", help="embedded store folder (default: SIMPLEMEM_STORE); services: Redis"),
+]
+
+
+@one_line_errors
+def serve(
+    host: Annotated[
+        str | None, typer.Option("--host", help="address to bind (default: SIMPLEMEM_API_HOST)")
+    ] = None,
+    port: Annotated[int | None, typer.Option("--port", help="port (default: SIMPLEMEM_API_PORT)")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Serve the memory over HTTP (OpenAPI at /docs): events, queries, feedback, memories, deletions."""
+    import uvicorn
+
+    from cli.store import open_store
+    from service.build import build_app
+
+    settings = get_settings()
+    # Embedded: this process holds the store (and its lock) for as long as it serves.
+    with open_store(settings, store, "simplemem serve", create=True) as rt:
+        app = build_app(rt)
+        out.print(
+            f"serving {settings.mode} memory on http://{host or settings.api_host}:{port or settings.api_port}"
+        )
+        uvicorn.run(
+            app,
+            host=host or settings.api_host,
+            port=port or settings.api_port,
+            access_log=False,  # paths carry message ids; /metrics counts the requests
+            log_level="warning",
+        )
+
+
+def _keys(store: Path | None) -> KeyStore:
+    from service.keys import open_key_store
+
+    settings = get_settings()
+    return open_key_store(settings, Path(store or settings.store))
+
+
+@keys_app.command("create")
+@one_line_errors
+def keys_create(
+    tenant: Annotated[str, typer.Option("--tenant", help="the tenant the key acts for")],
+    store: StoreOpt = None,
+) -> None:
+    """Create a key for TENANT; it is printed once, as the last word of the last line."""
+    from service.keys import new_key
+
+    try:
+        check_id(tenant, tenant=True)
+    except ValueError as exc:
+        raise CliError(f"--tenant: {exc}", ExitCode.USAGE) from None
+    keys = _keys(store)
+    key, record = new_key(tenant)
+    keys.add(record)
+    keys.close()
+    sys.stdout.write(f"key {record.key_id} for tenant {tenant} (shown once, stored hashed): {key}\n")
+
+
+@keys_app.command("list")
+@one_line_errors
+def keys_list(
+    tenant: Annotated[str | None, typer.Option("--tenant", help="only this tenant's keys")] = None,
+    store: StoreOpt = None,
+) -> None:
+    """Every key: id, tenant, creation time, revoked or not (never the key)."""
+    keys = _keys(store)
+    for record in keys.list(tenant):
+        state = "revoked" if record.revoked else "active"
+        sys.stdout.write(
+            f"{record.key_id}\t{record.tenant_id}\t{record.created_at.isoformat(timespec='seconds')}\t{state}\n"
+        )
+    keys.close()
+
+
+@keys_app.command("revoke")
+@one_line_errors
+def keys_revoke(
+    key_id: Annotated[str, typer.Argument(help="the key's id (keys list)")], store: StoreOpt = None
+) -> None:
+    """Revoke a key: requests with it are refused from now on."""
+    keys = _keys(store)
+    found = keys.revoke(key_id)
+    keys.close()
+    if not found:
+        raise CliError(f"no key {key_id}")
+    out.print(f"revoked {key_id}")
+
+
+@feedback_app.command("export")
+@one_line_errors
+def feedback_export(store: StoreOpt = None) -> None:
+    """Every logged miss as a JSON line (scrubbed query, complexity, k), for tuning the classifier."""
+    from service.feedback import open_feedback_log
+
+    settings = get_settings()
+    for record in open_feedback_log(settings, Path(store or settings.store)).export():
+        sys.stdout.write(record.model_dump_json() + "\n")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(serve)
+    app.add_typer(keys_app, name="keys")
+    app.add_typer(feedback_app, name="feedback")

@@ -1,0 +1,45 @@
+"""Pure pieces of the query service: mem0 filters and scopes, event payload shapes, golden matching."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi import HTTPException
+
+from cli.golden import found_in, percentile
+from service.app import _event_list
+from service.directory import Scope
+from service.mem0 import scope_of
+
+
+def test_mem0_filters_become_a_scope() -> None:
+    assert scope_of(None) == Scope()
+    assert scope_of({"user_id": "alice"}) == Scope(user_id="alice")
+    assert scope_of({"AND": [{"user_id": "a"}, {"run_id": "r"}]}) == Scope(user_id="a", run_id="r")
+    for bad in ({"OR": [{"user_id": "a"}]}, {"user_id": {"in": ["a"]}}, {"AND": ["x"]}):
+        with pytest.raises(HTTPException):
+            scope_of(bad)
+
+
+def test_scopes_are_sessions_that_never_collide_and_match_by_their_set_fields() -> None:
+    a = Scope(user_id="a|b", agent_id="c")
+    b = Scope(user_id="a", agent_id="b|c")
+    assert a.session_id() != b.session_id()
+    assert a.session_id() == Scope(user_id="a|b", agent_id="c").session_id()
+    assert a.matches(Scope(user_id="a|b")) and a.matches(Scope())
+    assert not a.matches(Scope(user_id="a|b", run_id="r"))
+
+
+def test_events_come_alone_in_a_list_or_under_events() -> None:
+    one = {"message_id": "m", "text": "x"}
+    assert _event_list(one) == [one]
+    assert _event_list([one, one]) == [one, one]
+    assert _event_list({"events": [one]}) == [one]
+    with pytest.raises(HTTPException):
+        _event_list("text")
+
+
+def test_golden_matching_accepts_any_spelling_of_a_day() -> None:
+    assert found_in("[2026-01-11]\nWent to Toronto", "toronto")
+    assert found_in("on January 11th we met", "2026-01-11")
+    assert not found_in("on January 12th we met", "2026-01-11")
+    assert percentile([5.0, 1.0, 3.0], 50) == 3.0

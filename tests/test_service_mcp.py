@@ -1,0 +1,71 @@
+"""The official `mcp` client (Streamable HTTP) against `simplemem serve`'s MCP server: it remembers a
+fact and finds it; a request without a valid key is refused; another tenant's key finds nothing."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from infra.serving import ServeProcess
+from tests.service_server import new_key
+
+pytestmark = pytest.mark.slow
+
+
+async def call(server: ServeProcess, key: str, tool: str, arguments: dict[str, Any]) -> Any:
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with (
+        create_mcp_http_client(headers={"Authorization": f"Bearer {key}"}) as http,
+        streamable_http_client(f"{server.url}/mcp/", http_client=http) as streams,
+        ClientSession(streams[0], streams[1]) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool(tool, arguments)
+        return result
+
+
+def payload(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result
+    data: dict[str, Any] = result.structured_content or json.loads(result.content[0].text)
+    return data
+
+
+def test_the_mcp_client_remembers_and_finds_a_fact(embedded_service: ServeProcess) -> None:
+    import anyio
+
+    with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
+        key, other = new_key(api, "mcp-tenant"), new_key(api, "mcp-other")
+        assert api.post("/mcp/", json={}).status_code == 401
+    remembered = payload(
+        anyio.run(call, embedded_service, key, "remember", {"text": "My locker code is in the red notebook."})
+    )
+    assert len(remembered["accepted"]) == 1
+    deadline = time.monotonic() + 60
+    found: dict[str, Any] = {}
+    while time.monotonic() < deadline and "notebook" not in found.get("context", ""):
+        found = payload(
+            anyio.run(call, embedded_service, key, "search_memories", {"query": "Where is my locker code?"})
+        )
+        time.sleep(0.5)
+    assert "red notebook" in found["context"]
+    theirs = payload(
+        anyio.run(call, embedded_service, other, "search_memories", {"query": "Where is my locker code?"})
+    )
+    assert theirs["memories"] == []
+    listed: dict[str, Any] = {"total": 0}
+    deadline = time.monotonic() + 60  # listed once its window closes (the session goes silent)
+    while time.monotonic() < deadline and not listed["total"]:
+        listed = payload(anyio.run(call, embedded_service, key, "list_memories", {}))
+        time.sleep(0.5)
+    assert "red notebook" in listed["memories"][0]["text"]
+    forgotten = payload(
+        anyio.run(call, embedded_service, key, "forget_message", {"message_id": remembered["accepted"][0]})
+    )
+    assert forgotten["status"] == "accepted"

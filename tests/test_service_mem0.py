@@ -1,0 +1,92 @@
+"""The unmodified `mem0ai` client (pinned 2.2.1) against `simplemem serve`'s mem0-compatible routes:
+add, search, get_all, get, history, update, delete, delete_all; scopes map onto sessions inside the
+key's tenant, and another tenant's key sees nothing."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from infra.serving import ServeProcess
+from tests.service_server import new_key
+
+pytestmark = pytest.mark.slow
+
+os.environ["MEM0_TELEMETRY"] = "False"  # the client would otherwise report to its vendor
+
+
+@pytest.fixture(scope="module")
+def keys(embedded_service: ServeProcess) -> Iterator[tuple[str, str]]:
+    with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
+        yield new_key(api, "mem0-alpha"), new_key(api, "mem0-beta")
+
+
+def client(server: ServeProcess, key: str) -> Any:
+    from mem0 import MemoryClient
+
+    return MemoryClient(api_key=key, host=f"{server.url}/mem0")
+
+
+def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.5)
+
+
+def texts(results: list[dict[str, Any]]) -> str:
+    return " ".join(r["memory"] for r in results).lower()
+
+
+def test_add_and_search_within_a_user_and_another_tenant_sees_nothing(
+    embedded_service: ServeProcess, keys: tuple[str, str]
+) -> None:
+    alpha, beta = client(embedded_service, keys[0]), client(embedded_service, keys[1])
+    added = alpha.add([{"role": "user", "content": "I am allergic to peanuts."}], user_id="alice")
+    assert added["results"][0]["event"] == "ADD"
+    alpha.add([{"role": "user", "content": "I am allergic to penicillin."}], user_id="bob")
+    found = eventually(
+        lambda: (
+            "peanuts"
+            in texts(alpha.search("What am I allergic to?", filters={"user_id": "alice"})["results"])
+        )
+    )
+    assert found
+    alice = alpha.search("What am I allergic to?", filters={"user_id": "alice"})["results"]
+    assert "penicillin" not in texts(alice)
+    assert all(r["user_id"] == "alice" for r in alice)
+    assert beta.search("What am I allergic to?", filters={"user_id": "alice"})["results"] == []
+    assert beta.search("What am I allergic to?")["results"] == []
+    assert beta.get_all(filters={"user_id": "alice"})["count"] == 0
+
+
+def test_get_all_get_history_update_and_delete(embedded_service: ServeProcess, keys: tuple[str, str]) -> None:
+    alpha, beta = client(embedded_service, keys[0]), client(embedded_service, keys[1])
+    alpha.add(
+        [{"role": "user", "content": "My sister Ana lives in Porto."}], user_id="carol", agent_id="helper"
+    )
+    listed = eventually(lambda: alpha.get_all(filters={"user_id": "carol"})["results"])
+    assert listed and "porto" in texts(listed)
+    memory = next(m for m in listed if "porto" in m["memory"].lower())
+    assert (memory["user_id"], memory["agent_id"]) == ("carol", "helper")
+    assert alpha.get(memory["id"])["memory"] == memory["memory"]
+    assert [h["event"] for h in alpha.history(memory["id"])] == ["ADD"]
+    with pytest.raises(Exception, match=r"404|not found|Not Found"):
+        beta.get(memory["id"])
+    alpha.update(memory["id"], text="My sister Ana lives in Braga.")
+    moved = eventually(lambda: "braga" in texts(alpha.get_all(filters={"user_id": "carol"})["results"]))
+    assert moved and "porto" not in texts(alpha.get_all(filters={"user_id": "carol"})["results"])
+    current = next(
+        m for m in alpha.get_all(filters={"user_id": "carol"})["results"] if "braga" in m["memory"].lower()
+    )
+    assert alpha.delete(current["id"])["message"]
+    assert "braga" not in texts(alpha.get_all(filters={"user_id": "carol"})["results"])
+    assert alpha.delete_all(user_id="carol")["message"]
+    assert eventually(lambda: alpha.get_all(filters={"user_id": "carol"})["results"] == []), "all forgotten"

@@ -1,0 +1,41 @@
+"""Per-tenant quotas: one tenant's use does not touch another's; services mode shares the counters
+between replicas through Redis (two limiters stand for two replicas)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from schemas.settings import Settings
+from service.quotas import Quota, Quotas
+from tests.services import require
+
+
+def test_a_tenant_over_its_quota_is_told_when_to_retry_and_others_are_not_affected() -> None:
+    quotas = Quotas(Settings(api_ingest_rate="10/minute"))
+    assert quotas.take(Quota.INGEST, "noisy", 8).allowed
+    refused = quotas.take(Quota.INGEST, "noisy", 3)
+    assert not refused.allowed and 1 <= refused.retry_after <= 60
+    assert quotas.take(Quota.INGEST, "quiet", 10).allowed
+    assert quotas.take(Quota.QUERY, "noisy").allowed  # the query quota is its own
+
+
+@pytest.mark.integration
+def test_replicas_share_a_tenants_quota_through_redis() -> None:
+    settings = Settings(
+        mode="services", api_query_rate="5/minute", redis_key_prefix=f"simplemem-quota-{uuid.uuid4().hex[:8]}"
+    )
+    require(settings)
+    first, second = Quotas(settings), Quotas(settings)
+    tenant = "shared"
+    assert all(first.take(Quota.QUERY, tenant).allowed for _ in range(3))
+    assert all(second.take(Quota.QUERY, tenant).allowed for _ in range(2))
+    assert not first.take(Quota.QUERY, tenant).allowed
+    assert not second.take(Quota.QUERY, tenant).allowed
+    assert second.take(Quota.QUERY, "another").allowed
+    import redis
+
+    r = redis.Redis.from_url(settings.redis_endpoint)
+    for key in r.scan_iter(f"{settings.redis_key_prefix}:*"):
+        r.delete(key)

@@ -1,0 +1,184 @@
+"""`simplemem serve` in services mode against the real Kafka, OpenSearch, Milvus and Redis, with a
+stream worker: events reach the turns topic keyed as `simplemem publish` keys them, deletions the
+deletions topic, keys and quotas are shared by two replicas, and `simplemem golden --url` passes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+
+import httpx
+import orjson
+import pytest
+
+from infra.serving import ServeProcess
+from infra.workers import WorkerProcess
+from schemas.keys import SessionKey, tenant_key
+from schemas.settings import REPO_ROOT, Settings, settings_for
+from schemas.stream import DeletionRequest
+from tests.conftest import GOLDEN
+from tests.services import drop_stores, require
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ADMIN = f"admin-{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    suffix = uuid.uuid4().hex[:8]
+    values = {
+        "SIMPLEMEM_MODE": "services",
+        "SIMPLEMEM_TOPIC_PREFIX": f"svc{suffix}.",
+        "SIMPLEMEM_STREAM_APP_ID": f"svc{suffix}",
+        "SIMPLEMEM_TOPIC_PARTITIONS": "2",
+        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-svc-{suffix}",
+        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_svc_{suffix}",
+        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-svc-{suffix}",
+        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
+        "SIMPLEMEM_STREAM_IDLE_SECONDS": "4",
+        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
+        "SIMPLEMEM_ADMIN_KEY": ADMIN,
+        "SIMPLEMEM_API_QUERY_RATE": "100000/minute",
+    }
+    settings = settings_for(values)
+    require(settings, kafka=True)
+    yield values
+    drop_stores(settings)
+    asyncio.run(_delete_topics(settings))
+
+
+async def _delete_topics(settings: Settings) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
+    await admin.start()
+    try:
+        mine = [
+            t
+            for t in await admin.list_topics()
+            if t.startswith((settings.topic_prefix, settings.stream_app_id))
+        ]
+        if mine:
+            await admin.delete_topics(mine)
+    finally:
+        await admin.close()
+
+
+@pytest.fixture(scope="module")
+def replicas(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServeProcess]]:
+    logs = tmp_path_factory.mktemp("svc-logs")
+    servers = [ServeProcess(env, logs / f"serve{i}.log").start() for i in range(2)]
+    try:
+        for s in servers:
+            s.wait_ready()
+        yield servers
+    finally:
+        for s in servers:
+            s.stop()
+
+
+@pytest.fixture(scope="module")
+def worker(
+    env: dict[str, str], replicas: list[ServeProcess], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[WorkerProcess]:
+    w = WorkerProcess(
+        env, tmp_path_factory.mktemp("svc-worker") / "worker.log"
+    ).start()  # topics: made by serve
+    w.wait_ready()
+    yield w
+    w.stop()
+
+
+def admin() -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN}"}
+
+
+def records(env: dict[str, str], name: str) -> list[tuple[bytes | None, bytes]]:
+    from streams.kafka_io import read_topic
+
+    settings = settings_for(env)
+    return [(r.key, r.value) for r in asyncio.run(read_topic(settings, settings.topic(name))) if r.value]
+
+
+def test_health_names_every_store(replicas: list[ServeProcess]) -> None:
+    health = httpx.get(f"{replicas[0].url}/healthz", timeout=30).json()
+    assert health["mode"] == "services"
+    assert {name: s["state"] for name, s in health["stores"].items()} == {
+        "opensearch": "up",
+        "milvus": "up",
+        "redis": "up",
+        "kafka": "up",
+    }
+
+
+def test_replicas_share_keys_and_quotas(replicas: list[ServeProcess]) -> None:
+    one, two = (httpx.Client(base_url=r.url, timeout=60) for r in replicas)
+    made = one.post("/v1/admin/keys", json={"tenant_id": "shared"}, headers=admin()).json()
+    headers = {"Authorization": f"Bearer {made['key']}"}
+    assert two.post("/v1/query", json={"query": "anything?"}, headers=headers).status_code == 200
+    assert two.delete(f"/v1/admin/keys/{made['key_id']}", headers=admin()).status_code == 200
+    assert one.post("/v1/query", json={"query": "anything?"}, headers=headers).status_code == 401
+
+
+def test_events_go_to_the_turns_topic_keyed_by_session(
+    env: dict[str, str], replicas: list[ServeProcess]
+) -> None:
+    api = httpx.Client(base_url=replicas[1].url, timeout=60)
+    key = api.post("/v1/admin/keys", json={"tenant_id": "keyed"}, headers=admin()).json()["key"]
+    events = [
+        {
+            "session_id": "a|b",
+            "message_id": f"k{i}",
+            "speaker": "Ann",
+            "role": "user",
+            "text": "Hi.",
+            "ts": "2026-01-05T09:00:00Z",
+        }
+        for i in range(2)
+    ]
+    r = api.post("/v1/events", json=events, headers={"Authorization": f"Bearer {key}"})
+    assert r.status_code == 202 and r.json()["accepted"] == ["k0", "k1"]
+    mine = [
+        (k, orjson.loads(v)) for k, v in records(env, "turns") if orjson.loads(v).get("tenant_id") == "keyed"
+    ]
+    assert [v["message_id"] for _, v in mine] == ["k0", "k1"]
+    assert {k for k, _ in mine} == {SessionKey("keyed", "a|b").encode()}
+
+
+def test_deletions_go_to_the_deletions_topic(env: dict[str, str], replicas: list[ServeProcess]) -> None:
+    api = httpx.Client(base_url=replicas[0].url, timeout=60)
+    key = api.post("/v1/admin/keys", json={"tenant_id": "leaving"}, headers=admin()).json()["key"]
+    assert api.delete("/v1/messages/x1", headers={"Authorization": f"Bearer {key}"}).status_code == 202
+    assert api.delete("/v1/tenants/leaving", headers=admin()).status_code == 202
+    found = [(k, DeletionRequest.model_validate_json(v)) for k, v in records(env, "deletions")]
+    mine = [(k, r) for k, r in found if r.tenant_id == "leaving"]
+    assert [(r.message_ids, r.whole_tenant) for _, r in mine] == [(["x1"], False), ([], True)]
+    assert {k for k, _ in mine} == {tenant_key("leaving")}
+
+
+def test_golden_check_passes_against_the_services(
+    replicas: list[ServeProcess], worker: WorkerProcess
+) -> None:
+    if not GOLDEN.exists():
+        pytest.skip("../shared/golden/golden.json is not present")
+    done = subprocess.run(
+        [
+            str(REPO_ROOT / "bin" / "simplemem"),
+            "golden",
+            "--url",
+            replicas[0].url,
+            "--key",
+            ADMIN,
+            str(GOLDEN),
+        ],
+        capture_output=True,
+        timeout=900,
+        env={**os.environ, "SIMPLEMEM_GOLDEN_WAIT_SECONDS": "240"},
+    )
+    out = done.stdout.decode()
+    assert done.returncode == 0, out + done.stderr.decode()
+    assert "leaks 0" in out
