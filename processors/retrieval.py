@@ -106,6 +106,11 @@ def _names_any(text: str, names: list[str]) -> bool:
     return any(re.search(rf"\b{re.escape(n)}\b", low) for n in names)
 
 
+def _about_any(unit: MemoryUnit, names: list[str]) -> bool:
+    """Whether ``unit`` is about one of ``names`` (lower-cased): in its persons or named in its text."""
+    return bool({p.lower() for p in unit.persons} & set(names)) or _names_any(unit.text, names)
+
+
 def _token_set(text: str) -> set[str]:
     return set(query_terms(text))
 
@@ -413,9 +418,11 @@ class Retriever:
 
 
 def _allowed(unit: MemoryUnit, filters: QueryFilters) -> bool:
-    """Whether the filters' kinds and archive choice admit ``unit``."""
+    """Whether the filters' kinds, sessions, persons and archive choice admit ``unit``."""
     if filters.kinds and unit.kind not in filters.kinds:
         return False
     if filters.sessions and unit.session_id not in filters.sessions:
         return False
+    if filters.persons and not _about_any(unit, [p.lower() for p in filters.persons if p.strip()]):
+        return False  # an explicit filter restricts; names found in the question's words only boost
     return filters.include_archived or unit.status == MemoryStatus.ACTIVE
