@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +44,42 @@ def drop_stores(settings: Settings) -> None:
     from processors.stores.cleanup import drop_namespace
 
     drop_namespace(settings)
+
+
+def stream_env(name: str, data_dir: Path, partitions: int, idle_seconds: int, **extra: str) -> dict[str, str]:
+    """A services-mode environment of its own for one test module: topics, consumer group, index,
+    collection and Redis prefix named after ``name`` and a random suffix, so modules never share state."""
+    suffix = uuid.uuid4().hex[:8]
+    return {
+        "SIMPLEMEM_MODE": "services",
+        "SIMPLEMEM_TOPIC_PREFIX": f"{name}{suffix}.",
+        "SIMPLEMEM_STREAM_APP_ID": f"{name}{suffix}",
+        "SIMPLEMEM_TOPIC_PARTITIONS": str(partitions),
+        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-{name}-{suffix}",
+        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_{name}_{suffix}",
+        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-{name}-{suffix}",
+        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
+        "SIMPLEMEM_STREAM_IDLE_SECONDS": str(idle_seconds),
+        "SIMPLEMEM_STREAM_DATA_DIR": str(data_dir),
+        **extra,
+    }
+
+
+def drop_stream_env(settings: Settings) -> None:
+    """Delete what a stream test module wrote: its stores and its topics (group internals included)."""
+    drop_stores(settings)
+    asyncio.run(delete_topics(settings))
+
+
+async def delete_topics(settings: Settings) -> None:
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
+    await admin.start()
+    try:
+        prefixes = (settings.topic_prefix, settings.stream_app_id)
+        mine = [t for t in await admin.list_topics() if t.startswith(prefixes)]
+        if mine:
+            await admin.delete_topics(mine)
+    finally:
+        await admin.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,10 +18,9 @@ from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, c
 from infra.workers import WorkerProcess
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
-from tests.services import require
+from tests.services import drop_stream_env, require, stream_env
 from tests.test_forget_services import stored_bytes
 from tests.test_streams import (
-    _delete_topics,
     ensure_topics,
     kcat_publish,
     outcomes,
@@ -37,27 +35,13 @@ TENANT = "rtbf-stream"
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    suffix = uuid.uuid4().hex[:8]
-    values = {
-        "SIMPLEMEM_MODE": "services",
-        "SIMPLEMEM_TOPIC_PREFIX": f"forget{suffix}.",
-        "SIMPLEMEM_STREAM_APP_ID": f"forget{suffix}",
-        "SIMPLEMEM_TOPIC_PARTITIONS": "2",
-        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-forget-stream-{suffix}",
-        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_forget_stream_{suffix}",
-        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-forget-stream-{suffix}",
-        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
-        "SIMPLEMEM_STREAM_IDLE_SECONDS": "3",
-        "SIMPLEMEM_CONSOLIDATION_INTERVAL_SECONDS": "5",
-        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
-    }
+    values = stream_env(
+        "forget", tmp_path_factory.mktemp("faust"), 2, 3, SIMPLEMEM_CONSOLIDATION_INTERVAL_SECONDS="5"
+    )
     settings = settings_of(values)
     require(settings, kafka=True)
     yield values
-    from processors.stores.cleanup import drop_namespace
-
-    drop_namespace(settings)
-    asyncio.run(_delete_topics(settings))
+    drop_stream_env(settings)
 
 
 @pytest.fixture(scope="module")

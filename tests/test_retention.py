@@ -4,7 +4,6 @@ holds a raw PII string, and the memory can still be re-derived from the scrubbed
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,8 +13,8 @@ import pytest
 from infra.workers import WorkerProcess
 from schemas.accounting import MessageOutcome
 from schemas.settings import Settings, settings_for
-from tests.services import drop_stores, require
-from tests.test_streams import _delete_topics, kcat_publish, replay, wait_for
+from tests.services import drop_stream_env, require, stream_env
+from tests.test_streams import kcat_publish, replay, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -45,25 +44,17 @@ def event(i: int, text: str) -> bytes:
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    suffix = uuid.uuid4().hex[:8]
-    values = {
-        "SIMPLEMEM_MODE": "services",
-        "SIMPLEMEM_TOPIC_PREFIX": f"ret{suffix}.",
-        "SIMPLEMEM_STREAM_APP_ID": f"ret{suffix}",
-        "SIMPLEMEM_TOPIC_PARTITIONS": "2",
-        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-ret-{suffix}",
-        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_ret_{suffix}",
-        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-ret-{suffix}",
-        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
-        "SIMPLEMEM_STREAM_IDLE_SECONDS": "2",
-        "SIMPLEMEM_RAW_RETENTION_SECONDS": str(RAW_RETENTION_SECONDS),
-        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
-    }
+    values = stream_env(
+        "ret",
+        tmp_path_factory.mktemp("faust"),
+        2,
+        2,
+        SIMPLEMEM_RAW_RETENTION_SECONDS=str(RAW_RETENTION_SECONDS),
+    )
     settings = settings_for(values)
     require(settings, kafka=True)
     yield values
-    drop_stores(settings)
-    asyncio.run(_delete_topics(settings))
+    drop_stream_env(settings)
 
 
 async def every_retained_record(settings: Settings) -> list[bytes]:

@@ -17,10 +17,10 @@ import pytest
 from infra.serving import ServeProcess
 from infra.workers import WorkerProcess
 from schemas.keys import SessionKey, tenant_key
-from schemas.settings import REPO_ROOT, Settings, settings_for
+from schemas.settings import REPO_ROOT, settings_for
 from schemas.stream import DeletionRequest
 from tests.conftest import GOLDEN
-from tests.services import drop_stores, require
+from tests.services import drop_stream_env, require, stream_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -29,43 +29,18 @@ ADMIN = f"admin-{uuid.uuid4().hex}"
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    suffix = uuid.uuid4().hex[:8]
-    values = {
-        "SIMPLEMEM_MODE": "services",
-        "SIMPLEMEM_TOPIC_PREFIX": f"svc{suffix}.",
-        "SIMPLEMEM_STREAM_APP_ID": f"svc{suffix}",
-        "SIMPLEMEM_TOPIC_PARTITIONS": "2",
-        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-svc-{suffix}",
-        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_svc_{suffix}",
-        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-svc-{suffix}",
-        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
-        "SIMPLEMEM_STREAM_IDLE_SECONDS": "4",
-        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
-        "SIMPLEMEM_ADMIN_KEY": ADMIN,
-        "SIMPLEMEM_API_QUERY_RATE": "100000/minute",
-    }
+    values = stream_env(
+        "svc",
+        tmp_path_factory.mktemp("faust"),
+        2,
+        4,
+        SIMPLEMEM_ADMIN_KEY=ADMIN,
+        SIMPLEMEM_API_QUERY_RATE="100000/minute",
+    )
     settings = settings_for(values)
     require(settings, kafka=True)
     yield values
-    drop_stores(settings)
-    asyncio.run(_delete_topics(settings))
-
-
-async def _delete_topics(settings: Settings) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
-    await admin.start()
-    try:
-        mine = [
-            t
-            for t in await admin.list_topics()
-            if t.startswith((settings.topic_prefix, settings.stream_app_id))
-        ]
-        if mine:
-            await admin.delete_topics(mine)
-    finally:
-        await admin.close()
+    drop_stream_env(settings)
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from schemas.query import QueryRequest
 from schemas.settings import Settings, settings_for
 from schemas.stream import DeadLetter
 from tests.conftest import SHARED
-from tests.services import drop_stores, require
+from tests.services import delete_topics, drop_stream_env, require, stream_env
 
 pytestmark = pytest.mark.integration
 
@@ -38,45 +38,15 @@ SAMPLE = REPO / "cli" / "data" / "sample_conversation.jsonl"
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    suffix = uuid.uuid4().hex[:8]
-    values = {
-        "SIMPLEMEM_MODE": "services",
-        "SIMPLEMEM_TOPIC_PREFIX": f"test{suffix}.",
-        "SIMPLEMEM_STREAM_APP_ID": f"test{suffix}",
-        "SIMPLEMEM_TOPIC_PARTITIONS": "4",
-        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-stream-{suffix}",
-        "SIMPLEMEM_MILVUS_COLLECTION": f"simplemem_stream_{suffix}",
-        "SIMPLEMEM_REDIS_KEY_PREFIX": f"simplemem-stream-{suffix}",
-        "SIMPLEMEM_IDLE_CHECK_SECONDS": "1",
-        "SIMPLEMEM_STREAM_IDLE_SECONDS": "4",
-        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp_path_factory.mktemp("faust")),
-    }
+    values = stream_env("stream", tmp_path_factory.mktemp("faust"), 4, 4)
     settings = settings_of(values)
     require(settings, kafka=True)
     yield values
-    drop_stores(settings)
-    asyncio.run(_delete_topics(settings))
+    drop_stream_env(settings)
 
 
 def settings_of(env: dict[str, str]) -> Settings:
     return settings_for(env)
-
-
-async def _delete_topics(settings: Settings) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient
-
-    admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
-    await admin.start()
-    try:
-        mine = [
-            t
-            for t in await admin.list_topics()
-            if t.startswith((settings.topic_prefix, settings.stream_app_id))
-        ]
-        if mine:
-            await admin.delete_topics(mine)
-    finally:
-        await admin.close()
 
 
 def kcat_publish(settings: Settings, lines: list[bytes]) -> None:
@@ -390,7 +360,7 @@ def test_a_worker_starts_from_an_empty_directory_with_default_paths(
         assert (cwd / ".simplemem" / "faust").is_dir()
     finally:
         w.stop()
-        asyncio.run(_delete_topics(settings_of(own)))
+        asyncio.run(delete_topics(settings_of(own)))
 
 
 def test_an_edit_through_kafka_replaces_the_old_version_and_tombstones_its_units(
