@@ -288,3 +288,43 @@ def test_a_store_that_refuses_a_write_dead_letters_the_turns_after_the_retries(
     finally:
         client.indices.put_settings(index=index, body={"index.blocks.write": None})
         rt.close()
+
+
+def test_the_milvus_store_loads_a_collection_the_server_no_longer_has_loaded(services_settings) -> None:  # type: ignore[no-untyped-def]
+    """A restarted Milvus server may come back with the collection released: every write then failed
+    with "collection not loaded" and the workers retried forever (bench.faults stalled). The store
+    loads it and goes on."""
+    import numpy as np
+
+    from processors.stores.milvus_vectors import MilvusVectorStore
+    from processors.stores.protocols import SymbolicFilter
+    from schemas.memory import MemoryKind, MemoryUnit
+
+    store = MilvusVectorStore(
+        services_settings.milvus_server_uri, f"{services_settings.milvus_collection}_rl", 4
+    )
+    try:
+        first = MemoryUnit.build(
+            tenant_id="t",
+            kind=MemoryKind.FACT,
+            text="alpha",
+            source_ids=["m1"],
+            stated_at="2026-03-01T10:00:00+00:00",
+        )
+        second = MemoryUnit.build(
+            tenant_id="t",
+            kind=MemoryKind.FACT,
+            text="beta",
+            source_ids=["m2"],
+            stated_at="2026-03-01T10:01:00+00:00",
+        )
+        vectors = np.eye(4, dtype=np.float32)
+        store.upsert([first], vectors[:1])
+        store.client.release_collection(store.collection)
+        store.upsert([second], vectors[1:2])
+        store.client.release_collection(store.collection)
+        hits = store.search("t", vectors[1], 10, SymbolicFilter())
+        assert {h.id for h in hits} == {first.id, second.id}
+    finally:
+        store.client.drop_collection(store.collection)
+        store.client.close()

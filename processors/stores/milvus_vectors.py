@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +22,7 @@ from schemas.keys import MAX_ID_CHARS
 from schemas.memory import MEMORY_ID_CHARS, MemoryStatus, MemoryUnit
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 # HNSW graph degree and build-time beam: Milvus's documented middle ground for 384-d vectors at
@@ -88,9 +90,22 @@ class MilvusVectorStore:
         # strongly consistent query first (~0.3 s a call on the server). It stays tenant-scoped: a
         # unit's id is a hash that includes its tenant id (schemas.memory.memory_id).
         with self._lock:
-            self.client.delete(self.collection, ids=[unit.id for unit in units])
-            self.client.insert(self.collection, rows)
+            self._loaded(lambda: self.client.delete(self.collection, ids=[unit.id for unit in units]))
+            self._loaded(lambda: self.client.insert(self.collection, rows))
             self._dirty = True
+
+    def _loaded(self, call: Callable[[], T]) -> T:
+        """``call``, loading the collection first if the server says it is not loaded: a Milvus server
+        that restarted does not always load its collections again, and every read and write then
+        fails ("collection not loaded") until someone does; retries alone would wait forever."""
+        try:
+            return call()
+        except MilvusException as exc:
+            if "not loaded" not in str(exc):
+                raise
+            log.warning("collection %s not loaded (server restarted?): loading it", self.collection)
+            self.client.load_collection(self.collection)
+            return call()
 
     def flush(self) -> None:
         """Seal written data: Milvus Lite searches flushed segments much faster than growing ones."""
@@ -112,12 +127,14 @@ class MilvusVectorStore:
         if flt.stated_before is not None:
             expr.append(f"stated_at <= {flt.stated_before.timestamp()}")
         with self._lock:
-            result = self.client.search(
-                self.collection,
-                data=[np.asarray(vector, dtype=np.float32).tolist()],
-                limit=limit,
-                filter=" and ".join(expr),
-                output_fields=["id"],
+            result = self._loaded(
+                lambda: self.client.search(
+                    self.collection,
+                    data=[np.asarray(vector, dtype=np.float32).tolist()],
+                    limit=limit,
+                    filter=" and ".join(expr),
+                    output_fields=["id"],
+                )
             )
         return [Hit(str(r["id"]), float(r["distance"])) for r in result[0]]
 
@@ -136,10 +153,12 @@ class MilvusVectorStore:
             return {}
         id_list = ",".join(_lit(i) for i in ids)
         with self._lock:
-            rows = self.client.query(
-                self.collection,
-                filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]",
-                output_fields=["id", "vector"],
+            rows = self._loaded(
+                lambda: self.client.query(
+                    self.collection,
+                    filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]",
+                    output_fields=["id", "vector"],
+                )
             )
         return {str(r["id"]): np.asarray(r["vector"], dtype=np.float32) for r in rows}
 
@@ -162,8 +181,10 @@ class MilvusVectorStore:
 
     def count(self, tenant_id: str) -> int:
         with self._lock:
-            rows = self.client.query(
-                self.collection, filter=f"tenant_id == {_lit(tenant_id)}", output_fields=["count(*)"]
+            rows = self._loaded(
+                lambda: self.client.query(
+                    self.collection, filter=f"tenant_id == {_lit(tenant_id)}", output_fields=["count(*)"]
+                )
             )
         return int(rows[0]["count(*)"]) if rows else 0
 
