@@ -31,6 +31,7 @@ _UNREACHABLE_NAMES = {
     "BusyLoadingError",  # redis still loading its data
     "MilvusUnavailableException",
 }
+HTTP_UNAVAILABLE = 503  # a store that answers but cannot serve yet (OpenSearch after a restart)
 _UNREACHABLE_PHRASES = ("unavailable", "connect", "timed out", "deadline exceeded", "not ready")
 
 
@@ -56,6 +57,8 @@ def is_outage(exc: BaseException) -> bool:
     for cls in type(exc).__mro__:
         if cls.__name__ in _UNREACHABLE_NAMES:
             return True
+    if getattr(exc, "status_code", None) == HTTP_UNAVAILABLE:  # OpenSearch recovering its shards
+        return True
     if type(exc).__name__ == "MilvusException" or store_of(exc) == "milvus":  # gRPC errors too
         text = str(exc).lower()
         return any(p in text for p in _UNREACHABLE_PHRASES)

@@ -115,3 +115,14 @@ def test_a_grpc_error_of_an_unreachable_milvus_is_an_outage() -> None:
 
     Unavailable.__module__ = "grpc._channel"
     assert is_outage(Unavailable())
+
+
+def test_a_store_answering_503_is_an_outage_not_a_refusal() -> None:
+    """OpenSearch answers 503 while it recovers its shards after a restart: the turn must wait, not be
+    dead-lettered (the real outage test saw it once)."""
+    from opensearchpy.exceptions import TransportError
+
+    from processors.retry import is_outage
+
+    assert is_outage(TransportError(503, "search_phase_execution_exception", {}))
+    assert not is_outage(TransportError(400, "mapper_parsing_exception", {}))
