@@ -14,6 +14,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.errors import log_tail
 from infra.workers import free_port
 from schemas.settings import REPO_ROOT
 
@@ -62,11 +63,16 @@ class ServeProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"serve exited with {self.proc.returncode}; see {self.log_path}")
+                raise RuntimeError(
+                    f"serve exited with {self.proc.returncode}; see {self.log_path}:\n"
+                    + log_tail(self.log_path, 40)
+                )
             if self.healthy():
                 return
             time.sleep(0.5)
-        raise TimeoutError(f"serve not ready after {timeout}s; see {self.log_path}")
+        raise TimeoutError(
+            f"serve not ready after {timeout}s; see {self.log_path}:\n" + log_tail(self.log_path, 40)
+        )
 
     def stop(self, grace: float = 30.0) -> None:
         if self.proc is None or self.proc.poll() is not None:

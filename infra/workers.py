@@ -15,6 +15,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.errors import log_tail
 from schemas.settings import REPO_ROOT
 
 
@@ -68,11 +69,16 @@ class WorkerProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"worker exited with {self.proc.returncode}; see {self.log_path}")
+                raise RuntimeError(
+                    f"worker exited with {self.proc.returncode}; see {self.log_path}:\n"
+                    + log_tail(self.log_path, 40)
+                )
             if self.metrics() is not None:
                 return
             time.sleep(0.5)
-        raise TimeoutError(f"worker not ready after {timeout}s; see {self.log_path}")
+        raise TimeoutError(
+            f"worker not ready after {timeout}s; see {self.log_path}:\n" + log_tail(self.log_path, 40)
+        )
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is None or self.proc.poll() is not None:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
-from tenacity import RetryCallState, Retrying, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_exponential
 
 log = logging.getLogger(__name__)
 
@@ -120,3 +120,26 @@ class StoreRetry:
             for store in blocked:
                 self.on_outage(store, False)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def connect(make: Callable[[], T], wait_seconds: float) -> T:
+    """``make()`` (a store client that connects when built), waiting up to ``wait_seconds`` while the
+    store is unreachable: a process started beside its stores (compose, a test, a restart of both)
+    must not exit because a store was slow to answer its first call. Any other error raises at once."""
+
+    def before_sleep(state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        log.warning(
+            "waiting for %s (attempt %d): %s", store_of(exc) if exc else "a store", state.attempt_number, exc
+        )
+
+    for attempt in Retrying(
+        retry=retry_if_exception(is_outage),
+        stop=stop_after_delay(wait_seconds),
+        wait=wait_exponential(multiplier=0.5, max=5.0),
+        before_sleep=before_sleep,
+        reraise=True,
+    ):
+        with attempt:
+            return make()
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from processors.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
 from processors.embedding import Embedder, MiniLMEmbedder
 from processors.retrieval import Retriever
+from processors.retry import connect
 from processors.stores.protocols import LexicalStore, VectorStore
 from processors.stores.sqlite_lexical import SqliteLexicalStore
 from processors.stores.tombstones import TOMBSTONE_FILE, RedisTombstones, SqliteTombstones, Tombstones
@@ -62,11 +63,14 @@ class Runtime:
         if s.mode == "services":
             from processors.stores.opensearch_lexical import OpenSearchLexicalStore
 
-            return OpenSearchLexicalStore(
-                s.opensearch_endpoint,
-                s.opensearch_index,
-                refresh_interval=s.opensearch_refresh_interval,
-                pool_connections=s.opensearch_pool_connections,
+            return connect(
+                lambda: OpenSearchLexicalStore(
+                    s.opensearch_endpoint,
+                    s.opensearch_index,
+                    refresh_interval=s.opensearch_refresh_interval,
+                    pool_connections=s.opensearch_pool_connections,
+                ),
+                s.store_connect_seconds,
             )
         return SqliteLexicalStore(self.store_dir / LEXICAL_FILE)
 
@@ -79,7 +83,10 @@ class Runtime:
         dim = model_dimension(s.embedding_model_dir)
         if s.mode == "services":
             uri = s.milvus_server_uri
-            return MilvusVectorStore(uri, s.milvus_collection, dim, index_type=s.milvus_index_type)
+            return connect(
+                lambda: MilvusVectorStore(uri, s.milvus_collection, dim, index_type=s.milvus_index_type),
+                s.store_connect_seconds,
+            )
         self.store_dir.mkdir(parents=True, exist_ok=True)
         uri = s.milvus_uri or str(self.store_dir / "vectors.db")
         return MilvusVectorStore(uri, s.milvus_collection, dim, index_type=s.milvus_index_type)

@@ -257,6 +257,11 @@ class Settings(BaseSettings):
     )
     stage_retry_attempts: int = Field(5, ge=1, description="tries before a failing store call dead-letters")
     stage_retry_max_seconds: float = Field(10.0, gt=0, description="cap of the exponential backoff")
+    store_connect_seconds: float = Field(
+        120.0,
+        ge=0,
+        description="how long a starting process waits for an unreachable store before it gives up",
+    )
     legacy_history_dir: Path | None = Field(
         None, description="lazy migration: <tenant_id>.jsonl chat events imported on the tenant's first query"
     )

@@ -11,7 +11,7 @@ import redis
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from pymilvus import MilvusException
 
-from processors.retry import StoreRetry, WriteCancelled, is_outage
+from processors.retry import StoreRetry, WriteCancelled, connect, is_outage
 
 
 class Flaky:
@@ -126,3 +126,21 @@ def test_a_store_answering_503_is_an_outage_not_a_refusal() -> None:
 
     assert is_outage(TransportError(503, "search_phase_execution_exception", {}))
     assert not is_outage(TransportError(400, "mapper_parsing_exception", {}))
+
+
+def test_a_store_slow_to_answer_at_start_is_waited_for() -> None:
+    """The query service exited at start when Milvus missed its 10 s connect deadline under load."""
+    unreachable = MilvusException(message="Fail connecting to server on 127.0.0.1:19530, server unavailable")
+    make = Flaky(failures=2, error=unreachable)
+    assert connect(make, wait_seconds=30) == "stored"
+    assert make.calls == 3
+
+
+def test_a_start_gives_up_after_its_wait_and_at_once_on_a_refusal() -> None:
+    gone = Flaky(failures=10**6, error=OpenSearchConnectionError("N/A", "refused", Exception()))
+    with pytest.raises(OpenSearchConnectionError):
+        connect(gone, wait_seconds=0)
+    refused = Flaky(failures=1, error=ValueError("bad index mapping"))
+    with pytest.raises(ValueError):
+        connect(refused, wait_seconds=30)
+    assert refused.calls == 1

@@ -7,13 +7,16 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import orjson
 import pytest
 
+from infra.errors import log_tail
 from infra.serving import ServeProcess
 from infra.workers import WorkerProcess
 from schemas.keys import SessionKey, tenant_key
@@ -157,3 +160,27 @@ def test_golden_check_passes_against_the_services(
     out = done.stdout.decode()
     assert done.returncode == 0, out + done.stderr.decode()
     assert "leaks 0" in out
+
+
+def test_a_replica_started_before_its_stores_answer_waits_for_them(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A replica whose Milvus does not answer at start (compose starting both, a restart, a slow
+    server) waits for it instead of exiting: it served nothing in CI once when Milvus was slow."""
+    from infra.services import down, up
+
+    late = ServeProcess(env, tmp_path / "late.log")
+    down(["milvus"])
+    try:
+        late.start()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            assert late.proc is not None and late.proc.poll() is None, log_tail(late.log_path)
+            assert not late.healthy()
+            time.sleep(1)
+    finally:
+        up(["milvus"])
+    try:
+        late.wait_ready()
+    finally:
+        late.stop()
