@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -44,6 +46,25 @@ def drop_stores(settings: Settings) -> None:
     from processors.stores.cleanup import drop_namespace
 
     drop_namespace(settings)
+
+
+@contextmanager
+def store_settings(name: str, **extra: object) -> Iterator[Settings]:
+    """Services-mode settings with an index, collection and Redis prefix of this module's own,
+    dropped afterwards; skips (or fails, under SIMPLEMEM_REQUIRE_SERVICES) when a store is down."""
+    suffix = uuid.uuid4().hex[:8]
+    settings = Settings(
+        mode="services",
+        opensearch_index=f"simplemem-{name}-{suffix}",
+        milvus_collection=f"simplemem_{name}_{suffix}",
+        redis_key_prefix=f"simplemem-{name}-{suffix}",
+        **extra,  # type: ignore[arg-type]
+    )
+    require(settings)
+    try:
+        yield settings
+    finally:
+        drop_stores(settings)
 
 
 def stream_env(name: str, data_dir: Path, partitions: int, idle_seconds: int, **extra: str) -> dict[str, str]:

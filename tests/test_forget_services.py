@@ -3,7 +3,6 @@ every document, vector and buffered turn of a forgotten message goes, and a repl
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -15,23 +14,15 @@ from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, c
 from processors.pipeline import FORGOTTEN_REASON
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
-from tests.services import drop_stores, require
+from tests.services import store_settings
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def services_settings() -> Iterator[Settings]:
-    suffix = uuid.uuid4().hex[:8]
-    settings = Settings(
-        mode="services",
-        opensearch_index=f"simplemem-forget-{suffix}",
-        milvus_collection=f"simplemem_forget_{suffix}",
-        redis_key_prefix=f"simplemem-forget-{suffix}",
-    )
-    require(settings)
-    yield settings
-    drop_stores(settings)
+    with store_settings("forget") as settings:
+        yield settings
 
 
 @pytest.fixture(scope="module")

@@ -124,7 +124,8 @@ def test_a_noisy_tenant_gets_429_with_retry_after_and_a_quiet_one_goes_on(api: h
     assert api.post("/v1/events", json=batch, headers=noisy).status_code == 202
     refused = api.post("/v1/events", json=batch, headers=noisy)
     assert refused.status_code == 429
-    assert 1 <= int(refused.headers["Retry-After"]) <= 60
+    # The minute's window opened at the first batch, seconds ago: come back when it closes, not "1".
+    assert 40 <= int(refused.headers["Retry-After"]) <= 60
     assert api.post("/v1/events", json=event(1, "Quiet."), headers=quiet).status_code == 202
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from schemas.query import QueryRequest
 from schemas.settings import Settings
-from tests.services import drop_stores, require
+from tests.services import store_settings
+from tests.test_streams import wait_for
 from tests.test_tenant_keys import COLLIDING, assert_tenants_apart, buffered_turn
 
 pytestmark = pytest.mark.integration
@@ -23,17 +24,8 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture(scope="module")
 def services_settings() -> Iterator[Settings]:
-    suffix = uuid.uuid4().hex[:8]
-    settings = Settings(
-        mode="services",
-        opensearch_index=f"simplemem-test-{suffix}",
-        milvus_collection=f"simplemem_test_{suffix}",
-        milvus_index_type="HNSW",
-        redis_key_prefix=f"simplemem-test-{suffix}",
-    )
-    require(settings)
-    yield settings
-    drop_stores(settings)
+    with store_settings("test", milvus_index_type="HNSW") as settings:
+        yield settings
 
 
 @pytest.fixture(scope="module")
@@ -325,6 +317,13 @@ def test_the_milvus_store_loads_a_collection_the_server_no_longer_has_loaded(ser
         store.client.release_collection(store.collection)
         hits = store.search("t", vectors[1], 10, SymbolicFilter())
         assert {h.id for h in hits} == {first.id, second.id}
+        store.client.release_collection(store.collection)
+        store.delete("t", [first.id])  # the forget path
+        found = lambda: {h.id for h in store.search("t", vectors[1], 10, SymbolicFilter())}  # noqa: E731
+        wait_for(lambda: found() == {second.id}, 15, "the deletion to be visible")  # bounded consistency
+        store.client.release_collection(store.collection)
+        store.delete_tenant("t")
+        wait_for(lambda: found() == set(), 15, "the tenant's deletion to be visible")
     finally:
         store.client.drop_collection(store.collection)
         store.client.close()

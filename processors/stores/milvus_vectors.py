@@ -7,9 +7,11 @@ by the retriever on the fused candidates (Milvus Lite evaluates array filters sl
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import TypeVar
 
@@ -40,7 +42,12 @@ class MilvusVectorStore:
         self.server = uri.startswith(("http://", "https://", "tcp://"))  # else a Milvus Lite file
         self.collection = collection
         self.dim = dim
-        self._lock = threading.Lock()
+        # Milvus Lite (an embedded local server behind one file) takes one call at a time; a server's
+        # gRPC client is safe to share, and serialising there made every query replica one search
+        # at a time. ``_dirty`` only decides whether a flush is worth doing: a lost update is harmless.
+        self._lock: AbstractContextManager[object] = (
+            contextlib.nullcontext() if self.server else threading.Lock()
+        )
         self._dirty = False
         if not self.client.has_collection(collection):
             try:
@@ -142,10 +149,9 @@ class MilvusVectorStore:
         if not ids:
             return
         id_list = ",".join(_lit(i) for i in ids)
+        flt = f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]"
         with self._lock:
-            self.client.delete(
-                self.collection, filter=f"tenant_id == {_lit(tenant_id)} and id in [{id_list}]"
-            )
+            self._loaded(lambda: self.client.delete(self.collection, filter=flt))
             self._dirty = True
 
     def vectors(self, tenant_id: str, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
@@ -164,7 +170,9 @@ class MilvusVectorStore:
 
     def delete_tenant(self, tenant_id: str) -> None:
         with self._lock:
-            self.client.delete(self.collection, filter=f"tenant_id == {_lit(tenant_id)}")
+            self._loaded(
+                lambda: self.client.delete(self.collection, filter=f"tenant_id == {_lit(tenant_id)}")
+            )
             self._dirty = True
 
     def expunge(self) -> None:
