@@ -162,6 +162,7 @@ class MemoryResult:
     turns: int = 0
     duplicates: int = 0
     forgotten: int = 0
+    forgotten_records: list[StageRecord] = field(default_factory=list)  # their history is erased too
     windows: list[WindowResult] = field(default_factory=list)
 
 
@@ -223,7 +224,10 @@ class MemoryStage:
             return fresh
         gone = forgotten_among(tombstones, turns)
         kept = [r for r in fresh if r.message is None or (r.tenant_id, r.message.message_id) not in gone]
-        result.forgotten = len(fresh) - len(kept)
+        result.forgotten_records = [
+            r for r in fresh if r.message is not None and (r.tenant_id, r.message.message_id) in gone
+        ]
+        result.forgotten = len(result.forgotten_records)
         return kept
 
     def _window(self, records: Sequence[StageRecord], fresh: set[int], result: MemoryResult) -> list[Window]:

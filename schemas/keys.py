@@ -67,6 +67,12 @@ def message_key(tenant_id: str, message_id: str) -> bytes:
     return orjson.dumps([tenant_id, message_id])
 
 
+def turn_key(tenant_id: str, message_id: str) -> bytes:
+    """The byte key of one turn on the compacted scrubbed topic: an object, so that it can never equal
+    a session's key (an array) on the same topic, whatever the ids are."""
+    return orjson.dumps({"tenant_id": tenant_id, "message_id": message_id})
+
+
 def tenant_key(tenant_id: str) -> bytes:
     """The byte form of a tenant id alone, for keys that are per tenant (Redis session index)."""
     return orjson.dumps([tenant_id])

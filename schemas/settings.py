@@ -213,6 +213,13 @@ class Settings(BaseSettings):
     topic_prefix: str = "simplemem."
     turns_topic: str = Field("turns", description="input: chat events keyed by session (schemas/keys.py)")
     scrubbed_topic: str = Field("scrubbed", description="internal: scrubbed, analysed turns (no raw text)")
+    erasure_deadline_seconds: int = Field(
+        86_400,
+        ge=1,
+        description="Kafka's max.compaction.lag.ms on the compacted topics (scrubbed, units, outcomes, the "
+        "sessions changelog): a forgotten message's or deleted memory's records there are erased within "
+        "about 1.5 times this (a worker writes a roll marker every half of it)",
+    )
     units_topic: str = Field("units", description="memory units as indexed, for consumers and audit")
     outcomes_topic: str = Field("outcomes", description="per-turn outcome: indexed, filtered or failed")
     deletions_topic: str = Field("deletions", description="forget requests (the consolidation issue)")

@@ -35,10 +35,11 @@ from schemas.settings import Settings
 from schemas.stream import ConsolidationRequest, StageRecord
 from streams import metrics
 from streams.batching import Batcher
+from streams.erasure import roll_markers
 from streams.gaps import GapGuard, Hole
 from streams.kafka_io import committed_offsets, end_offsets
 from streams.runner import AgentRunner, Output
-from streams.topics import MAX_RECORD_BYTES
+from streams.topics import MAX_RECORD_BYTES, compacted
 from streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, ScrubStep, SessionTable, Worker
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,8 @@ def create_app(settings: Settings) -> faust.App:
         use_partitioner=True,  # same key, same partitioner as `scrubbed`: co-partitioned
         key_type=bytes,  # bytes in and out: the state is our own JSON (schemas), not Faust's models
         value_type=bytes,
-        extra_topic_configs={"max.message.bytes": str(MAX_RECORD_BYTES)},
+        # a closed session's state drops its window's turns; the older values go within the deadline
+        extra_topic_configs={"max.message.bytes": str(MAX_RECORD_BYTES), **compacted(settings)},
     )
     sessions = SessionTable(table)
 
@@ -102,7 +104,10 @@ def create_app(settings: Settings) -> faust.App:
         delay = 0.5
         while True:
             try:
-                pending = [await topics[t].send(key=k, value=v, force=True) for t, k, v in records]
+                pending = [
+                    await topics[t].send(key=k, value=v, partition=p[0] if p else None, force=True)
+                    for t, k, v, *p in records
+                ]
                 await asyncio.gather(*pending)
                 return
             except _KAFKA_UNAVAILABLE as exc:
@@ -194,6 +199,12 @@ def create_app(settings: Settings) -> faust.App:
             await topics["scrubbed"].send(key=key.encode(), value=dumps(record), force=True)
         metrics.SESSIONS_REMOVED.inc(sessions.expire(now, settings.session_state_grace_seconds))
         metrics.SESSIONS.set(len(sessions))
+
+    @app.timer(settings.erasure_deadline_seconds / 2)
+    async def roll_compacted_segments() -> None:
+        """Forgotten records are erased within the deadline even on a partition with no traffic
+        (:data:`streams.erasure.ROLL_KEY`)."""
+        await deliver(roll_markers(settings))
 
     @app.timer(LAG_SECONDS)
     async def consumer_lag() -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import orjson
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.partitioner import DefaultPartitioner
 
 from schemas.keys import SessionKey
 from schemas.settings import Settings
@@ -32,6 +33,13 @@ def session_key(raw: bytes) -> SessionKey | None:
     if isinstance(tenant, str) and isinstance(session, str):
         return SessionKey(tenant, session)
     return None
+
+
+def session_partition(key: SessionKey, partitions: int) -> int:
+    """The partition the producers' default partitioner gives the session's key: a record keyed by
+    something else (a turn on the compacted scrubbed topic) still lands beside its session's other
+    records and its sessions-table state (co-partitioned, in order)."""
+    return int(DefaultPartitioner()(key.encode(), list(range(partitions)), []))
 
 
 def record_key(raw: bytes) -> bytes | None:

@@ -27,8 +27,9 @@ log = logging.getLogger(__name__)
 P = TypeVar("P")
 
 # One record to send: the topic's short name (as in Settings: "units", "dlq"...), key, value
-# (None: a tombstone, on a compacted topic).
-Output = tuple[str, bytes | None, bytes | None]
+# (None: a tombstone, on a compacted topic); and a partition, where the key's hash would not place
+# it beside its session (the scrubbed topic's per-turn keys).
+Output = tuple[str, bytes | None, bytes | None] | tuple[str, bytes | None, bytes | None, int]
 Deliver = Callable[[Sequence[Output]], Awaitable[None]]
 
 

@@ -9,7 +9,8 @@ decide what the service keeps, so they are never silently different.
 Durable history holds no raw PII: ``turns`` (raw input) and ``dlq`` (whose letters may quote raw input,
 each capped: :data:`DLQ_RECORD_BYTES`) are deleted after ``raw_retention_seconds`` (7 days);
 ``scrubbed`` (scrubbed, analysed turns) is kept and is what ``replay`` re-derives memory from;
-``units`` and ``outcomes`` are compacted by key (the latest word on a unit or a turn); ``deletions``
+``scrubbed``, ``units`` and ``outcomes`` are compacted by key (a turn, a unit, a turn's outcome): a
+forgotten message's tombstone erases its records within ``erasure_deadline_seconds``; ``deletions``
 and ``consolidation`` (the decisions) keep everything; ``consolidate`` (requests) expires like raw input.
 """
 
@@ -58,14 +59,22 @@ def raw_retention(settings: Settings) -> dict[str, str]:
     }
 
 
+def compacted(settings: Settings) -> dict[str, str]:
+    """Keep the latest record per key; a tombstone (a key with no value) erases the key's records
+    within ``erasure_deadline_seconds``: the cleaner must compact a record that old, and the active
+    segment (never compacted) rolls at that age too."""
+    ms = str(settings.erasure_deadline_seconds * 1000)
+    return {"cleanup.policy": "compact", "max.compaction.lag.ms": ms, "segment.ms": ms}
+
+
 def topic_specs(settings: Settings) -> list[TopicSpec]:
     forever = {"retention.ms": "-1", "retention.bytes": "-1"}
-    compact = {"cleanup.policy": "compact"}
+    compact = compacted(settings)
     big = {"max.message.bytes": str(MAX_RECORD_BYTES)}
     raw = raw_retention(settings)
     return [
         TopicSpec(settings.topic(settings.turns_topic), raw),
-        TopicSpec(settings.topic(settings.scrubbed_topic), {**forever, **big}),
+        TopicSpec(settings.topic(settings.scrubbed_topic), {**forever, **compact, **big}),
         TopicSpec(settings.topic(settings.units_topic), compact),
         TopicSpec(settings.topic(settings.outcomes_topic), compact),
         TopicSpec(settings.topic(settings.deletions_topic), forever),

@@ -46,6 +46,7 @@ from schemas.stream import (
     StageRecord,
 )
 from streams import metrics
+from streams.erasure import request_tombstones, turn_output, turn_tombstones
 from streams.gaps import Item
 from streams.runner import Handled, Output
 
@@ -241,7 +242,7 @@ class ScrubStep:
 
     async def finish(self, prepared: ScrubResult) -> Handled:
         result = await self.worker.in_thread(self.worker.embed_pool, self._embed, prepared)
-        records: list[Output] = [("scrubbed", r.session_key.encode(), dumps(r)) for r in result.records]
+        records = [turn_output(r, self.worker.settings) for r in result.records]
         metrics.TURNS_FORGOTTEN.inc(result.forgotten)
         return Handled([*records, *dead_letter_outputs(result.dead, result.failed)])
 
@@ -319,7 +320,9 @@ class MemorizeStep:
 
     async def prepare(self, items: list[Item]) -> list[StageRecord]:
         metrics.STAGE_RECORDS.labels("memorize").inc(len(items))
-        return [StageRecord.model_validate_json(i.value) for i in items]  # a bad one: found one by one
+        # A tombstone (a forgotten turn's erasure) is for Kafka's cleaner, not for this stage.
+        live = [i for i in items if i.value]  # (an Item's value is b"" for a tombstone)
+        return [StageRecord.model_validate_json(i.value) for i in live]  # a bad one: found one by one
 
     async def finish(self, records: list[StageRecord]) -> Handled:
         states = {}
@@ -332,6 +335,7 @@ class MemorizeStep:
         units += [("units", uid.encode(), None) for _, uid in result.report.replaced]  # edited away
         outcomes = dead_letter_outputs(result.dead, [])
         outcomes += [("outcomes", message_key(o.tenant_id, o.message_id), dumps(o)) for o in result.outcomes]
+        outcomes += turn_tombstones(result.forgotten_records, self.worker.settings)
 
         def commit() -> None:
             for key, state in result.states.items():
@@ -358,8 +362,9 @@ class MemorizeStep:
 class ForgetStep:
     """deletions -> stores: each request carried out on every store (:mod:`processors.forget`), on
     the memorize thread (so this worker never indexes and forgets at once); then the units topic
-    gets a tombstone per deleted memory and the rewritten ones, and the outcomes topic a tombstone
-    per forgotten message. The request itself stays on its topic: the durable record."""
+    gets a tombstone per deleted memory and the rewritten ones, the outcomes and scrubbed topics a
+    tombstone per forgotten message (:mod:`streams.erasure`). The request itself stays on its topic:
+    the durable record (ids only)."""
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
@@ -375,6 +380,7 @@ class ForgetStep:
             out += [("units", uid.encode(), None) for uid in result.deleted]
             out += [("units", u.id.encode(), dumps(u)) for u in result.written]
             out += [("outcomes", message_key(request.tenant_id, m), None) for m in request.message_ids]
+            out += await asyncio.to_thread(request_tombstones, request, self.worker.settings)
             out += [("consolidation", tenant_key(request.tenant_id), dumps(d)) for d in result.decisions]
             metrics.FORGET_SECONDS.observe(result.record.seconds)
         return Handled(out)

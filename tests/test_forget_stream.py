@@ -31,12 +31,18 @@ from tests.test_streams import (
 
 pytestmark = pytest.mark.integration
 TENANT = "rtbf-stream"
+ERASURE_DEADLINE = 5  # seconds: Kafka's cleaner checks every 15 s, so erasure takes a little longer
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     values = stream_env(
-        "forget", tmp_path_factory.mktemp("faust"), 2, 3, SIMPLEMEM_CONSOLIDATION_INTERVAL_SECONDS="5"
+        "forget",
+        tmp_path_factory.mktemp("faust"),
+        2,
+        3,
+        SIMPLEMEM_CONSOLIDATION_INTERVAL_SECONDS="5",
+        SIMPLEMEM_ERASURE_DEADLINE_SECONDS=str(ERASURE_DEADLINE),
     )
     settings = settings_of(values)
     require(settings, kafka=True)
@@ -66,8 +72,9 @@ def latest_outcomes(settings: Settings) -> Any:
 
     latest: dict[str, bytes | None] = {}
     for r in asyncio.run(read_topic(settings, settings.topic(settings.outcomes_topic))):
-        if r.key:
-            latest[orjson.loads(r.key)[1]] = r.value
+        key = orjson.loads(r.key) if r.key else None
+        if isinstance(key, list):  # not a segment-roll marker
+            latest[key[1]] = r.value
     return latest.items()
 
 
@@ -155,3 +162,51 @@ def test_the_consolidation_timer_and_agent_publish_their_decisions(
         assert abstract.kind == "abstract" and set(abstract.source_ids) == set(order_ids(orders))
     finally:
         rt.close()
+
+
+def scrubbed_turns(settings: Settings) -> dict[str, set[str]]:
+    """Tenant -> message ids of the turns with a record (not a tombstone) on the scrubbed topic."""
+    from schemas.stream import StageRecord
+    from streams.kafka_io import read_topic
+
+    found: dict[str, set[str]] = {}
+    for r in asyncio.run(read_topic(settings, settings.topic(settings.scrubbed_topic))):
+        record = StageRecord.model_validate_json(r.value) if r.value else None
+        if record is not None and record.message is not None:
+            found.setdefault(record.tenant_id, set()).add(record.message.message_id)
+    return found
+
+
+def test_forgotten_turns_are_erased_from_the_kept_scrubbed_history(
+    env: dict[str, str], worker: WorkerProcess
+) -> None:
+    """The scrubbed topic is kept for replay: a forgotten message's record there is erased by Kafka's
+    compaction (its tombstone), a forgotten tenant's every record, and nothing else goes."""
+    from streams.deletions import publish_deletion
+
+    settings = settings_of(env)
+    one, whole, kept = "erase-messages", "erase-tenant", "erase-kept"
+    turns = [orjson.dumps(e) for t in (one, whole, kept) for e in conversation(t)]
+    kcat_publish(settings, turns)
+    wanted = {orjson.loads(t)["message_id"] for t in turns}
+    wait_for(lambda: wanted <= set(outcomes(settings)), 180, "an outcome for every turn")
+    before = scrubbed_turns(settings)
+    gone = {*coffee_ids(), QUESTION_ID}
+    assert gone <= before[one] and before[whole] and before[kept] == before[one]
+
+    now = datetime.now(UTC)
+    for request in (
+        DeletionRequest(tenant_id=one, message_ids=sorted(gone), requested_by="test", requested_at=now),
+        DeletionRequest(tenant_id=whole, whole_tenant=True, requested_by="test", requested_at=now),
+    ):
+        asyncio.run(publish_deletion(settings, request))
+    started = time.monotonic()
+    wait_for(
+        lambda: not gone & scrubbed_turns(settings).get(one, set()) and whole not in scrubbed_turns(settings),
+        240,
+        "Kafka's compaction to erase the forgotten turns from the scrubbed topic",
+    )
+    print(f"\nrequest to erased from the scrubbed topic: {time.monotonic() - started:.0f} s")
+    after = scrubbed_turns(settings)
+    assert after[one] == before[one] - gone
+    assert after[kept] == before[kept], "compaction keeps every turn that was not forgotten"

@@ -304,19 +304,32 @@ def test_replay_rederives_a_tenant_into_a_fresh_store(
         rt.close()
 
 
+async def garbage_on_every_partition(settings: Settings) -> None:
+    """An unreadable record on each partition of the scrubbed topic (keyed: the topic is compacted)."""
+    from streams.kafka_io import producer
+
+    prod = producer(settings)
+    await prod.start()
+    try:
+        for p in range(settings.topic_partitions):
+            value = orjson.dumps({"tenant_id": "poison", "session": p})
+            topic = settings.topic(settings.scrubbed_topic)
+            await prod.send_and_wait(topic, value, key=orjson.dumps(["poison", f"g{p}"]), partition=p)
+    finally:
+        await prod.stop()
+
+
 def test_poison_records_become_dead_letters_and_the_partitions_go_on(
     env: dict[str, str], worker: WorkerProcess
 ) -> None:
     """A 900 KB malformed turn (its dead letter used to exceed the DLQ's record size and crash the
     agent) and an unreadable record on the internal topic: both dead letters, and later turns of
     every partition are still decided."""
-    from streams.kafka_io import publish
 
     settings = settings_of(env)
     huge = b'{"tenant_id": "poison", "text": "' + b"x" * 900_000
     kcat_publish(settings, [huge])
-    garbage = [orjson.dumps({"tenant_id": "poison", "session": i}) for i in range(settings.topic_partitions)]
-    asyncio.run(publish(settings, garbage, topic=settings.topic(settings.scrubbed_topic)))
+    asyncio.run(garbage_on_every_partition(settings))
     after = [
         orjson.dumps(
             {
@@ -338,7 +351,7 @@ def test_poison_records_become_dead_letters_and_the_partitions_go_on(
     big = [d for d in letters if d.original_size == len(huge)]
     assert len(big) == 1 and big[0].truncated and big[0].code == "invalid_json"
     internal = [d for d in letters if d.stage == "memorize"]
-    assert len(internal) == len(garbage)
+    assert len(internal) == settings.topic_partitions
     assert all(d.source.topic == settings.topic(settings.scrubbed_topic) for d in internal)
     wait_for(
         lambda: worker.metric("simplemem_consumer_lag") == 0, 30, "lag from committed offsets to reach 0"
