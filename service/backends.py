@@ -20,6 +20,7 @@ from typing import Protocol
 import anyio
 import orjson
 
+from processors.migration import LazyMigration, MigrationState
 from processors.runtime import Runtime
 from schemas.accounting import IngestReport
 from schemas.events import ChatEvent
@@ -29,6 +30,7 @@ from schemas.query import QueryFilters, QueryRequest, QueryResult
 from schemas.stream import DeletionRequest
 from schemas.window import CloseReason
 from service.forgetting import Forgetter
+from streams.lazy import lazy_migration
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +76,22 @@ class _RuntimeReads:
 
     rt: Runtime
     _lock: threading.RLock | contextlib.nullcontext[None]
+    migration: LazyMigration | None = None
 
     def query(self, request: QueryRequest, filters: QueryFilters | None = None) -> QueryResult:
+        """A tenant's first query starts its lazy migration (``SIMPLEMEM_LEGACY_HISTORY_DIR``), as the
+        CLI's does: answered from what is there, marked ``migration: in_progress`` meanwhile."""
+        state = self.migration.ensure(request.tenant_id) if self.migration is not None else None
         with self._lock:
-            return self.rt.retriever.query(request, filters)
+            result = self.rt.retriever.query(request, filters)
+        if state == MigrationState.IN_PROGRESS:
+            result.migration = state.value
+        return result
+
+    async def _finish_migrations(self) -> None:
+        """An import under way at shutdown finishes first (else its claim lapses and it starts over)."""
+        if self.migration is not None:
+            await anyio.to_thread.run_sync(self.migration.wait)
 
     def memories(self, tenant_id: str, offset: int, limit: int) -> tuple[list[MemoryUnit], int]:
         with self._lock:
@@ -102,6 +116,7 @@ class EmbeddedBackend(_RuntimeReads):
         self.forgetter = forgetter
         self._lock = threading.RLock()
         self._closer: asyncio.Task[None] | None = None
+        self.migration = lazy_migration(rt, self._lock)
 
     async def start(self) -> None:
         await anyio.to_thread.run_sync(self._warm_up)
@@ -117,6 +132,7 @@ class EmbeddedBackend(_RuntimeReads):
             self._closer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._closer
+        await self._finish_migrations()
         await anyio.to_thread.run_sync(self._close_all)
 
     async def ingest(self, events: list[ChatEvent]) -> None:
@@ -185,6 +201,7 @@ class ServicesBackend(_RuntimeReads):
         self.rt = rt
         self._lock = contextlib.nullcontext()  # the store clients are safe to share between threads
         self._producer: object | None = None
+        self.migration = lazy_migration(rt)  # publishes the history; the workers derive the memory
 
     async def start(self) -> None:
         from streams.kafka_io import producer
@@ -198,6 +215,7 @@ class ServicesBackend(_RuntimeReads):
         await anyio.to_thread.run_sync(lambda: self.rt.retriever)  # loads MiniLM, connects the stores
 
     async def stop(self) -> None:
+        await self._finish_migrations()
         if self._producer is not None:
             await self._producer.stop()  # type: ignore[attr-defined]
 

@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from contextlib import AbstractContextManager
 
 from processors.migration import (
     FileMigrationRegistry,
@@ -14,8 +16,11 @@ from processors.migration import (
 from processors.runtime import Runtime
 
 
-def lazy_migration(rt: Runtime) -> LazyMigration | None:
+def lazy_migration(rt: Runtime, lock: AbstractContextManager[object] | None = None) -> LazyMigration | None:
+    """``lock``: held around the embedded import, when the process has other users of the pipeline
+    (the query service's requests)."""
     s = rt.settings
+    guard = lock if lock is not None else contextlib.nullcontext()
     if s.legacy_history_dir is None:
         return None
     registry: MigrationRegistry
@@ -31,7 +36,8 @@ def lazy_migration(rt: Runtime) -> LazyMigration | None:
         registry = FileMigrationRegistry(rt.store_dir / "migrations")
 
         def sink(lines: list[bytes]) -> int:
-            report = rt.pipeline.ingest((f"legacy line {i}", raw) for i, raw in enumerate(lines, start=1))
+            with guard:
+                report = rt.pipeline.ingest((f"legacy line {i}", raw) for i, raw in enumerate(lines, start=1))
             return report.accepted
 
     return LazyMigration(s.legacy_history_dir, registry, sink, s.migration_lease_seconds)

@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Iterator
 
 import httpx
+import orjson
 import pytest
 
 from infra.serving import ServeProcess
@@ -15,11 +16,26 @@ ADMIN = f"admin-{uuid.uuid4().hex}"
 INGEST_RATE = 150  # events per minute and tenant
 MAX_BATCH = 120
 MAX_BODY = 256 * 1024
+LEGACY_TENANT = "legacy-acme"  # the one tenant with a history to import lazily
+LEGACY_LINE = orjson.dumps(
+    {
+        "tenant_id": LEGACY_TENANT,
+        "session_id": "old",
+        "message_id": "old1",
+        "speaker": "Dana",
+        "role": "user",
+        "text": "I work as a pilot for Skyline Air.",
+        "ts": "2025-06-01T10:00:00Z",
+    }
+)
 
 
 def start_embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
     store = tmp_path_factory.mktemp("serve-store")
+    legacy = tmp_path_factory.mktemp("legacy")
+    (legacy / f"{LEGACY_TENANT}.jsonl").write_bytes(LEGACY_LINE + b"\n")
     env = {
+        "SIMPLEMEM_LEGACY_HISTORY_DIR": str(legacy),
         "SIMPLEMEM_MODE": "embedded",
         "SIMPLEMEM_STORE": str(store),
         "SIMPLEMEM_ADMIN_KEY": ADMIN,

@@ -17,7 +17,7 @@ import pytest
 from infra.serving import ServeProcess
 from schemas.settings import REPO_ROOT
 from tests.conftest import GOLDEN
-from tests.service_server import ADMIN, admin, key_for
+from tests.service_server import ADMIN, LEGACY_TENANT, admin, key_for
 
 pytestmark = pytest.mark.slow
 
@@ -238,3 +238,20 @@ def test_golden_check_passes_against_the_embedded_service(server: ServeProcess) 
     assert "leaks 0" in out and "found " in out
     refused = run_golden(server, "not-the-admin-key")
     assert refused.returncode == 1 and b"401" in refused.stderr + refused.stdout
+
+
+def test_a_tenants_first_query_starts_its_lazy_migration(api: httpx.Client) -> None:
+    """As with `simplemem query`: the first query through the API imports the tenant's legacy history
+    (answered meanwhile, marked in progress), later ones answer from it; other tenants have none."""
+    legacy, other = key_for(api, LEGACY_TENANT), key_for(api, "no-legacy")
+    body = {"query": "Where does Dana work?"}
+    first = api.post("/v1/query", json=body, headers=legacy).json()
+    assert first["migration"] == "in_progress"
+    later = wait_until(
+        lambda: (
+            (r := api.post("/v1/query", json=body, headers=legacy).json()).get("migration") is None
+            and "Skyline Air" in r["context"]
+        )
+    )
+    assert later, "the imported history answers"
+    assert "migration" not in api.post("/v1/query", json=body, headers=other).json()
