@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bench.events import chat_event
+
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 DRINKS = ("latte", "latte", "oat latte", "latte", "large latte")
 CAFE = "Quillfeather"
@@ -21,18 +23,7 @@ UNRELATED = [
 CODE = "Here is the retry helper again:\n```python\ndef retry(fn, attempts=3):\n    for i in range(attempts):\n        try:\n            return fn()\n        except OSError:\n            pass\n```"
 
 
-def event(
-    tenant: str, session: str, text: str, at: datetime, i: int = 1, speaker: str = "Jordan"
-) -> dict[str, Any]:
-    return {
-        "tenant_id": tenant,
-        "session_id": session,
-        "message_id": f"{session}:m{i}",
-        "speaker": speaker,
-        "role": "user",
-        "text": text,
-        "ts": at.isoformat(),
-    }
+event = chat_event
 
 
 def order_ids(orders: int) -> list[str]:

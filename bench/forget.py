@@ -19,37 +19,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from bench.common import conversations, event_lines, parser
-from bench.forget_data import COFFEE, FESTIVAL, QUESTION_ID, coffee_ids, conversation, files_holding, lines
+from bench.forget_data import (
+    COFFEE,
+    FESTIVAL,
+    QUESTION_ID,
+    coffee_ids,
+    conversation,
+    files_holding,
+    lines,
+    stored_bytes,
+)
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
 
 TENANT = "bench-forget"
 
 
-def _service_bytes(rt: Any) -> bytes:
-    from opensearchpy.helpers import scan
-
-    rt.lexical.client.indices.refresh(index=rt.lexical.index)
-    docs = [
-        h["_source"]
-        for h in scan(rt.lexical.client, index=rt.lexical.index, query={"query": {"match_all": {}}})
-    ]
-    stored = orjson.dumps(docs)
-    redis = rt.buffer.r
-    for key in redis.scan_iter(match=f"{rt.settings.redis_key_prefix}*"):
-        if redis.type(key) == b"hash":
-            stored += orjson.dumps({k.decode(): v.decode() for k, v in redis.hgetall(key).items()})
-    return stored.lower()
-
-
 def _left(rt: Any, store: Path) -> list[str]:
     words = (*COFFEE, *FESTIVAL)
     if rt.settings.mode == "embedded":
         return files_holding(store, words)
-    stored = _service_bytes(rt)
+    stored = stored_bytes(rt)
     return [w for w in words if w.lower().encode() in stored]
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from bench.events import chat_event
+
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 
 # made-up words, their stems (Porter) as the lexical index would keep them
@@ -25,15 +27,7 @@ COFFEE_ORDERS = 5
 
 
 def event(tenant: str, session: str, i: int, speaker: str, text: str, minutes: int) -> dict[str, Any]:
-    return {
-        "tenant_id": tenant,
-        "session_id": session,
-        "message_id": f"{session}:m{i}",
-        "speaker": speaker,
-        "role": "user",
-        "text": text,
-        "ts": (T0 + timedelta(minutes=minutes)).isoformat(),
-    }
+    return chat_event(tenant, session, text, T0 + timedelta(minutes=minutes), i, speaker)
 
 
 def conversation(tenant: str, cafe: str = COFFEE[0], festival: str = FESTIVAL[0]) -> list[dict[str, Any]]:
@@ -80,3 +74,27 @@ def files_holding(folder: Path, words: tuple[str, ...]) -> list[str]:
         data = path.read_bytes().lower()
         found += [f"{path.relative_to(folder)}: {n.decode()}" for n in needles if n in data]
     return found
+
+
+def stored_bytes(rt: Any) -> bytes:
+    """Every document of the index (all of ``_source``) and every Redis key and value under the
+    prefix, read whole. (Milvus holds no text: ids, tenant, status, days and vectors.)"""
+    from opensearchpy.helpers import scan
+
+    rt.lexical.client.indices.refresh(index=rt.lexical.index)
+    docs = [
+        h["_source"]
+        for h in scan(rt.lexical.client, index=rt.lexical.index, query={"query": {"match_all": {}}})
+    ]
+    stored = orjson.dumps(docs)
+    redis = rt.buffer.r
+    readers = {
+        b"hash": lambda k: [b for kv in redis.hgetall(k).items() for b in kv],
+        b"zset": lambda k: redis.zrange(k, 0, -1),
+        b"set": lambda k: list(redis.smembers(k)),
+        b"list": lambda k: redis.lrange(k, 0, -1),
+        b"string": lambda k: [redis.get(k) or b""],
+    }
+    for key in redis.scan_iter(match=f"{rt.settings.redis_key_prefix}*"):
+        stored += key + b"\n" + b"\n".join(readers[redis.type(key)](key))
+    return stored.lower()

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
-import orjson
 from pydantic import ValidationError
 
+from cli.console import json_line
 from cli.errors import CliError, ExitCode
 from schemas.events import describe_errors, load_json_line
 from schemas.query import QueryRequest, QueryResult
@@ -49,7 +49,7 @@ def answer_batch(lines: Iterable[tuple[str, bytes]], answer: Answer) -> None:
     for where, raw in lines:
         request = batch_request(where, raw)
         line = answer(request).to_json() if isinstance(request, QueryRequest) else request
-        sys.stdout.buffer.write(orjson.dumps(line) + b"\n")
+        json_line(line)
 
 
 def answerer(rt: Runtime, stack: ExitStack) -> Answer:

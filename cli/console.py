@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 
+import orjson
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -20,6 +22,19 @@ err = Console(stderr=True)
 
 # C0 controls but tab and newline, DEL and C1 controls: what starts terminal escape sequences.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def json_line(value: object) -> None:
+    """One JSON line on stdout (a pydantic model as its JSON form): for ``--json`` output."""
+    from pydantic import BaseModel
+
+    data = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    sys.stdout.buffer.write(orjson.dumps(data) + b"\n")
+
+
+def plain(text: str) -> None:
+    """A line of data (ids, names, numbers) printed as is: no markup, no highlighting."""
+    out.print(text, markup=False, highlight=False)
 
 
 def printable(text: str) -> str:

@@ -6,14 +6,12 @@ knowledge-update rule marks superseded facts. Per tenant, or every tenant of the
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
 
-from cli.console import out
+from cli.console import json_line, plain
 from cli.errors import one_line_errors
 from cli.store import open_store
 from schemas.keys import check_id
@@ -41,15 +39,13 @@ def consolidate(
             run = rt.consolidate(t)
             if json_out:
                 for d in run.decisions:
-                    sys.stdout.buffer.write(orjson.dumps(d.model_dump(mode="json")) + b"\n")
+                    json_line(d)
                 continue
             archived = sum(len(d.member_ids) for d in run.decisions)
-            out.print(
+            plain(
                 f"{t}: {run.read} memories read, {len(run.decisions)} abstracts made from {archived} "
                 f"memories (archived), {len(run.deleted)} older abstracts absorbed, "
-                f"{len(run.updated)} memories with changed supersession",
-                markup=False,
-                highlight=False,
+                f"{len(run.updated)} memories with changed supersession"
             )
 
 

@@ -8,15 +8,13 @@ a worker's forget agent also tombstones the memories on the units topic).
 from __future__ import annotations
 
 import asyncio
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
-import orjson
 import typer
 
-from cli.console import out
+from cli.console import json_line, plain
 from cli.errors import CliError, one_line_errors
 from cli.store import open_store
 from schemas.keys import check_id
@@ -81,17 +79,15 @@ def forget(
 
 def _print(record: DeletionRecord, json_out: bool) -> None:
     if json_out:
-        sys.stdout.buffer.write(orjson.dumps(record.model_dump(mode="json")) + b"\n")
+        json_line(record)
         return
     what = (
         "the whole tenant" if record.request.whole_tenant else f"{len(record.request.message_ids)} messages"
     )
-    out.print(
+    plain(
         f"forgot {what} of {record.request.tenant_id}: {record.units_deleted} memories deleted, "
         f"{record.units_rewritten} rewritten, {record.buffer_turns_removed} recent turns removed "
-        f"({record.seconds:.3f} s)",
-        markup=False,
-        highlight=False,
+        f"({record.seconds:.3f} s)"
     )
 
 

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 import orjson
 import typer
 
-from cli.console import out
+from cli.console import out, plain
 from cli.errors import CliError, one_line_errors
 from schemas.settings import REPO_ROOT, Settings, get_settings
 
@@ -157,9 +157,9 @@ def golden(
         f"found {result.found}/{result.expected} ({share:.0%}); leaks {len(result.leaks)}; latency {lat}"
     )
     for query, expected in result.misses:
-        out.print(f"  missing {expected!r} for {query!r}", markup=False, highlight=False)
+        plain(f"  missing {expected!r} for {query!r}")
     for leak in result.leaks:
-        out.print(f"  leak: {leak}", markup=False, highlight=False)
+        plain(f"  leak: {leak}")
     if share < settings.golden_min_found or result.leaks:
         raise typer.Exit(1)
 

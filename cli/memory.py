@@ -11,7 +11,7 @@ import orjson
 import typer
 
 from cli.answers import Answer, answer_batch, answerer, single_request
-from cli.console import err, out, progress_bar, quiet_libraries
+from cli.console import err, json_line, out, progress_bar, quiet_libraries
 from cli.errors import ingest_exit_code, one_line_errors
 from cli.inputs import InputArg, open_input
 from cli.report import print_answer, print_report
@@ -76,7 +76,7 @@ def query(
     with ExitStack() as stack:
         result = _answering(store, stack)(request)
     if json_out:
-        sys.stdout.buffer.write(orjson.dumps(result.to_json()) + b"\n")
+        json_line(result.to_json())
     else:
         print_answer(result)
 

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING
 
-import orjson
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cli.console import out, shown
+from cli.console import json_line, out, shown
 from schemas.accounting import IngestReport
 from schemas.query import QueryResult
 
@@ -69,7 +67,7 @@ def print_answer(result: QueryResult, console: Console = out) -> None:
 
 def print_statuses(statuses: list[ServiceStatus], as_json: bool) -> None:
     if as_json:
-        sys.stdout.buffer.write(orjson.dumps([s.to_dict() for s in statuses]) + b"\n")
+        json_line([s.to_dict() for s in statuses])
         return
     table = Table(title="services")
     for col in ("service", "state", "endpoint", "pid"):

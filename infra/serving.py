@@ -8,14 +8,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from infra.errors import log_tail
-from infra.workers import free_port
+from infra.workers import free_port, wait_ready
 from schemas.settings import REPO_ROOT
 
 
@@ -60,19 +58,7 @@ class ServeProcess:
 
     def wait_ready(self, timeout: float = 180.0) -> None:
         """Until /healthz answers 200 (models loaded, stores reachable) or the process died."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"serve exited with {self.proc.returncode}; see {self.log_path}:\n"
-                    + log_tail(self.log_path, 40)
-                )
-            if self.healthy():
-                return
-            time.sleep(0.5)
-        raise TimeoutError(
-            f"serve not ready after {timeout}s; see {self.log_path}:\n" + log_tail(self.log_path, 40)
-        )
+        wait_ready(self.proc, self.healthy, "serve", self.log_path, timeout)
 
     def stop(self, grace: float = 30.0) -> None:
         if self.proc is None or self.proc.poll() is not None:

@@ -12,6 +12,7 @@ import socket
 import subprocess
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +25,22 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def wait_ready(
+    proc: subprocess.Popen[bytes] | None, ready: Callable[[], bool], what: str, log_path: Path, timeout: float
+) -> None:
+    """Until ``ready()`` or the child process died; either failure quotes the end of its log."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(
+                f"{what} exited with {proc.returncode}; see {log_path}:\n" + log_tail(log_path, 40)
+            )
+        if ready():
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{what} not ready after {timeout}s; see {log_path}:\n" + log_tail(log_path, 40))
 
 
 @dataclass
@@ -66,19 +83,7 @@ class WorkerProcess:
 
     def wait_ready(self, timeout: float = 180.0) -> None:
         """Until its /metrics answers (models loaded, Faust started) or it died."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(
-                    f"worker exited with {self.proc.returncode}; see {self.log_path}:\n"
-                    + log_tail(self.log_path, 40)
-                )
-            if self.metrics() is not None:
-                return
-            time.sleep(0.5)
-        raise TimeoutError(
-            f"worker not ready after {timeout}s; see {self.log_path}:\n" + log_tail(self.log_path, 40)
-        )
+        wait_ready(self.proc, lambda: self.metrics() is not None, "worker", self.log_path, timeout)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is None or self.proc.poll() is not None:

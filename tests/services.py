@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from schemas.settings import Settings
+from infra.workers import WorkerProcess
+from schemas.settings import Settings, settings_for
 
 
 def unreachable(settings: Settings, kafka: bool = False) -> str | None:
@@ -104,3 +105,16 @@ async def delete_topics(settings: Settings) -> None:
             await admin.delete_topics(mine)
     finally:
         await admin.close()
+
+
+def running_worker(env: dict[str, str], log_dir: Path) -> Iterator[WorkerProcess]:
+    """A stream worker (``bin/simplemem worker``) on the module's topics, made first, until the end."""
+    from streams.topics import ensure_topics
+
+    asyncio.run(ensure_topics(settings_for(env)))
+    worker = WorkerProcess(env, log_dir / "worker.log").start()
+    try:
+        worker.wait_ready()
+        yield worker
+    finally:
+        worker.stop()

@@ -7,10 +7,19 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 import pytest
 
-from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, event, lines
+from bench.forget_data import (
+    COFFEE,
+    FESTIVAL,
+    KEPT,
+    QUESTION_ID,
+    coffee_ids,
+    conversation,
+    event,
+    lines,
+    stored_bytes,
+)
 from processors.pipeline import FORGOTTEN_REASON
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
@@ -32,30 +41,6 @@ def rt(services_settings: Settings, tmp_path_factory: pytest.TempPathFactory) ->
     runtime = open_runtime(services_settings, tmp_path_factory.mktemp("services"))
     yield runtime
     runtime.close()
-
-
-def stored_bytes(rt: Any) -> bytes:
-    """Every document of the index (all of ``_source``) and every Redis key and value under the
-    prefix, read whole. (Milvus holds no text: ids, tenant, status, days and vectors.)"""
-    from opensearchpy.helpers import scan
-
-    rt.lexical.client.indices.refresh(index=rt.lexical.index)
-    docs = [
-        h["_source"]
-        for h in scan(rt.lexical.client, index=rt.lexical.index, query={"query": {"match_all": {}}})
-    ]
-    stored = orjson.dumps(docs)
-    redis = rt.buffer.r
-    readers = {
-        b"hash": lambda k: [b for kv in redis.hgetall(k).items() for b in kv],
-        b"zset": lambda k: redis.zrange(k, 0, -1),
-        b"set": lambda k: list(redis.smembers(k)),
-        b"list": lambda k: redis.lrange(k, 0, -1),
-        b"string": lambda k: [redis.get(k) or b""],
-    }
-    for key in redis.scan_iter(match=f"{rt.settings.redis_key_prefix}*"):
-        stored += key + b"\n" + b"\n".join(readers[redis.type(key)](key))
-    return stored.lower()
 
 
 def milvus_ids(rt: Any, tenant: str) -> set[str]:

@@ -14,14 +14,21 @@ from typing import Any
 import orjson
 import pytest
 
-from bench.forget_data import COFFEE, FESTIVAL, KEPT, QUESTION_ID, coffee_ids, conversation, files_holding
+from bench.forget_data import (
+    COFFEE,
+    FESTIVAL,
+    KEPT,
+    QUESTION_ID,
+    coffee_ids,
+    conversation,
+    files_holding,
+    stored_bytes,
+)
 from infra.workers import WorkerProcess
 from schemas.settings import Settings
 from schemas.stream import DeletionRequest
-from tests.services import drop_stream_env, require, stream_env
-from tests.test_forget_services import stored_bytes
+from tests.services import drop_stream_env, require, running_worker, stream_env
 from tests.test_streams import (
-    ensure_topics,
     kcat_publish,
     outcomes,
     replay,
@@ -52,11 +59,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 
 @pytest.fixture(scope="module")
 def worker(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    ensure_topics(settings_of(env))
-    w = WorkerProcess(env, tmp_path_factory.mktemp("logs") / "worker.log").start()
-    w.wait_ready()
-    yield w
-    w.stop()
+    yield from running_worker(env, tmp_path_factory.mktemp("logs"))
 
 
 def units_tombstones(settings: Settings) -> set[str]:

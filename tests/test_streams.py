@@ -28,7 +28,7 @@ from schemas.query import QueryRequest
 from schemas.settings import Settings, settings_for
 from schemas.stream import DeadLetter
 from tests.conftest import SHARED
-from tests.services import delete_topics, drop_stream_env, require, stream_env
+from tests.services import delete_topics, drop_stream_env, require, running_worker, stream_env
 
 pytestmark = pytest.mark.integration
 
@@ -98,11 +98,7 @@ def ensure_topics(settings: Settings) -> None:
 
 @pytest.fixture(scope="module")
 def worker(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[WorkerProcess]:
-    ensure_topics(settings_of(env))
-    w = WorkerProcess(env, tmp_path_factory.mktemp("logs") / "worker.log").start()
-    w.wait_ready()
-    yield w
-    w.stop()
+    yield from running_worker(env, tmp_path_factory.mktemp("logs"))
 
 
 BAD_LINES = [
