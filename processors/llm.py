@@ -1,4 +1,5 @@
-"""LLM decomposition through any OpenAI-compatible chat endpoint (JSON output, retries).
+"""LLM decomposition through any OpenAI-compatible chat endpoint (processors.llm_client: JSON
+output, retries).
 
 Selected with ``SIMPLEMEM_DECOMPOSER=llm`` and ``SIMPLEMEM_LLM_BASE_URL``. Output that is not the
 expected JSON (or cites messages outside the window) falls back to the offline decomposer for that
@@ -8,14 +9,12 @@ window, and the fallback is counted: nothing is silently dropped.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import httpx
-import orjson
-from pydantic import BaseModel, ValidationError
-from tenacity import retry, retry_if_exception_type, stop_after_attempt, wait_exponential
+from pydantic import BaseModel
 
 from processors.decompose import Decomposition, DraftUnit, OfflineDecomposer
+from processors.llm_client import LLM_FAILURES, JsonChat, MalformedOutput
 from schemas.memory import MemoryKind, MemoryUnit, UnitContent
 from schemas.settings import Settings
 from schemas.window import Window
@@ -34,40 +33,10 @@ class LlmOutput(BaseModel):
     units: list[UnitContent]
 
 
-class MalformedOutput(ValueError):
-    pass
-
-
 class LlmDecomposer:
     def __init__(self, settings: Settings, client: httpx.Client | None = None) -> None:
-        if not settings.llm_base_url:
-            raise ValueError("SIMPLEMEM_LLM_BASE_URL is required for the llm decomposer")
-        self.settings = settings
-        headers = {"Authorization": f"Bearer {settings.llm_api_key}"} if settings.llm_api_key else {}
-        self.client = client or httpx.Client(
-            base_url=settings.llm_base_url.rstrip("/"), headers=headers, timeout=settings.llm_timeout_seconds
-        )
+        self.chat = JsonChat(settings, client)
         self.offline = OfflineDecomposer()
-        self._call = retry(
-            stop=stop_after_attempt(settings.llm_max_retries + 1),
-            wait=wait_exponential(multiplier=0.5, max=8),
-            retry=retry_if_exception_type((httpx.TransportError, httpx.HTTPStatusError)),
-            reraise=True,
-        )(self._complete)
-
-    def _complete(self, messages: list[dict[str, str]]) -> str:
-        response = self.client.post(
-            "/chat/completions",
-            json={
-                "model": self.settings.llm_model,
-                "messages": messages,
-                "temperature": 0,
-                "response_format": {"type": "json_object"},
-            },
-        )
-        response.raise_for_status()
-        body: dict[str, Any] = response.json()
-        return str(body["choices"][0]["message"]["content"])
 
     def decompose(self, window: Window) -> Decomposition:
         lines = []
@@ -75,11 +44,8 @@ class LlmDecomposer:
             tag = "NEW" if i >= window.new_from else "CONTEXT"
             lines.append(f"[{tag}] id={m.message_id} time={m.ts.isoformat()} {m.speaker}: {m.prose}")
         try:
-            raw = self._call(
-                [{"role": "system", "content": PROMPT}, {"role": "user", "content": "\n".join(lines)}]
-            )
-            parsed = self._parse(raw, window)
-        except (MalformedOutput, httpx.HTTPError, KeyError, IndexError) as exc:
+            parsed = self._checked(self.chat.ask(PROMPT, "\n".join(lines), LlmOutput), window)
+        except LLM_FAILURES as exc:
             log.warning("llm decomposition fell back to offline for %s: %s", window.window_id, exc)
             result = self.offline.decompose(window)
             result.fallbacks += 1
@@ -114,11 +80,7 @@ class LlmDecomposer:
         return result
 
     @staticmethod
-    def _parse(raw: str, window: Window) -> LlmOutput:
-        try:
-            output = LlmOutput.model_validate(orjson.loads(raw))
-        except (orjson.JSONDecodeError, ValidationError) as exc:
-            raise MalformedOutput(f"not the expected JSON: {exc}") from None
+    def _checked(output: LlmOutput, window: Window) -> LlmOutput:
         allowed = {m.message_id for m in window.new_messages}
         for item in output.units:
             if not set(item.source_ids) <= allowed:
