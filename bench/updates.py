@@ -82,7 +82,7 @@ def run(rt: Any, cases: list[dict[str, str]]) -> tuple[dict[str, Judged], dict[s
 
     rt.pipeline.ingest([(e["message_id"], orjson.dumps(e)) for c in cases for e in events(c)])
     before = {c["id"]: judge(rt, c) for c in cases}
-    rewritten = sum(len(update_tenant(tenant_of(c), rt.lexical, 500)) for c in cases)
+    rewritten = sum(len(update_tenant(tenant_of(c), rt.lexical, 500, rt.update_judge).changed) for c in cases)
     after = {c["id"]: judge(rt, c) for c in cases}
     return before, after, rewritten
 

@@ -46,7 +46,15 @@ def consolidate(
                 f"{t}: {run.read} memories read, {len(run.decisions)} abstracts made from {archived} "
                 f"memories (archived), {len(run.deleted)} older abstracts absorbed, "
                 f"{len(run.updated)} memories with changed supersession"
+                + _fallbacks(run.summary_fallbacks, run.update_fallbacks)
             )
+
+
+def _fallbacks(summaries: int, verdicts: int) -> str:
+    """The LLM answers replaced by the offline rule (said only when there were any)."""
+    if not summaries and not verdicts:
+        return ""
+    return f"; LLM fallbacks to offline: {summaries} summaries, {verdicts} update verdicts"
 
 
 def register(app: typer.Typer) -> None:

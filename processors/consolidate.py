@@ -18,7 +18,10 @@ a cluster is replaced by one over all their originals).
 
 The offline summariser keeps the most typical statement (the member closest to the cluster's mean)
 word for word and adds what it counted: how many memories, the days they span, and the terms most of
-them share ("usually: latte 47/50"). It invents nothing.
+them share ("usually: latte 47/50"). It invents nothing. With ``SIMPLEMEM_SUMMARISER=llm`` the
+statement is the model's, checked against the members (processors.llm_summary); everything else
+about the abstract, its id included, is the offline one's. Forgetting recomputes an abstract with the
+offline summariser (a deletion must not wait for a model).
 """
 
 from __future__ import annotations
@@ -54,6 +57,19 @@ def _unit(v: Vector) -> Vector:
 
 def affinity(cosine: float, days_apart: float, beta: float, lam: float) -> float:
     return beta * cosine + (1 - beta) * math.exp(-lam * abs(days_apart))
+
+
+@dataclass(frozen=True)
+class Abstract:
+    """A summariser's answer: the abstract and its vector (the members' mean)."""
+
+    unit: MemoryUnit
+    vector: Vector
+    fallback: bool = False  # an LLM summary was rejected and the offline one used
+
+
+# Summarises one cluster's originals (facts, with their vectors in the same order).
+Summariser = Callable[[str, Sequence[MemoryUnit], Vector], Abstract]
 
 
 @dataclass
@@ -134,6 +150,19 @@ def summarise(tenant_id: str, originals: Sequence[MemoryUnit], vectors: Vector) 
     return unit, mean
 
 
+def offline_summariser(tenant_id: str, originals: Sequence[MemoryUnit], vectors: Vector) -> Abstract:
+    return Abstract(*summarise(tenant_id, originals, vectors))
+
+
+def summariser_for(settings: Settings) -> Summariser:
+    """``SIMPLEMEM_SUMMARISER``: the offline summariser (default) or the checked LLM one."""
+    if settings.summariser == "llm":
+        from processors.llm_summary import LlmSummariser
+
+        return LlmSummariser(settings)
+    return offline_summariser
+
+
 def archived_members(
     tenant_id: str, abstract: MemoryUnit, lexical: LexicalStore, size: int
 ) -> list[MemoryUnit]:
@@ -157,17 +186,21 @@ def _fetch_vectors(
 
 
 def _abstract_of(
-    tenant_id: str, originals: list[MemoryUnit], stored: dict[str, Vector]
-) -> tuple[MemoryUnit, list[MemoryUnit], Rewrite]:
+    tenant_id: str,
+    originals: list[MemoryUnit],
+    stored: dict[str, Vector],
+    summariser: Summariser = offline_summariser,
+) -> tuple[Abstract, list[MemoryUnit], Rewrite]:
     """The abstract over ``originals`` (those with a stored vector) and the rewrite that archives them."""
     with_vec = [u for u in originals if u.id in stored]
-    abstract, vec = summarise(tenant_id, with_vec, np.stack([stored[u.id] for u in with_vec]))
+    made = summariser(tenant_id, with_vec, np.stack([stored[u.id] for u in with_vec]))
+    abstract, vec = made.unit, made.vector
     archived = [
         u.model_copy(update={"status": MemoryStatus.ARCHIVED, "archived_in": abstract.id}) for u in with_vec
     ]
     vectors = {u.id: stored[u.id] for u in with_vec}
     vectors[abstract.id] = vec
-    return abstract, archived, Rewrite(units=[*archived, abstract], vectors=vectors)
+    return made, archived, Rewrite(units=[*archived, abstract], vectors=vectors)
 
 
 def reabstract_for(
@@ -197,7 +230,8 @@ def reabstract_for(
                 deleted=[abstract.id],
                 decision=decision,
             )
-        new, _, rewrite = _abstract_of(abstract.tenant_id, members, stored)
+        made, _, rewrite = _abstract_of(abstract.tenant_id, members, stored)
+        new = made.unit
         rewrite.deleted = [abstract.id] if new.id != abstract.id else []
         rewrite.decision = decision.model_copy(
             update={
@@ -218,6 +252,8 @@ class ConsolidationRun:
     deleted: list[str] = field(default_factory=list)  # abstracts replaced by larger ones
     updated: list[MemoryUnit] = field(default_factory=list)  # supersession pointers set (processors.updates)
     read: int = 0
+    summary_fallbacks: int = 0  # LLM summaries rejected (the offline one used instead)
+    update_fallbacks: int = 0  # LLM update verdicts missing or malformed (the offline rule decided)
 
 
 def consolidate_tenant(
@@ -225,6 +261,7 @@ def consolidate_tenant(
     stores: Stores,
     settings: Settings,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    summariser: Summariser = offline_summariser,
 ) -> ConsolidationRun:
     """One consolidation run over a tenant's active facts and abstracts, a page at a time."""
     run = ConsolidationRun()
@@ -244,9 +281,8 @@ def consolidate_tenant(
         if len(candidates) >= 2:
             matrix = np.stack([stored[u.id] for u in candidates])
             for c in cluster(candidates, matrix, settings):
-                _consolidate_cluster(
-                    tenant_id, [candidates[i] for i in c.members], c.scores, stores, settings, run, clock
-                )
+                members = [candidates[i] for i in c.members]
+                _consolidate_cluster(tenant_id, members, c.scores, stores, settings, run, clock, summariser)
         if run.read >= settings.consolidation_max_units:
             break
     return run
@@ -260,6 +296,7 @@ def _consolidate_cluster(
     settings: Settings,
     run: ConsolidationRun,
     clock: Callable[[], datetime],
+    summariser: Summariser,
 ) -> None:
     if len(members) < 2:
         return
@@ -271,7 +308,9 @@ def _consolidate_cluster(
     if len(originals) < settings.consolidation_min_cluster:
         return
     stored = _fetch_vectors(tenant_id, originals, stores.vectors, size)
-    abstract, archived, rewrite = _abstract_of(tenant_id, originals, stored)
+    made, archived, rewrite = _abstract_of(tenant_id, originals, stored, summariser)
+    abstract = made.unit
+    run.summary_fallbacks += made.fallback
     gone = [a.id for a in replaced if a.id != abstract.id]
     for part in (gone[i : i + size] for i in range(0, len(gone), size)):
         stores.vectors.delete(tenant_id, part)

@@ -24,9 +24,10 @@ from schemas.stream import DeletionRequest
 
 if TYPE_CHECKING:  # the ingestion side (spaCy, Presidio, torch) is imported by the first use only
     from processors.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer
-    from processors.consolidate import ConsolidationRun
+    from processors.consolidate import ConsolidationRun, Summariser
     from processors.forget import ForgetResult
     from processors.pipeline import Decomposer, Pipeline
+    from processors.updates import UpdateJudge
 
 LEXICAL_FILE = "lexical.sqlite"  # an embedded store's SQLite file: a folder without one holds no store
 
@@ -126,10 +127,28 @@ class Runtime:
         from processors.updates import update_tenant
 
         s = self.settings
-        run = consolidate_tenant(tenant_id, Stores(self.lexical, self.vectors, self.buffer), s)
-        run.updated = update_tenant(tenant_id, self.lexical, s.consolidation_batch_units)
+        stores = Stores(self.lexical, self.vectors, self.buffer)
+        run = consolidate_tenant(tenant_id, stores, s, summariser=self.summariser)
+        updates = update_tenant(tenant_id, self.lexical, s.consolidation_batch_units, self.update_judge)
+        run.updated, run.update_fallbacks = updates.changed, updates.fallbacks
         self.vectors.flush()
         return run
+
+    @cached_property
+    def summariser(self) -> Summariser:
+        """``SIMPLEMEM_SUMMARISER``: how consolidation words an abstract (offline by default)."""
+        from processors.consolidate import summariser_for
+
+        return summariser_for(self.settings)
+
+    @cached_property
+    def update_judge(self) -> UpdateJudge | None:
+        """``SIMPLEMEM_UPDATE_JUDGE=llm``: the model judges the update rule's candidate pairs."""
+        if self.settings.update_judge == "llm":
+            from processors.llm_updates import LlmUpdateJudge
+
+            return LlmUpdateJudge(self.settings)
+        return None
 
     @cached_property
     def decomposer(self) -> Decomposer:

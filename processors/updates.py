@@ -21,15 +21,23 @@ Its limits, measured by ``python -m bench.updates``:
   statement supersedes the one before, even one restating the same number;
 - one value per attribute: two homes at once, or "also works as", supersede each other.
 The LLM decomposer, when configured, states facts in the same plain form, which this rule reads.
+
+With ``SIMPLEMEM_UPDATE_JUDGE=llm`` a model judges the rule's candidate pairs instead of the value
+comparison (processors.llm_updates): the candidates are the same (consecutive claims on one
+subject and attribute), so the first limit stays; the value limits ("NYC" after "New York", "also
+works as") are the model's to get right. At most ``update_judge_max_pairs`` pairs per tenant run
+(the newest); the rest, and any pair the model gives no valid verdict for (counted), are decided by
+the value comparison. The pointers are written the same way whichever decides.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import pairwise
+from typing import Protocol
 
 from processors.stores.protocols import LexicalStore
 from schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
@@ -224,18 +232,38 @@ def claims(units: Iterable[MemoryUnit]) -> Iterator[Stated]:
             yield Stated(unit.stated_at, unit.id, claim)
 
 
-def supersessions(stated: Iterable[Stated]) -> dict[str, str]:
-    """Older memory id -> the newer one that changed its value (pure; the same input, the same map).
+Pair = tuple[Stated, Stated]  # (older, newer): consecutive claims on one subject and attribute
+Verdicts = Mapping[tuple[str, str], bool]  # (older id, newer id) -> the newer supersedes the older
 
-    A restatement of the same value supersedes nothing: both say what is current."""
+
+def _groups(stated: Iterable[Stated]) -> list[list[Stated]]:
+    """Claims per (subject, attribute), each group in the order they were stated."""
     by_key: dict[tuple[str, str], list[Stated]] = {}
     for s in stated:
         by_key.setdefault((s.claim.subject, s.claim.attribute), []).append(s)
-    out: dict[str, str] = {}
     for group in by_key.values():
         group.sort(key=lambda s: (datetime.fromisoformat(s.stated_at), s.unit_id))
+    return list(by_key.values())
+
+
+def candidate_pairs(stated: Iterable[Stated]) -> list[Pair]:
+    """The pairs the rule decides: each claim and the next one on its subject and attribute."""
+    return [pair for group in _groups(stated) for pair in pairwise(group)]
+
+
+def supersessions(stated: Iterable[Stated], verdicts: Verdicts | None = None) -> dict[str, str]:
+    """Older memory id -> the newer one that changed its value (pure; the same input, the same map).
+
+    A restatement of the same value supersedes nothing: both say what is current. ``verdicts``
+    (a judge's, per candidate pair) replace the value comparison for the pairs they name."""
+    verdicts = verdicts or {}
+    out: dict[str, str] = {}
+    for group in _groups(stated):
         for older, newer in pairwise(group):
-            if older.claim.value != newer.claim.value:
+            changed = verdicts.get((older.unit_id, newer.unit_id))
+            if changed is None:
+                changed = older.claim.value != newer.claim.value
+            if changed:
                 out[older.unit_id] = newer.unit_id
         # a value restated after it was superseded is current again: only the latest run counts
         latest = group[-1].claim.value
@@ -261,18 +289,43 @@ def rewritten(units: Iterable[MemoryUnit], pointers: dict[str, str]) -> list[Mem
     return out
 
 
-def update_tenant(tenant_id: str, lexical: LexicalStore, batch: int) -> list[MemoryUnit]:
+@dataclass
+class Judged:
+    """A judge's verdicts on candidate pairs, and how many pairs it gave none for (fallbacks)."""
+
+    verdicts: dict[tuple[str, str], bool] = field(default_factory=dict)
+    fallbacks: int = 0
+
+
+class UpdateJudge(Protocol):
+    """Decides candidate pairs in place of the value comparison (an LLM: processors.llm_updates)."""
+
+    def judge(self, tenant_id: str, pairs: Sequence[Pair], lexical: LexicalStore, batch: int) -> Judged: ...
+
+
+@dataclass
+class UpdateRun:
+    changed: list[MemoryUnit] = field(default_factory=list)  # units whose pointers changed (written)
+    judged: int = 0  # pairs a judge gave a verdict for
+    fallbacks: int = 0  # pairs a judge was asked about and gave no valid verdict for
+
+
+def update_tenant(
+    tenant_id: str, lexical: LexicalStore, batch: int, judge: UpdateJudge | None = None
+) -> UpdateRun:
     """Apply the rule to a tenant's active memories, read ``batch`` at a time (only the claims are
-    kept in between); writes and returns the units whose pointers changed. Idempotent."""
+    kept in between); writes the units whose pointers changed. Idempotent (with the offline rule;
+    a judge's verdicts are as stable as the judge)."""
     stated: list[Stated] = []
     pointed: set[str] = set()
     for page in lexical.iter_units(tenant_id, batch):
         stated += claims(page)
         pointed.update(u.id for u in page if u.superseded_by or u.supersedes)
-    pointers = supersessions(stated)
+    judged = judge.judge(tenant_id, candidate_pairs(stated), lexical, batch) if judge else Judged()
+    pointers = supersessions(stated, judged.verdicts)
     touched = sorted(pointed | set(pointers) | set(pointers.values()))
     changed: list[MemoryUnit] = []
     for start in range(0, len(touched), batch):
         changed += rewritten(lexical.get(tenant_id, touched[start : start + batch]), pointers)
     lexical.upsert(changed)  # status and vectors unchanged: the lexical store holds the pointers
-    return changed
+    return UpdateRun(changed, len(judged.verdicts), judged.fallbacks)

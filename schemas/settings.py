@@ -141,6 +141,25 @@ class Settings(BaseSettings):
     consolidation_topic: str = Field(
         "consolidation", description="consolidation decisions: which memories, which abstract, the scores"
     )
+    summariser: Literal["offline", "llm"] = Field(
+        "offline",
+        description="an abstract's statement: offline (deterministic) or llm (needs SIMPLEMEM_LLM_BASE_URL; "
+        "checked, falls back to offline)",
+    )
+    llm_summary_members: int = Field(
+        40, ge=1, description="members of a cluster quoted to the LLM summariser (the most typical ones)"
+    )
+    llm_summary_max_chars: int = Field(
+        400, ge=1, description="a longer LLM summary is rejected (the offline one is used)"
+    )
+    update_judge: Literal["offline", "llm"] = Field(
+        "offline",
+        description="knowledge updates: offline (values compared) or llm (the model judges each candidate "
+        "pair; needs SIMPLEMEM_LLM_BASE_URL)",
+    )
+    update_judge_max_pairs: int = Field(
+        200, ge=0, description="candidate pairs the LLM judges per tenant run (the newest; the rest offline)"
+    )
     consolidate_topic: str = Field(
         "consolidate",
         description="requests to consolidate a tenant, keyed by tenant (from the workers' timer)",

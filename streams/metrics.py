@@ -28,6 +28,9 @@ FORGET_SECONDS = Histogram(
     "simplemem_forget_seconds", "From a deletion request to gone from every store (request time to done)"
 )
 ABSTRACTS = Counter("simplemem_abstracts_total", "Abstract memories made by consolidation")
+LLM_FALLBACKS = Counter(
+    "simplemem_llm_fallbacks_total", "LLM answers replaced by the offline rule, by step", ["step"]
+)
 DUPLICATES = Counter("simplemem_replayed_turns_skipped_total", "Turns seen again after a restart, skipped")
 WINDOWS = Counter("simplemem_windows_total", "Windows judged by the entropy filter", ["decision"])
 DISCARD_RATE = Gauge("simplemem_discard_rate", "Share of decided turns filtered (since the worker started)")

@@ -423,6 +423,8 @@ class ConsolidateStep:
             out += [("units", u.id.encode(), dumps(u)) for u in [*run.written, *run.updated]]
             out += [("units", uid.encode(), None) for uid in run.deleted]
             metrics.ABSTRACTS.inc(len(run.decisions))
+            metrics.LLM_FALLBACKS.labels("summary").inc(run.summary_fallbacks)
+            metrics.LLM_FALLBACKS.labels("update_judge").inc(run.update_fallbacks)
         return Handled(out)
 
     def _consolidate(self, tenants: list[str]) -> list[ConsolidationRun]:
