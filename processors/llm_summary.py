@@ -44,8 +44,13 @@ counts and dates exactly as given; never add a name, number or date that is not 
 Answer with JSON only: {"summary": str}"""
 
 NUMBER = re.compile(r"\d+")
-CAPITALISED = re.compile(r"\b[A-Z][\w'’-]*")
-WORD = re.compile(r"[\w'’-]+")
+CAPITALISED = re.compile(r"\b[A-Z][\w'’]*")  # "Jean-Luc", "Jan-Mar": each part on its own
+WORD = re.compile(r"[\w'’]+")
+POSSESSIVE = re.compile(r"['’]s$")
+
+
+def _word(w: str) -> str:
+    return POSSESSIVE.sub("", w.lower())  # "Jordan's" is a word of a memory that says "Jordan"
 
 
 class SummaryOutput(BaseModel):
@@ -71,12 +76,12 @@ def invented(summary: str, originals: Sequence[MemoryUnit], offline: MemoryUnit)
         sources += [u.text, u.stated_at[:10], u.event_time or "", u.speaker or "", u.topic or ""]
         sources += [u.location or "", *u.persons, *u.entities, *u.keywords]
     known_numbers = {int(n) for text in sources for n in NUMBER.findall(text)}
-    known_words = {w.lower() for text in sources for w in WORD.findall(text)}
+    known_words = {_word(w) for text in sources for w in WORD.findall(text)}
     first, last = (offline.event_time or "").partition("/")[::2]
     if first and last:
         known_words.update(_months(first, last))
     bad = [n for n in NUMBER.findall(summary) if int(n) not in known_numbers]
-    return bad + [w for w in CAPITALISED.findall(summary) if w.lower() not in known_words]
+    return bad + [w for w in CAPITALISED.findall(summary) if _word(w) not in known_words]
 
 
 class LlmSummariser:

@@ -266,9 +266,11 @@ def supersessions(stated: Iterable[Stated], verdicts: Verdicts | None = None) ->
             if changed:
                 out[older.unit_id] = newer.unit_id
         # a value restated after it was superseded is current again: only the latest run counts
+        # (not where a judge said a statement of the same value supersedes it)
         latest = group[-1].claim.value
+        value = {s.unit_id: s.claim.value for s in group}
         for s in group:
-            if s.claim.value == latest and s.unit_id in out:
+            if s.claim.value == latest and s.unit_id in out and value[out[s.unit_id]] != latest:
                 del out[s.unit_id]
     return out
 
