@@ -233,3 +233,20 @@ def test_the_judge_asks_about_the_newest_pairs_only_up_to_its_bound(lexical: Sql
     got = {u.id: u for u in lexical.get("t", [h.id for h in homes])}
     assert got[homes[0].id].superseded_by == homes[1].id  # not asked: the offline rule
     assert got[homes[1].id].superseded_by is None  # asked: the judge's "no"
+
+
+# --- the settings choose -----------------------------------------------------------------------
+
+
+def test_the_settings_choose_the_llm_steps_and_the_offline_ones_by_default(tmp_path: Path) -> None:
+    from processors.consolidate import offline_summariser, summariser_for
+    from processors.runtime import Runtime
+
+    assert (
+        summariser_for(Settings()) is offline_summariser
+        and Runtime(Settings(), tmp_path).update_judge is None
+    )
+    assert isinstance(summariser_for(settings(summariser="llm")), LlmSummariser)
+    assert isinstance(Runtime(settings(update_judge="llm"), tmp_path).update_judge, LlmUpdateJudge)
+    with pytest.raises(ValueError, match="SIMPLEMEM_LLM_BASE_URL"):
+        summariser_for(Settings(summariser="llm"))
