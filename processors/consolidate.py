@@ -154,15 +154,6 @@ def offline_summariser(tenant_id: str, originals: Sequence[MemoryUnit], vectors:
     return Abstract(*summarise(tenant_id, originals, vectors))
 
 
-def summariser_for(settings: Settings) -> Summariser:
-    """``SIMPLEMEM_SUMMARISER``: the offline summariser (default) or the checked LLM one."""
-    if settings.summariser == "llm":
-        from processors.llm_summary import LlmSummariser
-
-        return LlmSummariser(settings)
-    return offline_summariser
-
-
 def archived_members(
     tenant_id: str, abstract: MemoryUnit, lexical: LexicalStore, size: int
 ) -> list[MemoryUnit]:

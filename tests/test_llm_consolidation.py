@@ -239,14 +239,12 @@ def test_the_judge_asks_about_the_newest_pairs_only_up_to_its_bound(lexical: Sql
 
 
 def test_the_settings_choose_the_llm_steps_and_the_offline_ones_by_default(tmp_path: Path) -> None:
-    from processors.consolidate import offline_summariser, summariser_for
+    from processors.consolidate import offline_summariser
     from processors.runtime import Runtime
 
-    assert (
-        summariser_for(Settings()) is offline_summariser
-        and Runtime(Settings(), tmp_path).update_judge is None
-    )
-    assert isinstance(summariser_for(settings(summariser="llm")), LlmSummariser)
-    assert isinstance(Runtime(settings(update_judge="llm"), tmp_path).update_judge, LlmUpdateJudge)
+    offline = Runtime(Settings(), tmp_path)
+    assert offline.summariser is offline_summariser and offline.update_judge is None
+    llm = Runtime(settings(summariser="llm", update_judge="llm"), tmp_path)
+    assert isinstance(llm.summariser, LlmSummariser) and isinstance(llm.update_judge, LlmUpdateJudge)
     with pytest.raises(ValueError, match="SIMPLEMEM_LLM_BASE_URL"):
-        summariser_for(Settings(summariser="llm"))
+        _ = Runtime(Settings(summariser="llm"), tmp_path).summariser
