@@ -137,9 +137,13 @@ class Runtime:
     @cached_property
     def summariser(self) -> Summariser:
         """``SIMPLEMEM_SUMMARISER``: how consolidation words an abstract (offline by default)."""
-        from processors.consolidate import summariser_for
+        if self.settings.summariser == "llm":
+            from processors.llm_summary import LlmSummariser
 
-        return summariser_for(self.settings)
+            return LlmSummariser(self.settings)
+        from processors.consolidate import offline_summariser
+
+        return offline_summariser
 
     @cached_property
     def update_judge(self) -> UpdateJudge | None:
