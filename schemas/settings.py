@@ -160,6 +160,9 @@ class Settings(BaseSettings):
     update_judge_max_pairs: int = Field(
         200, ge=0, description="candidate pairs the LLM judges per tenant run (the newest; the rest offline)"
     )
+    update_judge_cache_pairs: int = Field(
+        100_000, ge=0, description="LLM verdicts a process keeps, so later runs do not ask again"
+    )
     consolidate_topic: str = Field(
         "consolidate",
         description="requests to consolidate a tenant, keyed by tenant (from the workers' timer)",

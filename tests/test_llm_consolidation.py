@@ -31,20 +31,20 @@ T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 Reply = Callable[[str], str]  # the user prompt -> the model's content
 
 
-def endpoint(reply: Reply) -> tuple[httpx.Client, list[str]]:
+def endpoint(reply: Reply, status: int = 200) -> tuple[httpx.Client, list[str]]:
     """A chat endpoint answering ``reply(user prompt)``; the prompts it was sent, in order."""
     asked: list[str] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
         user = orjson.loads(request.content)["messages"][-1]["content"]
         asked.append(user)
-        return httpx.Response(200, json={"choices": [{"message": {"content": reply(user)}}]})
+        return httpx.Response(status, json={"choices": [{"message": {"content": reply(user)}}]})
 
     return httpx.Client(base_url="http://llm.test/v1", transport=httpx.MockTransport(handler)), asked
 
 
 def settings(**fields: Any) -> Settings:
-    return Settings(llm_base_url="http://llm.test/v1", llm_max_retries=0, **fields)
+    return Settings(**{"llm_base_url": "http://llm.test/v1", "llm_max_retries": 0, **fields})
 
 
 def summary(text: str) -> Reply:
@@ -233,6 +233,24 @@ def test_the_judge_asks_about_the_newest_pairs_only_up_to_its_bound(lexical: Sql
     got = {u.id: u for u in lexical.get("t", [h.id for h in homes])}
     assert got[homes[0].id].superseded_by == homes[1].id  # not asked: the offline rule
     assert got[homes[1].id].superseded_by is None  # asked: the judge's "no"
+
+
+def test_a_later_run_does_not_ask_again_and_a_failing_endpoint_is_asked_once_per_run(
+    lexical: SqliteLexicalStore,
+) -> None:
+    homes = [fact(i, f"Riley lives in {city}.", 10 * i) for i, city in enumerate(["Lisbon", "Porto", "Rome"])]
+    lexical.upsert(homes)
+    client, asked = endpoint(lambda _user: NO)
+    judge = LlmUpdateJudge(settings(), client)
+    first, again = update_tenant("t", lexical, 100, judge), update_tenant("t", lexical, 100, judge)
+    assert len(asked) == 2 and first.judged == again.judged == 2 and again.changed == []
+    assert all(u.superseded_by is None for u in lexical.get("t", [h.id for h in homes]))
+
+    down, asked_down = endpoint(lambda _user: NO, status=503)
+    run = update_tenant("t", lexical, 100, LlmUpdateJudge(settings(llm_max_retries=1), down))
+    assert len(asked_down) == 2 and run.fallbacks == 2 and run.judged == 0  # one pair, tried twice
+    got = lexical.get("t", [h.id for h in homes])
+    assert [u.superseded_by for u in got] == [homes[1].id, homes[2].id, None]  # the offline rule
 
 
 # --- the settings choose -----------------------------------------------------------------------
