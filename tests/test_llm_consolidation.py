@@ -253,6 +253,16 @@ def test_a_later_run_does_not_ask_again_and_a_failing_endpoint_is_asked_once_per
     assert [u.superseded_by for u in got] == [homes[1].id, homes[2].id, None]  # the offline rule
 
 
+def test_the_kept_verdicts_are_bounded(lexical: SqliteLexicalStore) -> None:
+    homes = [fact(i, f"Riley lives in {city}.", 10 * i) for i, city in enumerate(["Lisbon", "Porto", "Rome"])]
+    lexical.upsert(homes)
+    client, asked = endpoint(lambda _user: NO)
+    judge = LlmUpdateJudge(settings(update_judge_cache_pairs=1), client)
+    update_tenant("t", lexical, 100, judge)
+    update_tenant("t", lexical, 100, judge)
+    assert len(asked) == 3 and len(judge.known) == 1  # the pair asked first was let go, asked again
+
+
 # --- the settings choose -----------------------------------------------------------------------
 
 
