@@ -27,6 +27,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import re
 import signal
@@ -231,6 +232,13 @@ class Workers:
         self.exits += events
         return events
 
+    def dump_stacks(self) -> None:
+        """Every live worker writes its threads' stacks to its log (SIGUSR1: cli.streams.worker)."""
+        for w in self.procs:
+            if w.proc is not None and w.proc.poll() is None:
+                os.killpg(w.proc.pid, signal.SIGUSR1)
+        time.sleep(1)
+
     def stop(self) -> None:
         for w in self.procs:
             w.stop()
@@ -377,6 +385,7 @@ async def drain(args: argparse.Namespace, ctx: Context, publisher: Publisher, fo
         if unresolved != last:
             last, changed = unresolved, now
         elif now - changed > 120:
+            ctx.workers.dump_stacks()  # into their logs: where the stalled stages wait
             return f"stopped: {unresolved} records without a fate, none for 120s (lag {lag})"
         if now - start > args.drain_timeout:
             return f"timed out after {now - start:.0f}s: {unresolved} records without a fate, lag {lag}"

@@ -217,6 +217,7 @@ def create_app(settings: Settings) -> faust.App:
         except _KAFKA_UNAVAILABLE as exc:
             log.warning("consumer lag not refreshed: %s", exc)
             return
+        metrics.CONSUMER_LAG.clear()  # partitions a rebalance took away are another worker's to report
         for tp, end in ends.items():
             metrics.CONSUMER_LAG.labels(*map(str, tp)).set(max(0, end - committed.get(tp, 0)))
 

@@ -460,6 +460,30 @@ def locomo_lines(limit_turns: int) -> list[bytes]:
     return [raw for _, raw in event_lines(convs)][:limit_turns]
 
 
+def lag_partitions(worker: WorkerProcess) -> set[str]:
+    """The partitions a worker's lag gauge reports (their label sets)."""
+    lines = (worker.metrics() or "").splitlines()
+    return {line.split(" ")[0] for line in lines if line.startswith("simplemem_consumer_lag{")}
+
+
+def test_after_a_rebalance_each_worker_reports_only_its_own_partitions(
+    env: dict[str, str], worker: WorkerProcess, tmp_path: Path
+) -> None:
+    """A second worker takes half the partitions: the first one's lag gauge must drop them, or the
+    sum over workers counts them twice with a stale value (seen in bench.faults)."""
+    wait_for(lambda: bool(lag_partitions(worker)), 60, "the first worker's lag gauge")
+    second = WorkerProcess(env, tmp_path / "second.log").start()
+    try:
+        second.wait_ready()
+        wait_for(
+            lambda: bool(lag_partitions(second)) and not lag_partitions(worker) & lag_partitions(second),
+            120,
+            "each partition's lag reported by one worker only",
+        )
+    finally:
+        second.stop()
+
+
 def test_sigkill_mid_stream_then_restart_reconciles(
     env: dict[str, str], worker: WorkerProcess, tmp_path: Path
 ) -> None:
