@@ -233,7 +233,8 @@ class Workers:
         return events
 
     def dump_stacks(self) -> None:
-        """Every live worker writes its threads' stacks to its log (SIGUSR1: cli.streams.worker)."""
+        """Every live worker writes its threads' and tasks' stacks to its log (SIGUSR1: the Faust
+        worker's handler, from mode)."""
         for w in self.procs:
             if w.proc is not None and w.proc.poll() is None:
                 os.killpg(w.proc.pid, signal.SIGUSR1)

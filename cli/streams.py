@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import faulthandler
-import signal
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -29,8 +27,6 @@ def worker(ctx: typer.Context) -> None:
     from streams.app import create_app
 
     quiet_libraries()
-    # `kill -USR1 <pid>` writes every thread's stack to the log: where a stalled stage is waiting.
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
     settings = get_settings()
     _topics_ready(settings)
     settings.stream_data_dir.mkdir(parents=True, exist_ok=True)  # Faust writes below it
