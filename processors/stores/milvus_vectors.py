@@ -115,14 +115,7 @@ class MilvusVectorStore:
             return call()
 
     def flush(self) -> None:
-        """Seal written data in Milvus Lite, which searches flushed segments much faster than growing
-        ones. A server seals segments on its own, and its flush waits until they are persisted:
-        minutes under load, which held the memorize thread (consolidation flushed) in bench.faults."""
-        if self.server:
-            return
-        self._seal()
-
-    def _seal(self) -> None:
+        """Seal written data: Milvus Lite searches flushed segments much faster than growing ones."""
         with self._lock:
             if self._dirty:
                 self.client.flush(self.collection)
@@ -184,9 +177,8 @@ class MilvusVectorStore:
 
     def expunge(self) -> None:
         """Seal, then compact: Milvus drops deleted rows from its segments at compaction. (No text
-        is stored here, only ids, tenant, times and vectors.) Milvus Lite has no compaction. Only
-        forgetting calls this: there, waiting for the seal is the point."""
-        self._seal()
+        is stored here, only ids, tenant, times and vectors.) Milvus Lite has no compaction."""
+        self.flush()
         if not self.server:
             return
         with self._lock:
