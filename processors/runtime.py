@@ -82,15 +82,20 @@ class Runtime:
 
         s = self.settings
         dim = model_dimension(s.embedding_model_dir)
-        if s.mode == "services":
-            uri = s.milvus_server_uri
-            return connect(
-                lambda: MilvusVectorStore(uri, s.milvus_collection, dim, index_type=s.milvus_index_type),
-                s.store_connect_seconds,
+
+        def store(uri: str) -> MilvusVectorStore:
+            return MilvusVectorStore(
+                uri,
+                s.milvus_collection,
+                dim,
+                index_type=s.milvus_index_type,
+                flush_seconds=s.store_flush_seconds,
             )
+
+        if s.mode == "services":
+            return connect(lambda: store(s.milvus_server_uri), s.store_connect_seconds)
         self.store_dir.mkdir(parents=True, exist_ok=True)
-        uri = s.milvus_uri or str(self.store_dir / "vectors.db")
-        return MilvusVectorStore(uri, s.milvus_collection, dim, index_type=s.milvus_index_type)
+        return store(s.milvus_uri or str(self.store_dir / "vectors.db"))
 
     @cached_property
     def buffer(self) -> RecentTurnBuffer:

@@ -291,6 +291,12 @@ class Settings(BaseSettings):
         ge=0,
         description="how long a starting process waits for an unreachable store before it gives up",
     )
+    store_flush_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="longest wait for a Milvus server to seal written segments; past it the writer goes "
+        "on (the rows are already durable, only their sealing is late)",
+    )
     legacy_history_dir: Path | None = Field(
         None, description="lazy migration: <tenant_id>.jsonl chat events imported on the tenant's first query"
     )

@@ -9,6 +9,7 @@ MiniLM and the store writes overlap and the event loop stays free.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
@@ -61,6 +62,11 @@ class Worker:
         self.scrub_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scrub")
         self.embed_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
         self.memory_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memorize")
+        # consolidation has a thread of its own: a large tenant's run (or a store slow to seal its
+        # writes) must not hold the indexing of every other tenant's turns
+        self.consolidate_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="consolidate")
+        # held by a consolidation run and by forgetting: no abstract is made from units being forgotten
+        self.consolidation_lock = threading.Lock()
         self.decided = {Outcome.INDEXED: 0, Outcome.FILTERED: 0}
         self.retry = StoreRetry(settings.stage_retry_attempts, settings.stage_retry_max_seconds, _blocked)
         # tenants this worker indexed for since their last consolidation: new units, since when
@@ -124,7 +130,7 @@ class Worker:
     def shutdown(self) -> None:
         """Stop waiting for stores and let the threads go: unfinished batches are replayed."""
         self.retry.cancel()
-        for pool in (self.scrub_pool, self.embed_pool, self.memory_pool):
+        for pool in (self.scrub_pool, self.embed_pool, self.memory_pool, self.consolidate_pool):
             pool.shutdown(wait=False, cancel_futures=True)
 
     async def in_thread(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any) -> T:
@@ -386,7 +392,8 @@ class ForgetStep:
         return Handled(out)
 
     def _forget(self, requests: list[DeletionRequest]) -> list[ForgetResult]:
-        return [self._forget_one(r) for r in requests]
+        with self.worker.consolidation_lock:
+            return [self._forget_one(r) for r in requests]
 
     def _forget_one(self, request: DeletionRequest) -> ForgetResult:
         """Retried through a store outage like any write (forgetting twice changes nothing more)."""
@@ -403,8 +410,8 @@ class ForgetStep:
 
 
 class ConsolidateStep:
-    """consolidate -> stores: stage 2 for each requested tenant (once per batch), on the memorize
-    thread; the decisions go to the consolidation topic, the abstracts, archived originals and
+    """consolidate -> stores: stage 2 for each requested tenant (once per batch), on a thread of its
+    own (forgetting waits for it, indexing does not); the decisions go to the consolidation topic, the abstracts, archived originals and
     supersession pointers to the units topic (absorbed abstracts as tombstones)."""
 
     def __init__(self, worker: Worker) -> None:
@@ -416,7 +423,7 @@ class ConsolidateStep:
         return list(dict.fromkeys(r.tenant_id for r in requests))
 
     async def finish(self, tenants: list[str]) -> Handled:
-        runs = await self.worker.in_thread(self.worker.memory_pool, self._consolidate, tenants)
+        runs = await self.worker.in_thread(self.worker.consolidate_pool, self._consolidate, tenants)
         out: list[Output] = []
         for tenant, run in zip(tenants, runs, strict=True):
             out += [("consolidation", tenant_key(tenant), dumps(d)) for d in run.decisions]
@@ -428,7 +435,8 @@ class ConsolidateStep:
         return Handled(out)
 
     def _consolidate(self, tenants: list[str]) -> list[ConsolidationRun]:
-        return [self._consolidate_one(t) for t in tenants]
+        with self.worker.consolidation_lock:
+            return [self._consolidate_one(t) for t in tenants]
 
     def _consolidate_one(self, tenant: str) -> ConsolidationRun:
         """Retried through a store outage like any write (a second run changes nothing more)."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pymilvus import MilvusException
 
 from processors.stores.milvus_vectors import MilvusVectorStore
 from processors.stores.protocols import SymbolicFilter
@@ -128,4 +130,31 @@ def test_milvus_lite_store_scoping_and_idempotence(tmp_path: Path) -> None:
     store.delete("t1", [units[0].id])
     store.flush()
     assert store.count("t1") == 1
+    store.close()
+
+
+def test_a_flush_the_server_never_finishes_is_given_up_after_its_bound(tmp_path: Path) -> None:
+    """pymilvus polls a flush's state until its timeout; a server that never reports it done must
+    not hold the writer. (The server's never-finishing flush is simulated; the store is real.)"""
+    store = MilvusVectorStore(str(tmp_path / "vectors.db"), "units", 4, flush_seconds=0.2)
+    store.upsert([unit("t1", "alpha")], np.eye(4, dtype=np.float32)[:1])
+    calls: list[float | None] = []
+
+    def never_done(collection: str, timeout: float | None = None) -> None:
+        calls.append(timeout)
+        time.sleep(timeout or 0)
+        raise MilvusException(message=f"wait for flush timeout, collection: {collection}")
+
+    real_flush, store.client.flush = store.client.flush, never_done  # type: ignore[method-assign]
+    store.flush()  # returns: the rows are inserted, only their sealing is late
+    store.flush()  # still unsealed, so the next flush tries again
+    assert calls == [0.2, 0.2]
+
+    def refused(collection: str, timeout: float | None = None) -> None:
+        raise MilvusException(message="collection not found")
+
+    store.client.flush = refused  # type: ignore[method-assign]
+    with pytest.raises(MilvusException):  # an error that is not the bound is the caller's to retry
+        store.flush()
+    store.client.flush = real_flush  # type: ignore[method-assign]
     store.close()

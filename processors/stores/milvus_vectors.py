@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
@@ -37,8 +38,17 @@ def _lit(value: str) -> str:
 
 
 class MilvusVectorStore:
-    def __init__(self, uri: str, collection: str, dim: int, *, index_type: str = "AUTOINDEX") -> None:
+    def __init__(
+        self,
+        uri: str,
+        collection: str,
+        dim: int,
+        *,
+        index_type: str = "AUTOINDEX",
+        flush_seconds: float = 60.0,
+    ) -> None:
         self.client = MilvusClient(uri)
+        self.flush_seconds = flush_seconds
         self.server = uri.startswith(("http://", "https://", "tcp://"))  # else a Milvus Lite file
         self.collection = collection
         self.dim = dim
@@ -115,11 +125,26 @@ class MilvusVectorStore:
             return call()
 
     def flush(self) -> None:
-        """Seal written data: Milvus Lite searches flushed segments much faster than growing ones."""
+        """Seal written data: Milvus Lite searches flushed segments much faster than growing ones, and
+        a server's next read sees every row sealed before it.
+
+        Bounded by ``flush_seconds``: a server that restarted can leave a flush unfinished for good
+        (pymilvus then polls forever), and that held a worker's memorize thread. The rows are durable
+        once inserted, so past the bound the writer goes on and the next flush tries again."""
         with self._lock:
-            if self._dirty:
-                self.client.flush(self.collection)
-                self._dirty = False
+            if not self._dirty:
+                return
+            start = time.monotonic()
+            try:
+                self.client.flush(self.collection, timeout=self.flush_seconds)
+            except MilvusException as exc:
+                if time.monotonic() - start < self.flush_seconds:
+                    raise  # refused or unreachable: the caller's retry decides
+                log.warning(
+                    "flush of %s not done in %.0f s; going on: %s", self.collection, self.flush_seconds, exc
+                )
+                return
+            self._dirty = False
 
     def search(
         self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter

@@ -1,0 +1,92 @@
+"""Which thread a worker's stages run on: a consolidation in progress holds neither indexing nor the
+event loop, and forgetting waits for it. The runtime is a stand-in (no stores): what is tested is
+the worker's scheduling, not the stages."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from datetime import UTC, datetime
+from typing import Any
+
+from processors.consolidate import ConsolidationRun
+from processors.streaming import MemoryResult
+from schemas.settings import Settings
+from schemas.stream import DeletionRequest
+from streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, SessionTable, Worker
+
+WAIT = 5.0  # seconds: far longer than any of these steps takes when it is not blocked
+
+
+class BlockedConsolidation:
+    """A runtime whose consolidation runs until released; forgetting is recorded."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.forgotten: list[str] = []
+
+    def consolidate(self, tenant: str) -> ConsolidationRun:
+        self.started.set()
+        self.release.wait(WAIT * 4)
+        return ConsolidationRun()
+
+    def forget(self, request: DeletionRequest) -> Any:
+        self.forgotten.append(request.tenant_id)
+        return None
+
+
+class EmptyMemoryStage:
+    def run(self, records: Any, states: Any, write: Any) -> MemoryResult:
+        return MemoryResult(states=dict(states))
+
+
+def blocked_worker() -> tuple[Worker, BlockedConsolidation]:
+    worker = Worker(Settings())
+    runtime = BlockedConsolidation()
+    worker.__dict__["runtime"] = runtime  # the cached properties, filled in before first use
+    worker.__dict__["memory_stage"] = EmptyMemoryStage()
+    return worker, runtime
+
+
+def test_indexing_goes_on_while_a_consolidation_runs() -> None:
+    asyncio.run(_indexing_during_consolidation())
+
+
+async def _indexing_during_consolidation() -> None:
+    worker, runtime = blocked_worker()
+    consolidation = asyncio.ensure_future(ConsolidateStep(worker).finish(["acme"]))
+    try:
+        assert await asyncio.to_thread(runtime.started.wait, WAIT)
+        memorize = MemorizeStep(worker, SessionTable({}))
+        handled = await asyncio.wait_for(memorize.finish([]), WAIT)  # a batch on the memorize thread
+        assert handled.outputs == []
+        assert not consolidation.done()
+    finally:
+        runtime.release.set()
+        await consolidation
+        worker.shutdown()
+
+
+def test_forgetting_waits_for_the_consolidation_in_progress() -> None:
+    asyncio.run(_forgetting_during_consolidation())
+
+
+async def _forgetting_during_consolidation() -> None:
+    worker, runtime = blocked_worker()
+    consolidation = asyncio.ensure_future(ConsolidateStep(worker).finish(["acme"]))
+    request = DeletionRequest(tenant_id="acme", whole_tenant=True, requested_at=datetime.now(UTC))
+    try:
+        assert await asyncio.to_thread(runtime.started.wait, WAIT)
+        forgetting = asyncio.ensure_future(
+            worker.in_thread(worker.memory_pool, ForgetStep(worker)._forget, [request])
+        )
+        await asyncio.sleep(0.5)
+        assert runtime.forgotten == []  # not while the abstracts are being made
+        runtime.release.set()
+        await asyncio.wait_for(forgetting, WAIT)
+        assert runtime.forgotten == ["acme"]
+    finally:
+        runtime.release.set()
+        await consolidation
+        worker.shutdown()
