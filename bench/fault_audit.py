@@ -142,13 +142,16 @@ class StoreRows:
         return self.rows - self.distinct_contents
 
 
-def units_on_topic(values: Iterable[bytes | None]) -> dict[str, tuple[str, Content]]:
-    """Unit id -> (tenant, content), the latest record of each id on the compacted units topic."""
+def units_on_topic(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, tuple[str, Content]]:
+    """Unit id -> (tenant, content): the latest record of each id (key) on the compacted units topic;
+    a tombstone (an abstract absorbed by a larger one, a forgotten memory) removes its id."""
     units: dict[str, tuple[str, Content]] = {}
-    for value in values:
+    for key, value in records:
         if value:
             u = orjson.loads(value)
             units[u["id"]] = (u["tenant_id"], _content(u["tenant_id"], u["kind"], u["text"], u["source_ids"]))
+        elif key is not None:
+            units.pop(key.decode(), None)
     return units
 
 

@@ -25,7 +25,7 @@ def main() -> None:
     from streams.kafka_io import read_topic
 
     s = settings_for(bench_env(args.run))
-    units = audit.units_on_topic(m.value for m in asyncio.run(read_topic(s, s.topic(s.units_topic))))
+    units = audit.units_on_topic((m.key, m.value) for m in asyncio.run(read_topic(s, s.topic(s.units_topic))))
     tenants = {tenant for tenant, _ in units.values()}
     stores = {
         "units topic": audit.topic_duplicates(units),

@@ -426,7 +426,7 @@ def print_report(
 
     s = ctx.settings
     f = audit.fates(publisher.records, follower.outcomes, follower.letters, s.topic(s.turns_topic))
-    units = audit.units_on_topic(m.value for m in asyncio.run(read_topic(s, s.topic(s.units_topic))))
+    units = audit.units_on_topic((m.key, m.value) for m in asyncio.run(read_topic(s, s.topic(s.units_topic))))
     tenants = {r.tenant for r in publisher.records}
     stores = {
         "units topic": audit.topic_duplicates(units),

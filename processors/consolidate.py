@@ -242,6 +242,7 @@ class ConsolidationRun:
     written: list[MemoryUnit] = field(default_factory=list)  # abstracts and archived originals
     deleted: list[str] = field(default_factory=list)  # abstracts replaced by larger ones
     updated: list[MemoryUnit] = field(default_factory=list)  # supersession pointers set (processors.updates)
+    vectors: dict[str, Vector] = field(default_factory=dict)  # of ``written``: all a plan's apply needs
     read: int = 0
     summary_fallbacks: int = 0  # LLM summaries rejected (the offline one used instead)
     update_fallbacks: int = 0  # LLM update verdicts missing or malformed (the offline rule decided)
@@ -253,8 +254,14 @@ def consolidate_tenant(
     settings: Settings,
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     summariser: Summariser = offline_summariser,
+    *,
+    apply: bool = True,
 ) -> ConsolidationRun:
-    """One consolidation run over a tenant's active facts and abstracts, a page at a time."""
+    """One consolidation run over a tenant's active facts and abstracts, a page at a time.
+
+    ``apply=False`` only plans: the stores are read, not written, and :func:`apply_run` writes the
+    plan later. The stream stage publishes a plan before applying it, so that a run cut short
+    (a worker killed, a store outage mid-run) is never applied without being on the units topic."""
     run = ConsolidationRun()
     size = settings.store_expression_terms
     for page in stores.lexical.iter_units(tenant_id, settings.consolidation_batch_units):
@@ -273,10 +280,28 @@ def consolidate_tenant(
             matrix = np.stack([stored[u.id] for u in candidates])
             for c in cluster(candidates, matrix, settings):
                 members = [candidates[i] for i in c.members]
-                _consolidate_cluster(tenant_id, members, c.scores, stores, settings, run, clock, summariser)
+                _consolidate_cluster(
+                    tenant_id, members, c.scores, stores, settings, run, clock, summariser, apply
+                )
         if run.read >= settings.consolidation_max_units:
             break
     return run
+
+
+def apply_run(tenant_id: str, run: ConsolidationRun, stores: Stores, settings: Settings) -> None:
+    """Write a planned run (``consolidate_tenant(apply=False)``): the replaced abstracts deleted,
+    the new abstracts and archived originals saved. Idempotent: applying it twice changes nothing."""
+    written = {u.id for u in run.written}
+    _delete(
+        tenant_id, [uid for uid in run.deleted if uid not in written], stores, settings.store_expression_terms
+    )
+    save(tenant_id, run.written, run.vectors, stores)
+
+
+def _delete(tenant_id: str, ids: list[str], stores: Stores, size: int) -> None:
+    for part in (ids[i : i + size] for i in range(0, len(ids), size)):
+        stores.vectors.delete(tenant_id, part)
+        stores.lexical.delete(tenant_id, part)
 
 
 def _consolidate_cluster(
@@ -288,6 +313,7 @@ def _consolidate_cluster(
     run: ConsolidationRun,
     clock: Callable[[], datetime],
     summariser: Summariser,
+    apply: bool,
 ) -> None:
     if len(members) < 2:
         return
@@ -303,11 +329,11 @@ def _consolidate_cluster(
     abstract = made.unit
     run.summary_fallbacks += made.fallback
     gone = [a.id for a in replaced if a.id != abstract.id]
-    for part in (gone[i : i + size] for i in range(0, len(gone), size)):
-        stores.vectors.delete(tenant_id, part)
-        stores.lexical.delete(tenant_id, part)
-    save(tenant_id, rewrite.units, rewrite.vectors, stores)
+    if apply:
+        _delete(tenant_id, gone, stores, size)
+        save(tenant_id, rewrite.units, rewrite.vectors, stores)
     run.written += rewrite.units
+    run.vectors.update(rewrite.vectors)
     run.deleted += gone
     run.decisions.append(
         ConsolidationDecision(

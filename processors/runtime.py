@@ -25,7 +25,7 @@ from schemas.stream import DeletionRequest
 if TYPE_CHECKING:  # the ingestion side (spaCy, Presidio, torch) is imported by the first use only
     from processors.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer
     from processors.consolidate import ConsolidationRun, Summariser
-    from processors.forget import ForgetResult
+    from processors.forget import ForgetResult, Stores
     from processors.pipeline import Decomposer, Pipeline
     from processors.updates import UpdateJudge
 
@@ -118,26 +118,38 @@ class Runtime:
     def forget(self, request: DeletionRequest) -> ForgetResult:
         """Carry out a deletion on this runtime's stores (:func:`processors.forget.forget`)."""
         from processors.consolidate import reabstract_for
-        from processors.forget import Stores, forget
+        from processors.forget import forget
 
-        stores = Stores(self.lexical, self.vectors, self.buffer)
         return forget(
-            request, stores, self.tombstones, self.settings, reabstract=reabstract_for(self.settings)
+            request, self._stores, self.tombstones, self.settings, reabstract=reabstract_for(self.settings)
         )
 
-    def consolidate(self, tenant_id: str) -> ConsolidationRun:
-        """Stage 2 for one tenant: clusters into abstracts, then the knowledge-update rule."""
+    def consolidate(self, tenant_id: str, *, apply: bool = True) -> ConsolidationRun:
+        """Stage 2 for one tenant: clusters into abstracts, then the knowledge-update rule.
+        ``apply=False``: the abstracts are planned only (:meth:`apply_consolidation` writes them);
+        the update rule's pointers are written either way (it is idempotent and lists every unit
+        it changed)."""
         from processors.consolidate import consolidate_tenant
-        from processors.forget import Stores
         from processors.updates import update_tenant
 
         s = self.settings
-        stores = Stores(self.lexical, self.vectors, self.buffer)
-        run = consolidate_tenant(tenant_id, stores, s, summariser=self.summariser)
+        run = consolidate_tenant(tenant_id, self._stores, s, summariser=self.summariser, apply=apply)
         updates = update_tenant(tenant_id, self.lexical, s.consolidation_batch_units, self.update_judge)
         run.updated, run.update_fallbacks = updates.changed, updates.fallbacks
         self.vectors.flush()
         return run
+
+    def apply_consolidation(self, tenant_id: str, run: ConsolidationRun) -> None:
+        from processors.consolidate import apply_run
+
+        apply_run(tenant_id, run, self._stores, self.settings)
+        self.vectors.flush()
+
+    @property
+    def _stores(self) -> Stores:
+        from processors.forget import Stores
+
+        return Stores(self.lexical, self.vectors, self.buffer)
 
     @cached_property
     def summariser(self) -> Summariser:

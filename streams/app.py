@@ -129,7 +129,7 @@ def create_app(settings: Settings) -> faust.App:
     scrub_runner = AgentRunner(ScrubStep(worker), deliver, overlap=True)
     memorize_runner = AgentRunner(MemorizeStep(worker, sessions), deliver)
     forget_runner = AgentRunner(ForgetStep(worker), deliver)
-    consolidate_runner = AgentRunner(ConsolidateStep(worker), deliver)
+    consolidate_runner = AgentRunner(ConsolidateStep(worker, deliver), deliver)
     scrub_batches, memorize_batches, forget_batches = batcher(), batcher(), batcher()
     consolidate_batches = batcher()
 

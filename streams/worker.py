@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any, TypeVar
 
 import orjson
@@ -49,7 +49,7 @@ from schemas.stream import (
 from streams import metrics
 from streams.erasure import request_tombstones, turn_output, turn_tombstones
 from streams.gaps import Item
-from streams.runner import Handled, Output
+from streams.runner import Deliver, Handled, Output
 
 T = TypeVar("T")
 
@@ -411,11 +411,19 @@ class ForgetStep:
 
 class ConsolidateStep:
     """consolidate -> stores: stage 2 for each requested tenant (once per batch), on a thread of its
-    own (forgetting waits for it, indexing does not); the decisions go to the consolidation topic, the abstracts, archived originals and
-    supersession pointers to the units topic (absorbed abstracts as tombstones)."""
+    own (forgetting waits for it, indexing does not).
 
-    def __init__(self, worker: Worker) -> None:
+    Plan, publish, apply: the run is planned without writing, its decisions, abstracts, archived
+    originals and supersession pointers are delivered to the consolidation and units topics
+    (absorbed abstracts as tombstones), and only then written to the stores. Applied first, a run
+    cut short (a worker killed, a store outage mid-run) left memories in the stores that the units
+    topic never heard of: a second run finds the originals archived and makes nothing to publish.
+    Planned first, a second run plans the same again (or, with new memories, a larger abstract that
+    absorbs the first one at the next run)."""
+
+    def __init__(self, worker: Worker, deliver: Deliver) -> None:
         self.worker = worker
+        self.deliver = deliver
 
     async def prepare(self, items: list[Item]) -> list[str]:
         metrics.STAGE_RECORDS.labels("consolidate").inc(len(items))
@@ -423,26 +431,43 @@ class ConsolidateStep:
         return list(dict.fromkeys(r.tenant_id for r in requests))
 
     async def finish(self, tenants: list[str]) -> Handled:
-        runs = await self.worker.in_thread(self.worker.consolidate_pool, self._consolidate, tenants)
+        worker = self.worker
+        await worker.in_thread(worker.consolidate_pool, worker.consolidation_lock.acquire)
+        try:
+            runs = await worker.in_thread(worker.consolidate_pool, self._plan, tenants)
+            await self.deliver(self._outputs(tenants, runs))
+            await worker.in_thread(worker.consolidate_pool, self._apply, tenants, runs)
+        finally:
+            worker.consolidation_lock.release()
+        for run in runs:
+            metrics.ABSTRACTS.inc(len(run.decisions))
+            metrics.LLM_FALLBACKS.labels("summary").inc(run.summary_fallbacks)
+            metrics.LLM_FALLBACKS.labels("update_judge").inc(run.update_fallbacks)
+        return Handled([])  # delivered above, before the stores were written
+
+    @staticmethod
+    def _outputs(tenants: list[str], runs: list[ConsolidationRun]) -> list[Output]:
         out: list[Output] = []
         for tenant, run in zip(tenants, runs, strict=True):
             out += [("consolidation", tenant_key(tenant), dumps(d)) for d in run.decisions]
             out += [("units", u.id.encode(), dumps(u)) for u in [*run.written, *run.updated]]
             out += [("units", uid.encode(), None) for uid in run.deleted]
-            metrics.ABSTRACTS.inc(len(run.decisions))
-            metrics.LLM_FALLBACKS.labels("summary").inc(run.summary_fallbacks)
-            metrics.LLM_FALLBACKS.labels("update_judge").inc(run.update_fallbacks)
-        return Handled(out)
+        return out
 
-    def _consolidate(self, tenants: list[str]) -> list[ConsolidationRun]:
-        with self.worker.consolidation_lock:
-            return [self._consolidate_one(t) for t in tenants]
+    def _plan(self, tenants: list[str]) -> list[ConsolidationRun]:
+        """Retried through a store outage like any write (planning writes nothing)."""
+        runs: list[ConsolidationRun] = []
+        for tenant in tenants:
+            self.worker.write(partial(self._plan_one, tenant, runs))
+        return runs
 
-    def _consolidate_one(self, tenant: str) -> ConsolidationRun:
-        """Retried through a store outage like any write (a second run changes nothing more)."""
-        done: list[ConsolidationRun] = []
-        self.worker.write(lambda: done.append(self.worker.runtime.consolidate(tenant)))
-        return done[-1]
+    def _plan_one(self, tenant: str, runs: list[ConsolidationRun]) -> None:
+        runs.append(self.worker.runtime.consolidate(tenant, apply=False))
+
+    def _apply(self, tenants: list[str], runs: list[ConsolidationRun]) -> None:
+        """Retried through a store outage (applying twice changes nothing more)."""
+        for tenant, run in zip(tenants, runs, strict=True):
+            self.worker.write(partial(self.worker.runtime.apply_consolidation, tenant, run))
 
     def poison(self, item: Item, error: BaseException) -> list[Output]:
         reason = f"{type(error).__name__}: {error}"

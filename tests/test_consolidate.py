@@ -129,6 +129,34 @@ def ask(rt: Any, query: str, include_archived: bool = False) -> Any:
 
 
 @pytest.mark.slow
+def test_a_planned_run_writes_nothing_until_applied_and_applying_it_again_changes_nothing(
+    tmp_path: Path, settings: Any
+) -> None:
+    """The stream stage publishes a plan before it applies it (streams.worker.ConsolidateStep)."""
+    from processors.runtime import open_runtime
+
+    tenant = "planned"
+    rt = open_runtime(settings, tmp_path)
+    rt.pipeline.ingest([(e["message_id"], orjson.dumps(e)) for e in stream(tenant, ORDERS)])
+    before = {u.id: u for u in all_units(rt, tenant)}
+
+    plan = rt.consolidate(tenant, apply=False)
+
+    [decision] = plan.decisions
+    assert {u.id: u for u in all_units(rt, tenant)} == before and rt.vectors.count(tenant) == len(before)
+    rt.apply_consolidation(tenant, plan)
+    after = {u.id: u for u in all_units(rt, tenant)}
+    assert decision.abstract_id in after and after.keys() == before.keys() | {decision.abstract_id}
+    assert {u.id for u in plan.written} <= after.keys()
+    assert all(after[u.id] == u for u in plan.written)
+    assert rt.vectors.count(tenant) == len(after)
+    rt.apply_consolidation(tenant, plan)
+    assert {u.id: u for u in all_units(rt, tenant)} == after and rt.vectors.count(tenant) == len(after)
+    assert rt.consolidate(tenant).decisions == []  # applied: the next run finds nothing to do
+    rt.close()
+
+
+@pytest.mark.slow
 def test_a_stream_of_orders_becomes_one_abstract_and_forgetting_recomputes_then_removes_it(
     rt: Any, store: Path
 ) -> None:
