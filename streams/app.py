@@ -38,6 +38,7 @@ from streams.batching import Batcher
 from streams.erasure import roll_markers
 from streams.gaps import GapGuard, Hole
 from streams.kafka_io import committed_offsets, end_offsets
+from streams.ownership import Ownership
 from streams.runner import AgentRunner, Output
 from streams.topics import MAX_RECORD_BYTES, compacted
 from streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, ScrubStep, SessionTable, Worker
@@ -120,10 +121,24 @@ def create_app(settings: Settings) -> faust.App:
         # Faust's own record of log holes: lets its commit pass the records we re-read
         await app.consumer._add_gap(TP(topic_name, partition), first, last)  # type: ignore[attr-defined]
 
+    ownership = Ownership(lambda: bool(app.rebalancing))
+
+    @app.on_partitions_revoked.connect
+    def partitions_revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        revoked: set[TP] = args[0]
+        ownership.revoked((tp.topic, tp.partition) for tp in revoked)
+
+    @app.on_partitions_assigned.connect
+    def partitions_assigned(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        assigned: set[TP] = args[0]
+        ownership.assigned((tp.topic, tp.partition) for tp in assigned)
+
     def batcher() -> Batcher:
         guard = GapGuard.for_group(settings, settings.stream_app_id)
         guards.append(guard)
-        return Batcher(settings.stream_batch_messages, settings.stream_linger_seconds, guard, mark_gap)
+        return Batcher(
+            settings.stream_batch_messages, settings.stream_linger_seconds, guard, mark_gap, ownership
+        )
 
     guards: list[GapGuard] = []
     scrub_runner = AgentRunner(ScrubStep(worker), deliver, overlap=True)

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from schemas.stream import SourceRef
 from streams.gaps import GapGuard, Hole, Item
+from streams.ownership import Ownership, Stamp, TopicPartition
 from streams.runner import Batch
 
 
@@ -37,29 +38,41 @@ def item_of(event: Any) -> Item:
 
 
 class Batcher:
-    def __init__(self, size: int, linger: float, guard: GapGuard, mark_gap: MarkGap) -> None:
+    def __init__(
+        self, size: int, linger: float, guard: GapGuard, mark_gap: MarkGap, ownership: Ownership | None = None
+    ) -> None:
         self.size = size
         self.linger = linger
         self.guard = guard
         self.mark_gap = mark_gap  # tells the consumer that a re-read range is done (see gaps.py)
+        self.ownership = ownership  # fences batches whose partitions were lost meanwhile (ownership.py)
 
     async def batches(self, stream: ManualStream) -> AsyncIterator[Batch]:
         buffered = stream.channel.queue
         loop = asyncio.get_running_loop()
         events: list[Any] = []
+        epochs: dict[TopicPartition, int] = {}  # each partition's epoch when its first record came
         started = 0.0
         async for event in stream.events():
             if not events:
                 started = loop.time()
             events.append(event)
+            if self.ownership is not None:
+                tp = (event.message.topic, event.message.partition)
+                epochs.setdefault(tp, self.ownership.epoch(tp))
             if len(events) < self.size:
                 while buffered.empty() and loop.time() - started < self.linger:
                     await asyncio.sleep(0.005)
                 if not buffered.empty():
                     continue
             items = await self.guard.complete([item_of(e) for e in events])
-            yield Batch(items, partial(self._acknowledge, stream, events, self.guard.filled()))
-            events = []
+            ack = partial(self._acknowledge, stream, events, self.guard.filled())
+            yield Batch(items, ack, self._fence(Stamp(tuple(sorted(epochs.items())))))
+            events, epochs = [], {}
+
+    def _fence(self, stamp: Stamp) -> Callable[[], Awaitable[bool]] | None:
+        ownership = self.ownership
+        return None if ownership is None else partial(ownership.holds, stamp)
 
     async def _acknowledge(self, stream: ManualStream, events: list[Any], holes: list[Hole]) -> None:
         for hole in holes:

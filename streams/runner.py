@@ -39,6 +39,11 @@ class Batch:
 
     items: list[Item]
     ack: Callable[[], Awaitable[None]]
+    # whether this worker still owns the batch's partitions (streams.ownership); None: always
+    still_ours: Callable[[], Awaitable[bool]] | None = None
+
+    async def owned(self) -> bool:
+        return self.still_ours is None or await self.still_ours()
 
 
 @dataclass
@@ -71,6 +76,7 @@ class AgentRunner(Generic[P]):
         self.deliver = deliver
         self.overlap = overlap
         self.poisoned = 0
+        self.fenced = 0  # batches dropped because a rebalance gave their partitions away
 
     async def run(self, batches: AsyncIterator[Batch]) -> None:
         previous: asyncio.Future[None] | None = None
@@ -93,27 +99,53 @@ class AgentRunner(Generic[P]):
                 previous.cancel()  # shutting down: left unacknowledged, so it is replayed
 
     async def complete(self, batch: Batch, prepared: P | Exception) -> None:
-        """Finish, deliver, write state, acknowledge; a failure redoes the batch record by record."""
+        """Finish, deliver, write state, acknowledge; a failure redoes the batch record by record.
+        Nothing is delivered, written or acknowledged once the batch's partitions are another
+        worker's (:mod:`streams.ownership`): the new owner reads the records again."""
         try:
             if isinstance(prepared, Exception):
                 raise prepared
             handled = await self.stage.finish(prepared)
+            if not await self._still_ours(batch):
+                return
             await self.deliver(handled.outputs)
-            handled.commit()
+            if not await self._still_ours(batch):
+                return
+            handled.commit()  # no await between the check and the state write
         except Exception:
             log.exception("a batch of %d records failed; redoing it record by record", len(batch.items))
-            await self.isolate(batch.items)
+            if not await self.isolate(batch):
+                return
         await batch.ack()
 
-    async def isolate(self, items: list[Item]) -> None:
-        """Each record alone, its state written before the next; the ones that fail are dead letters."""
-        for item in items:
+    async def _still_ours(self, batch: Batch) -> bool:
+        if await batch.owned():
+            return True
+        self.fenced += 1
+        log.warning(
+            "a batch of %d records was taken before a rebalance gave its partitions to "
+            "another worker; dropped unacknowledged (the new owner reads it again)",
+            len(batch.items),
+        )
+        return False
+
+    async def isolate(self, batch: Batch) -> bool:
+        """Each record alone, its state written before the next; the ones that fail are dead
+        letters. False if the partitions were lost on the way (the rest is left to the new owner)."""
+        for item in batch.items:
             try:
                 handled = await self.stage.finish(await self.stage.prepare([item]))
+                if not await self._still_ours(batch):
+                    return False
                 await self.deliver(handled.outputs)
             except Exception as exc:
+                if not await self._still_ours(batch):
+                    return False
                 log.warning("record %s is a dead letter: %s", item.source, exc)
                 self.poisoned += 1
                 await self.deliver(self.stage.poison(item, exc))
                 continue
+            if not await self._still_ours(batch):
+                return False
             handled.commit()
+        return True

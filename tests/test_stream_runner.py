@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Sequence
+from functools import partial
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from schemas.keys import SessionKey
 from schemas.stream import SourceRef
 from streams.batching import Batcher
 from streams.gaps import GapGuard, Item
+from streams.ownership import Ownership
 from streams.runner import AgentRunner, Batch, Handled, Output
 from streams.worker import SessionTable
 from tests.helpers import message
@@ -115,6 +117,69 @@ def test_a_batch_cut_short_by_shutdown_is_neither_stored_nor_acknowledged() -> N
 
     asyncio.run(scenario())
     assert log.events == [], "replayed by the next owner of the partition"
+
+
+def test_a_batch_whose_partition_went_to_another_worker_writes_no_state_and_is_not_acknowledged() -> None:
+    """A zombie's state write would reach the changelog after the new owner's (streams/ownership.py)."""
+    tp = ("turns", 0)
+
+    async def scenario(lose_during_delivery: bool) -> list[str]:
+        log = Log()
+        ownership = Ownership()
+        ownership.assigned([tp])
+
+        async def deliver(records: Sequence[Output]) -> None:
+            await log.deliver(records)
+            if lose_during_delivery:
+                ownership.revoked([tp])
+                ownership.assigned([("turns", 1)])
+
+        gate = asyncio.Event()
+        runner = AgentRunner(RecordingStage(log, gate), deliver)
+        batch = log.batch(item(0))
+        batch.still_ours = partial(ownership.holds, ownership.stamp([tp]))
+        task = asyncio.ensure_future(runner.run(from_list([batch, log.batch(item(1))])))
+        if not lose_during_delivery:  # lost while the stage computes (a store outage, say)
+            ownership.revoked([tp])
+            ownership.assigned([("turns", 1)])
+        gate.set()
+        await task
+        assert runner.fenced == 1
+        return log.events
+
+    assert asyncio.run(scenario(False)) == ["deliver ok", "state 1", "ack 1"]
+    assert asyncio.run(scenario(True)) == ["deliver ok", "deliver ok", "state 1", "ack 1"]
+
+
+def test_ownership_survives_a_rebalance_that_keeps_a_partition_but_not_one_that_moves_it() -> None:
+    kept, moved = ("turns", 0), ("turns", 1)
+
+    async def scenario() -> None:
+        ownership = Ownership()
+        ownership.assigned([kept, moved])
+        stamp = ownership.stamp([kept, moved])
+        ownership.revoked([kept, moved])  # eager: everything is revoked first
+        waiting = asyncio.ensure_future(ownership.holds(ownership.stamp([kept])))
+        await asyncio.sleep(0.01)
+        assert not waiting.done()  # no answer while the assignment is unknown
+        ownership.assigned([kept])
+        assert await waiting
+        assert not await ownership.holds(stamp)
+        ownership.revoked([kept])
+        ownership.assigned([kept, moved])  # back again: another worker may have written meanwhile
+        assert not await ownership.holds(stamp)
+        assert await ownership.holds(ownership.stamp([kept, moved]))
+
+        flag = [True]
+        during = Ownership(lambda: flag[0], poll_seconds=0.005)
+        during.assigned([kept])
+        pending = asyncio.ensure_future(during.holds(during.stamp([kept])))
+        await asyncio.sleep(0.02)
+        assert not pending.done()  # Faust says a rebalance is in progress
+        flag[0] = False
+        assert await pending
+
+    asyncio.run(scenario())
 
 
 def test_the_gap_guard_puts_skipped_records_back_in_order() -> None:

@@ -1,0 +1,72 @@
+"""Whether this worker still owns the partitions a batch came from: a fence against zombie writes.
+
+Faust is told not to wait for in-flight batches at a rebalance (``stream_wait_empty=False``: a
+batch may be waiting out a store outage). So a batch taken before a rebalance can finish after its
+partition went to another worker, which has already restored the sessions table and replays the
+batch itself. Had the old owner then written its session states, the changelog would hold two
+writers' states for one session, and the next restore would take whichever came last: in a fault
+run, turns buffered in a window vanished that way (consumed, committed, never decided). A batch
+therefore carries the ownership epochs of its partitions, and the runner delivers its outputs and
+writes its state only while every one of them is still this worker's, in the same epoch: a
+partition lost and got back in between is not the same ownership (the other owner may have written
+in the meantime). A fenced batch is dropped unacknowledged: its records are read again from the
+committed offset by whoever owns the partition now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+TopicPartition = tuple[str, int]
+
+
+class Stamp(NamedTuple):
+    """A batch's partitions and the epoch each was owned in when its records arrived."""
+
+    epochs: tuple[tuple[TopicPartition, int], ...]
+
+
+class Ownership:
+    """The partitions assigned to this worker, with an epoch per partition that changes each time
+    the partition is assigned after having been someone else's."""
+
+    def __init__(self, rebalancing: Callable[[], bool] = lambda: False, poll_seconds: float = 0.1) -> None:
+        # Faust's own flag, up from the first moment of a rebalance (before its revocation signal)
+        self.rebalancing = rebalancing
+        self.poll_seconds = poll_seconds
+        self.owned: set[TopicPartition] = set()
+        self.epochs: dict[TopicPartition, int] = {}
+        self._held_before: set[TopicPartition] = set()
+        self._settled = asyncio.Event()
+        self._settled.set()
+
+    def revoked(self, partitions: Iterable[TopicPartition]) -> None:
+        """A rebalance starts: nothing revoked may be written for until the assignment is known."""
+        self._held_before |= self.owned
+        self.owned -= set(partitions)
+        self._settled.clear()
+
+    def assigned(self, partitions: Iterable[TopicPartition]) -> None:
+        """A rebalance ends: a partition this worker held throughout keeps its epoch."""
+        now = set(partitions)
+        for tp in now - self._held_before:
+            self.epochs[tp] = self.epochs.get(tp, 0) + 1
+        self.owned = now
+        self._held_before = set()
+        self._settled.set()
+
+    def epoch(self, tp: TopicPartition) -> int:
+        return self.epochs.get(tp, 0)
+
+    def stamp(self, partitions: Iterable[TopicPartition]) -> Stamp:
+        return Stamp(tuple((tp, self.epoch(tp)) for tp in sorted(set(partitions))))
+
+    async def holds(self, stamp: Stamp) -> bool:
+        """Whether every partition of ``stamp`` is still owned in its epoch (after waiting for a
+        rebalance in progress to end)."""
+        while self.rebalancing():
+            await asyncio.sleep(self.poll_seconds)
+        await self._settled.wait()
+        return all(tp in self.owned and self.epoch(tp) == epoch for tp, epoch in stamp.epochs)
