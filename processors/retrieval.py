@@ -12,6 +12,10 @@
   memories about the persons (their names would otherwise dominate its terms); a
   date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
   memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
+- a question about time ("When did...", "How long ago...": :data:`TEMPORAL_CUES`) favours the memories
+  that carry the time of their event (``event_time``, anchored at ingestion: "yesterday (2023-05-07)")
+  by ``event_time_boost``: such a memory says when something happened, the others only when it was
+  said;
 - recent turns from the lookaside buffer that are not indexed yet compete with the memories;
 - the other statements of the chosen memories' messages follow them (up to ``sibling_units``): a
   message's statements are each other's context ("It's a mix of drama and romance!" beside "my
@@ -158,6 +162,17 @@ def update_notes(chosen: list[MemoryUnit], replaced: dict[str, MemoryUnit]) -> d
     return notes
 
 
+def boost_events(
+    ranked: list[tuple[str, float]], units: dict[str, MemoryUnit], boost: float
+) -> list[tuple[str, float]]:
+    """``ranked`` again, each memory with an ``event_time`` ``boost`` higher (for a question about
+    time). Only the memories read (the head of the ranking) can be boosted: one ranked below the
+    head is not lifted into it. A memory whose event time was anchored wrongly at ingestion is
+    favoured all the same."""
+    boosted = [(uid, sc + boost if uid in units and units[uid].event_time else sc) for uid, sc in ranked]
+    return sorted(boosted, key=lambda kv: (-kv[1], kv[0]))
+
+
 @dataclass
 class Retriever:
     settings: Settings
@@ -186,6 +201,7 @@ class Retriever:
         names = sorted({*names, *(p.lower() for p in filters.persons if p.strip())})
         named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]
         score = complexity(request.query, len(named))
+        event_boost = s.event_time_boost if TEMPORAL_CUES.search(request.query) else 0.0
         k = min(filters.k, s.k_max) if filters.k else k_for(score, s.k_min, s.k_max)
         flt = SymbolicFilter(
             names=tuple(names),
@@ -217,7 +233,7 @@ class Retriever:
             )
         replaced: dict[str, MemoryUnit] = {}
         transient = {uid: u for uid, (u, _) in recent.items()}
-        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced)
+        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, event_boost)
         chosen += self._siblings(tenant, chosen, filters)
         memories = [
             RetrievedMemory(
@@ -395,6 +411,7 @@ class Retriever:
         filters: QueryFilters | None = None,
         as_of: datetime | None = None,
         replaced: dict[str, MemoryUnit] | None = None,
+        event_boost: float = 0.0,
     ) -> list[tuple[MemoryUnit, float]]:
         head = ranked[: k * SELECT_HEAD_FACTOR]
         units = {
@@ -402,6 +419,8 @@ class Retriever:
             for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (transient or {})])
         }
         units.update(transient or {})
+        if event_boost:
+            head = boost_events(head, units, event_boost)
         if as_of is not None and replaced is not None:
             head = self._rank_current_first(tenant, head, units, as_of, replaced)
         chosen: list[tuple[MemoryUnit, float]] = []
