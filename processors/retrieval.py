@@ -1,4 +1,4 @@
-"""Adaptive retrieval: complexity -> k, hybrid semantic + BM25 scoring, symbolic hard filters, context.
+"""Adaptive retrieval: complexity -> k, hybrid semantic + BM25 scoring, symbolic filters and boosts, context.
 
 - complexity in [0, 1] from length, named things, temporal and aggregation cues maps to k in
   [k_min, k_max] through a square root (the first cues matter most: a short question about a named
@@ -9,9 +9,14 @@
   its own text gets ``person_boost`` on top of its fused score. A boost, not a filter: NER labels
   are unstable ("Tomas landed at noon" may carry no person tag, "She brought me a bowl" no name), so
   a memory without the name still competes on its semantic score, and BM25 searches only the
-  memories about the persons (their names would otherwise dominate its terms); a
-  date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
-  memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
+  memories about the persons (their names would otherwise dominate its terms);
+- a date or range in the query ("last week", "in May 2023", relative to ``as_of``) favours the
+  memories whose time (their ``event_time``, else the day they were stated) falls in it by
+  ``date_boost``. A boost, not a filter: a date in a question is often approximate or read against another day than
+  the speaker meant ("last year" asked a year later), and an event time anchored at ingestion can be
+  wrong ("next month" said of a past party), so a memory outside the range still competes when it
+  matches much better; with ``date_boost`` 0 the range restricts (unless almost nothing is in it).
+  The API's ``since``/``until`` always restrict. Nothing stated after ``as_of`` is ever returned;
 - a question about time ("When did...", "How long ago...": :data:`TEMPORAL_CUES`) favours the memories
   that carry the time of their event (``event_time``, anchored at ingestion: "yesterday (2023-05-07)")
   by ``event_time_boost``: such a memory says when something happened, the others only when it was
@@ -162,6 +167,17 @@ def update_notes(chosen: list[MemoryUnit], replaced: dict[str, MemoryUnit]) -> d
     return notes
 
 
+def favour_within(
+    wide: list[tuple[str, float]], within: list[tuple[str, float]], boost: float
+) -> list[tuple[str, float]]:
+    """One ranking from a search without the query's date (``wide``) and one within it (``within``):
+    a memory found within the date gets ``boost`` on top of its better score of the two."""
+    best = dict(wide)
+    for uid, sc in within:
+        best[uid] = max(best.get(uid, 0.0), sc) + boost
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
 def boost_events(
     ranked: list[tuple[str, float]], units: dict[str, MemoryUnit], boost: float
 ) -> list[tuple[str, float]]:
@@ -218,10 +234,11 @@ class Retriever:
         stripped = _without(request.query, named)
         qvec = self.embedder.encode([stripped])[0]
         ranked = self._search(tenant, stripped, qvec, pool, flt)
-        if len(ranked) < s.k_min and first_day is not None and not explicit_range:
+        if first_day is not None and not explicit_range and (s.date_boost or len(ranked) < s.k_min):
             # A date that matches (almost) nothing was misremembered or refers to when something was
             # said rather than when it happened: an answer without the date beats an empty one.
-            ranked = self._search(tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None))
+            wide = self._search(tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None))
+            ranked = favour_within(wide, ranked, s.date_boost) if s.date_boost else wide
         recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
         if explicit_range or (filters.kinds and MemoryKind.FACT not in filters.kinds):
             recent = {}  # a recent turn has no event time yet, and is a statement (a fact)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from processors.retrieval import boost_events
+from processors.retrieval import boost_events, favour_within
 from schemas.memory import MemoryKind, MemoryUnit
 
 
@@ -32,3 +32,11 @@ def test_no_boost_keeps_the_order() -> None:
     units = {u.id: u for u in (unit("said"), unit("dated", "2026-02-28"))}
     ranked = [("said", 0.9), ("dated", 0.8)]
     assert boost_events(ranked, units, 0.0) == ranked
+
+
+def test_a_memory_within_the_date_is_favoured_and_one_outside_still_competes() -> None:
+    wide = [("outside-strong", 1.0), ("inside", 0.5), ("outside-weak", 0.3)]
+    within = [("inside", 0.55), ("inside-only", 0.2)]
+    ranked = favour_within(wide, within, 0.4)
+    assert [uid for uid, _ in ranked] == ["outside-strong", "inside", "inside-only", "outside-weak"]
+    assert dict(ranked)["inside"] == 0.55 + 0.4  # its better score of the two searches, boosted
