@@ -9,7 +9,8 @@ recorded; each gold evidence message then falls in the first bucket that fits:
 - ``not stored``: no active memory comes from the message (its window was filtered, or it gave no
   statement);
 - ``cited``: a memory from it is in the context (chosen, or a sibling of a chosen one);
-- ``time filtered``: the query's date restricted the search and no memory of the message is in it;
+- ``time filtered``: the query's date restricted the search (``SIMPLEMEM_DATE_BOOST=0``) or
+  favoured others, and no memory of the message is in the ranking; one search without the date finds it;
 - ``not in pool``: neither index returned a memory of the message among its candidates;
 - ``near duplicate``: ranked within the head the selection reads, dropped as a near-duplicate;
 - ``below k``: ranked, but below the memories chosen (the rank of its best memory is kept).
@@ -41,22 +42,31 @@ BUCKETS = ("not stored", "cited", "time filtered", "not in pool", "near duplicat
 
 
 class Trace:
-    """The last ranking and filter that ``retriever._search`` produced (the one the answer used)."""
+    """The ranking the selection read (after the date boost, if any) and the filter of the first
+    search of the last query (its date, if the query named one)."""
 
     def __init__(self, retriever: Retriever) -> None:
         self.ranked: list[tuple[str, float]] = []
         self.flt: SymbolicFilter | None = None
-        search = retriever._search
+        search, select = retriever._search, retriever._select
 
         def traced(
             tenant: str, query: str, qvec: Any, pool: int, flt: SymbolicFilter
         ) -> list[tuple[str, float]]:
-            self.ranked, self.flt = search(tenant, query, qvec, pool, flt), flt
-            self.args = (tenant, query, qvec, pool)
-            return self.ranked
+            if self.flt is None:
+                self.flt, self.args = flt, (tenant, query, qvec, pool)
+            return search(tenant, query, qvec, pool, flt)
+
+        def selected(tenant: str, ranked: list[tuple[str, float]], *args: Any) -> Any:
+            self.ranked = ranked
+            return select(tenant, ranked, *args)
 
         retriever._search = traced  # type: ignore[method-assign]
+        retriever._select = selected  # type: ignore[method-assign,assignment]
         self.search = search
+
+    def reset(self) -> None:
+        self.ranked, self.flt = [], None
 
 
 def bucket(
@@ -114,6 +124,7 @@ def main() -> None:
             cat = CATEGORIES[q.category]
             if cat not in wanted or q.answer is None:
                 continue
+            trace.reset()
             result = retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
             recall = answer_recall(q.answer, result.context)
             cited = {s for m in result.memories for s in m.source_ids}
