@@ -17,6 +17,11 @@
   wrong ("next month" said of a past party), so a memory outside the range still competes when it
   matches much better; with ``date_boost`` 0 the range restricts (unless almost nothing is in it).
   The API's ``since``/``until`` always restrict. Nothing stated after ``as_of`` is ever returned;
+- among the memories about a person the query names, those the person said themselves get
+  ``speaker_boost`` more: what someone did, plans or likes is mostly said first-hand ("Melanie: we
+  went camping"), while others' lines about them are often reactions ("Sounds like Melanie had a
+  blast"). A person who never speaks (a third party the user tells about) gets no boost, and loses
+  nothing by it;
 - a question about time ("When did...", "How long ago...": :data:`TEMPORAL_CUES`) favours the memories
   that carry the time of their event (``event_time``, anchored at ingestion: "yesterday (2023-05-07)")
   by ``event_time_boost``: such a memory says when something happened, the others only when it was
@@ -178,15 +183,30 @@ def favour_within(
     return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
-def boost_events(
-    ranked: list[tuple[str, float]], units: dict[str, MemoryUnit], boost: float
-) -> list[tuple[str, float]]:
-    """``ranked`` again, each memory with an ``event_time`` ``boost`` higher (for a question about
-    time). Only the memories read (the head of the ranking) can be boosted: one ranked below the
-    head is not lifted into it. A memory whose event time was anchored wrongly at ingestion is
-    favoured all the same."""
-    boosted = [(uid, sc + boost if uid in units and units[uid].event_time else sc) for uid, sc in ranked]
-    return sorted(boosted, key=lambda kv: (-kv[1], kv[0]))
+@dataclass(frozen=True)
+class Boosts:
+    """What the selection adds to the fused scores of the memories it reads (the head of the
+    ranking: one ranked below the head is not lifted into it).
+
+    ``event``: for a question about time, a memory with an ``event_time`` (one anchored wrongly at
+    ingestion is favoured all the same); ``speaker``: a memory said by one of ``speakers`` (the
+    lower-cased persons the query names)."""
+
+    event: float = 0.0
+    speakers: frozenset[str] = frozenset()
+    speaker: float = 0.0
+
+    def of(self, unit: MemoryUnit) -> float:
+        bonus = self.event if unit.event_time else 0.0
+        if unit.speaker and unit.speaker.lower() in self.speakers:
+            bonus += self.speaker
+        return bonus
+
+    def apply(self, ranked: list[tuple[str, float]], units: dict[str, MemoryUnit]) -> list[tuple[str, float]]:
+        if not self.event and not (self.speaker and self.speakers):
+            return ranked
+        boosted = [(uid, sc + self.of(units[uid]) if uid in units else sc) for uid, sc in ranked]
+        return sorted(boosted, key=lambda kv: (-kv[1], kv[0]))
 
 
 @dataclass
@@ -250,7 +270,8 @@ class Retriever:
             )
         replaced: dict[str, MemoryUnit] = {}
         transient = {uid: u for uid, (u, _) in recent.items()}
-        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, event_boost)
+        boosts = Boosts(event=event_boost, speakers=frozenset(names), speaker=s.speaker_boost)
+        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, boosts)
         chosen += self._siblings(tenant, chosen, filters)
         memories = [
             RetrievedMemory(
@@ -428,7 +449,7 @@ class Retriever:
         filters: QueryFilters | None = None,
         as_of: datetime | None = None,
         replaced: dict[str, MemoryUnit] | None = None,
-        event_boost: float = 0.0,
+        boosts: Boosts | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
         head = ranked[: k * SELECT_HEAD_FACTOR]
         units = {
@@ -436,8 +457,8 @@ class Retriever:
             for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (transient or {})])
         }
         units.update(transient or {})
-        if event_boost:
-            head = boost_events(head, units, event_boost)
+        if boosts is not None:
+            head = boosts.apply(head, units)
         if as_of is not None and replaced is not None:
             head = self._rank_current_first(tenant, head, units, as_of, replaced)
         chosen: list[tuple[MemoryUnit, float]] = []

@@ -198,6 +198,13 @@ class Settings(BaseSettings):
         "names ('last week', 'in May 2023'); the others still compete (a question's date is often "
         "approximate). 0: the query's date restricts the search instead (the API's since/until always do)",
     )
+    speaker_boost: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="added to the fused score of a memory said by a person the query names (first-hand), "
+        "on top of person_boost; 0 turns it off",
+    )
     event_time_boost: float = Field(
         0.2,
         ge=0.0,

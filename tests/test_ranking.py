@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from processors.retrieval import boost_events, favour_within
+from processors.retrieval import Boosts, favour_within
 from schemas.memory import MemoryKind, MemoryUnit
 
 
-def unit(uid: str, event_time: str | None = None) -> MemoryUnit:
+def unit(uid: str, event_time: str | None = None, speaker: str | None = None) -> MemoryUnit:
     return MemoryUnit(
         id=uid,
         tenant_id="t",
@@ -17,21 +17,37 @@ def unit(uid: str, event_time: str | None = None) -> MemoryUnit:
         source_ids=[f"m-{uid}"],
         stated_at=datetime(2026, 3, 1, tzinfo=UTC).isoformat(),
         event_time=event_time,
+        speaker=speaker,
     )
 
 
 def test_a_memory_with_its_event_time_is_lifted_for_a_question_about_time() -> None:
     units = {u.id: u for u in (unit("said"), unit("dated", "2026-02-28"), unit("far", "2026-01"))}
     ranked = [("said", 0.9), ("dated", 0.8), ("far", 0.5), ("unread", 0.4)]
-    boosted = boost_events(ranked, units, 0.2)
+    boosted = Boosts(event=0.2).apply(ranked, units)
     assert [uid for uid, _ in boosted] == ["dated", "said", "far", "unread"]
     assert dict(boosted)["far"] == 0.7 and dict(boosted)["unread"] == 0.4  # not read: not boosted
 
 
+def test_what_the_named_person_said_themselves_is_lifted() -> None:
+    units = {
+        u.id: u
+        for u in (
+            unit("about", speaker="Caroline"),
+            unit("own", speaker="Melanie"),
+            unit("user", speaker="user"),
+        )
+    }
+    ranked = [("about", 0.9), ("own", 0.85), ("user", 0.8)]
+    boosted = Boosts(speakers=frozenset({"melanie"}), speaker=0.1).apply(ranked, units)
+    assert [uid for uid, _ in boosted] == ["own", "about", "user"]
+    assert Boosts(speakers=frozenset({"priya"}), speaker=0.1).apply(ranked, units) == ranked  # never speaks
+
+
 def test_no_boost_keeps_the_order() -> None:
-    units = {u.id: u for u in (unit("said"), unit("dated", "2026-02-28"))}
+    units = {u.id: u for u in (unit("said", speaker="Sam"), unit("dated", "2026-02-28"))}
     ranked = [("said", 0.9), ("dated", 0.8)]
-    assert boost_events(ranked, units, 0.0) == ranked
+    assert Boosts(speakers=frozenset({"sam"})).apply(ranked, units) == ranked
 
 
 def test_a_memory_within_the_date_is_favoured_and_one_outside_still_competes() -> None:
