@@ -69,8 +69,10 @@ _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 # the shape of questions to a multi-session memory, not on any one question: an 8-word question
 # about a named person already needs a dozen memories, since its answer may sit in any session;
 # "What is my favorite color?" stays near k_min.
-# Candidates read per memory chosen: room for the near-duplicates and filtered ones skipped.
-SELECT_HEAD_FACTOR = 3
+# Candidates read per memory chosen: room for the near-duplicates and filtered ones skipped, and
+# the reach of the selection's boosts (a memory below the head read cannot be lifted: 3 -> 4 took
+# LoCoMo's answer recall from 0.728 to 0.731, temporal 0.766 -> 0.776).
+SELECT_HEAD_FACTOR = 4
 MAX_UPDATE_HOPS = 5  # a fact changed more often than this within one context keeps its 5th value
 LENGTH = (0.4, 8.0)
 ENTITIES = (0.2, 1.0)

@@ -8,11 +8,13 @@ from processors.retrieval import Boosts, favour_within
 from schemas.memory import MemoryKind, MemoryUnit
 
 
-def unit(uid: str, event_time: str | None = None, speaker: str | None = None) -> MemoryUnit:
+def unit(
+    uid: str, event_time: str | None = None, speaker: str | None = None, text: str | None = None
+) -> MemoryUnit:
     return MemoryUnit(
         id=uid,
         tenant_id="t",
-        text=f"memory {uid}",
+        text=text or f"memory {uid}",
         kind=MemoryKind.FACT,
         source_ids=[f"m-{uid}"],
         stated_at=datetime(2026, 3, 1, tzinfo=UTC).isoformat(),
@@ -56,3 +58,27 @@ def test_a_memory_within_the_date_is_favoured_and_one_outside_still_competes() -
     ranked = favour_within(wide, within, 0.4)
     assert [uid for uid, _ in ranked] == ["outside-strong", "inside", "inside-only", "outside-weak"]
     assert dict(ranked)["inside"] == 0.55 + 0.4  # its better score of the two searches, boosted
+
+
+class Units:
+    """The one lexical-store call the selection makes: the units by id."""
+
+    def __init__(self, units: list[MemoryUnit]) -> None:
+        self.units = {u.id: u for u in units}
+
+    def get(self, tenant_id: str, ids: list[str]) -> list[MemoryUnit]:
+        return [self.units[i] for i in ids if i in self.units]
+
+
+def test_a_boost_reaches_a_memory_ranked_well_below_k() -> None:
+    """The selection reads ``SELECT_HEAD_FACTOR`` * k candidates: a dated memory ranked 8th of a
+    question about time still makes a top 2."""
+    from processors.retrieval import Retriever
+    from schemas.settings import Settings
+
+    units = [unit(f"u{i}", text=f"a different statement number {i} about topic {i}") for i in range(7)]
+    units.append(unit("dated", "2026-02-28", text="the boat trip happened on the last day of February"))
+    ranked = [(u.id, 1.0 - i * 0.01) for i, u in enumerate(units)]
+    retriever = Retriever(Settings(), Units(units), None, None)  # type: ignore[arg-type]
+    chosen = retriever._select("t", ranked, 2, boosts=Boosts(event=0.2))
+    assert [u.id for u, _ in chosen] == ["dated", "u0"]
