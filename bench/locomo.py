@@ -1,10 +1,17 @@
 """LoCoMo side by side: this pipeline vs full context, BM25 top-10 and MiniLM top-10 over raw turns.
 
     python -m bench.locomo [--data ../shared/data/locomo] [--limit N] [--out bench/results/locomo.json]
+                           [--store DIR [--reuse]] [--no-baselines] [--details FILE]
 
 Per LoCoMo category: evidence recall (gold dia_ids cited in ``source_ids``), answer recall (share of
 the gold answer's content tokens in the context, dates compared in ISO form), mean context tokens.
 Category 5 (adversarial) has no answer: only its evidence recall and tokens are reported.
+
+A retrieval experiment need not ingest again: ``--store DIR`` keeps the store, and ``--reuse`` answers
+from a store that an earlier run with the same ``--store`` (and the same data and ingestion settings)
+filled, skipping ingestion; retrieval settings (``SIMPLEMEM_K_MAX``...) may differ between the runs.
+``--no-baselines`` measures the pipeline alone; ``--details FILE`` writes one JSON line per question
+(context, cited messages, the answer's content tokens missing from the context) to study misses.
 """
 
 from __future__ import annotations
@@ -18,10 +25,11 @@ import numpy as np
 import orjson
 
 from bench.common import conversations, event_lines, parser
-from bench.locomo_data import Conversation, Turn
-from bench.metrics import answer_recall, evidence_recall
+from bench.locomo_data import Conversation, Question, Turn
+from bench.metrics import answer_recall, content_tokens, evidence_recall
 from processors.embedding import Embedder
 from processors.tokens import count_tokens
+from schemas.accounting import IngestReport
 from schemas.query import QueryRequest
 from schemas.settings import Settings
 
@@ -36,11 +44,12 @@ def turn_line(t: Turn) -> str:
 class RawTurnBaselines:
     """Retrieval over the raw turns of one conversation, for comparison."""
 
-    def __init__(self, conv: Conversation, embedder: Embedder) -> None:
+    def __init__(self, conv: Conversation, embedder: Embedder, encoding: str) -> None:
         import bm25s
 
         self.turns = conv.turns
         self.full = "\n".join(turn_line(t) for t in self.turns)
+        self.full_tokens = count_tokens(self.full, encoding)
         corpus = [f"{t.speaker}: {t.text}" for t in self.turns]
         self.bm25 = bm25s.BM25()
         self.bm25.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
@@ -70,33 +79,44 @@ class RawTurnBaselines:
 def main() -> None:
     ap = parser(__doc__, None)
     ap.add_argument("--store", type=Path, default=None, help="store folder (default: a fresh temporary one)")
+    ap.add_argument(
+        "--reuse", action="store_true", help="with --store: answer from the store an earlier run filled"
+    )
+    ap.add_argument("--no-baselines", action="store_true", help="measure the pipeline only")
+    ap.add_argument("--details", type=Path, default=None, help="one JSON line per question (pipeline)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
     args = ap.parse_args()
-    from processors.runtime import open_runtime
+    from processors.runtime import open_runtime, store_exists
 
+    if args.reuse and args.store is None:
+        ap.error("--reuse needs --store DIR")
     settings = Settings()
     store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-locomo-"))
     convs = conversations(args)
     rt = open_runtime(settings, store)
-    pipeline = rt.pipeline
-    pipeline.warm_up()
-    lines = event_lines(convs)
-    t0 = time.perf_counter()
-    report = pipeline.ingest(lines)
-    ingest_s = time.perf_counter() - t0
-    print(
-        f"ingested {report.accepted} turns in {ingest_s:.1f}s ({report.accepted / ingest_s:.0f} turns/s): "
-        f"{report.windows} windows, {report.windows_filtered} filtered, discard rate {report.discard_rate:.1%}, "
-        f"{report.units} units, {len(report.rejected)} rejected"
-    )
+    report, ingest_s = IngestReport(), 0.0
+    if args.reuse and store_exists(store):
+        print(f"answering from the store in {store} (not ingested again)")
+    else:
+        pipeline = rt.pipeline
+        pipeline.warm_up()
+        t0 = time.perf_counter()
+        report = pipeline.ingest(event_lines(convs))
+        ingest_s = time.perf_counter() - t0
+        print(
+            f"ingested {report.accepted} turns in {ingest_s:.1f}s ({report.accepted / ingest_s:.0f} turns/s): "
+            f"{report.windows} windows, {report.windows_filtered} filtered, "
+            f"discard rate {report.discard_rate:.1%}, {report.units} units, {len(report.rejected)} rejected"
+        )
 
+    methods = METHODS[:1] if args.no_baselines else METHODS
     sums: dict[str, dict[int, dict[str, list[float]]]] = {
-        m: defaultdict(lambda: defaultdict(list)) for m in METHODS
+        m: defaultdict(lambda: defaultdict(list)) for m in methods
     }
     latencies = []
+    details = []
     for conv in convs:
-        base = RawTurnBaselines(conv, rt.embedder)
-        full_tokens = count_tokens(base.full, settings.tokenizer_encoding)
+        base = None if args.no_baselines else RawTurnBaselines(conv, rt.embedder, settings.tokenizer_encoding)
         for q in conv.questions:
             t = time.perf_counter()
             result = rt.retriever.query(
@@ -104,13 +124,14 @@ def main() -> None:
             )
             latencies.append(time.perf_counter() - t)
             cited = {s for m in result.memories for s in m.source_ids}
-            runs = {
-                "simplemem": (result.context, cited, result.context_tokens),
-                "full-context": (base.full, {t.dia_id for t in conv.turns}, full_tokens),
-            }
-            for name, fn in (("bm25-top10", base.bm25_top), ("minilm-top10", base.minilm_top)):
-                ctx, ids = fn(q.question)
-                runs[name] = (ctx, ids, count_tokens(ctx, settings.tokenizer_encoding))
+            runs = {"simplemem": (result.context, cited, result.context_tokens)}
+            if base is not None:
+                runs["full-context"] = (base.full, {t.dia_id for t in conv.turns}, base.full_tokens)
+                for name, fn in (("bm25-top10", base.bm25_top), ("minilm-top10", base.minilm_top)):
+                    ctx, ids = fn(q.question)
+                    runs[name] = (ctx, ids, count_tokens(ctx, settings.tokenizer_encoding))
+            if args.details is not None:
+                details.append(question_detail(q, result.context, cited, result.context_tokens, result.k))
             for name, (ctx, ids, tokens) in runs.items():
                 cell = sums[name][q.category]
                 cell["evidence"].append(evidence_recall(q.evidence, ids))
@@ -142,6 +163,32 @@ def main() -> None:
         )
     )
     print(f"written {args.out}")
+    if args.details is not None:
+        args.details.parent.mkdir(parents=True, exist_ok=True)
+        args.details.write_bytes(b"".join(orjson.dumps(d) + b"\n" for d in details))
+        print(f"written {args.details}")
+
+
+def question_detail(q: Question, context: str, cited: set[str], tokens: int, k: int) -> dict[str, object]:
+    """One question's outcome for the pipeline: what a study of its misses needs."""
+    wanted = list(dict.fromkeys(content_tokens(q.answer or "")))
+    have = set(content_tokens(context))
+    return {
+        "qid": q.qid,
+        "category": CATEGORIES[q.category],
+        "question": q.question,
+        "answer": q.answer,
+        "answer_recall": answer_recall(q.answer, context)
+        if q.category != 5 and q.answer is not None
+        else None,
+        "missed_tokens": [t for t in wanted if t not in have],
+        "evidence": q.evidence,
+        "cited": sorted(cited & set(q.evidence)),
+        "evidence_recall": evidence_recall(q.evidence, cited),
+        "k": k,
+        "tokens": tokens,
+        "context": context,
+    }
 
 
 def _mean(values: list[float]) -> float | None:

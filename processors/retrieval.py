@@ -1,4 +1,4 @@
-"""Adaptive retrieval: complexity -> k, hybrid semantic + BM25 scoring, symbolic hard filters, context.
+"""Adaptive retrieval: complexity -> k, hybrid semantic + BM25 scoring, symbolic filters and boosts, context.
 
 - complexity in [0, 1] from length, named things, temporal and aggregation cues maps to k in
   [k_min, k_max] through a square root (the first cues matter most: a short question about a named
@@ -9,9 +9,23 @@
   its own text gets ``person_boost`` on top of its fused score. A boost, not a filter: NER labels
   are unstable ("Tomas landed at noon" may carry no person tag, "She brought me a bowl" no name), so
   a memory without the name still competes on its semantic score, and BM25 searches only the
-  memories about the persons (their names would otherwise dominate its terms); a
-  date or range in the query ("last week", "in May 2023", relative to ``as_of``) restricts the time a
-  memory refers to (its ``event_time``, else the day it was stated); nothing stated after ``as_of``;
+  memories about the persons (their names would otherwise dominate its terms);
+- a date or range in the query ("last week", "in May 2023", relative to ``as_of``) favours the
+  memories whose time (their ``event_time``, else the day they were stated) falls in it by
+  ``date_boost``. A boost, not a filter: a date in a question is often approximate or read against another day than
+  the speaker meant ("last year" asked a year later), and an event time anchored at ingestion can be
+  wrong ("next month" said of a past party), so a memory outside the range still competes when it
+  matches much better; with ``date_boost`` 0 the range restricts (unless almost nothing is in it).
+  The API's ``since``/``until`` always restrict. Nothing stated after ``as_of`` is ever returned;
+- among the memories about a person the query names, those the person said themselves get
+  ``speaker_boost`` more: what someone did, plans or likes is mostly said first-hand ("Melanie: we
+  went camping"), while others' lines about them are often reactions ("Sounds like Melanie had a
+  blast"). A person who never speaks (a third party the user tells about) gets no boost, and loses
+  nothing by it;
+- a question about time ("When did...", "How long ago...": :data:`TEMPORAL_CUES`) favours the memories
+  that carry the time of their event (``event_time``, anchored at ingestion: "yesterday (2023-05-07)")
+  by ``event_time_boost``: such a memory says when something happened, the others only when it was
+  said;
 - recent turns from the lookaside buffer that are not indexed yet compete with the memories;
 - the other statements of the chosen memories' messages follow them (up to ``sibling_units``): a
   message's statements are each other's context ("It's a mix of drama and romance!" beside "my
@@ -55,8 +69,10 @@ _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 # the shape of questions to a multi-session memory, not on any one question: an 8-word question
 # about a named person already needs a dozen memories, since its answer may sit in any session;
 # "What is my favorite color?" stays near k_min.
-# Candidates read per memory chosen: room for the near-duplicates and filtered ones skipped.
-SELECT_HEAD_FACTOR = 3
+# Candidates read per memory chosen: room for the near-duplicates and filtered ones skipped, and
+# the reach of the selection's boosts (a memory below the head read cannot be lifted: 3 -> 4 took
+# LoCoMo's answer recall from 0.728 to 0.731, temporal 0.766 -> 0.776).
+SELECT_HEAD_FACTOR = 4
 MAX_UPDATE_HOPS = 5  # a fact changed more often than this within one context keeps its 5th value
 LENGTH = (0.4, 8.0)
 ENTITIES = (0.2, 1.0)
@@ -158,6 +174,43 @@ def update_notes(chosen: list[MemoryUnit], replaced: dict[str, MemoryUnit]) -> d
     return notes
 
 
+def favour_within(
+    wide: list[tuple[str, float]], within: list[tuple[str, float]], boost: float
+) -> list[tuple[str, float]]:
+    """One ranking from a search without the query's date (``wide``) and one within it (``within``):
+    a memory found within the date gets ``boost`` on top of its better score of the two."""
+    best = dict(wide)
+    for uid, sc in within:
+        best[uid] = max(best.get(uid, 0.0), sc) + boost
+    return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@dataclass(frozen=True)
+class Boosts:
+    """What the selection adds to the fused scores of the memories it reads (the head of the
+    ranking: one ranked below the head is not lifted into it).
+
+    ``event``: for a question about time, a memory with an ``event_time`` (one anchored wrongly at
+    ingestion is favoured all the same); ``speaker``: a memory said by one of ``speakers`` (the
+    lower-cased persons the query names)."""
+
+    event: float = 0.0
+    speakers: frozenset[str] = frozenset()
+    speaker: float = 0.0
+
+    def of(self, unit: MemoryUnit) -> float:
+        bonus = self.event if unit.event_time else 0.0
+        if unit.speaker and unit.speaker.lower() in self.speakers:
+            bonus += self.speaker
+        return bonus
+
+    def apply(self, ranked: list[tuple[str, float]], units: dict[str, MemoryUnit]) -> list[tuple[str, float]]:
+        if not self.event and not (self.speaker and self.speakers):
+            return ranked
+        boosted = [(uid, sc + self.of(units[uid]) if uid in units else sc) for uid, sc in ranked]
+        return sorted(boosted, key=lambda kv: (-kv[1], kv[0]))
+
+
 @dataclass
 class Retriever:
     settings: Settings
@@ -186,6 +239,7 @@ class Retriever:
         names = sorted({*names, *(p.lower() for p in filters.persons if p.strip())})
         named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]
         score = complexity(request.query, len(named))
+        event_boost = s.event_time_boost if TEMPORAL_CUES.search(request.query) else 0.0
         k = min(filters.k, s.k_max) if filters.k else k_for(score, s.k_min, s.k_max)
         flt = SymbolicFilter(
             names=tuple(names),
@@ -202,10 +256,11 @@ class Retriever:
         stripped = _without(request.query, named)
         qvec = self.embedder.encode([stripped])[0]
         ranked = self._search(tenant, stripped, qvec, pool, flt)
-        if len(ranked) < s.k_min and first_day is not None and not explicit_range:
+        if first_day is not None and not explicit_range and (s.date_boost or len(ranked) < s.k_min):
             # A date that matches (almost) nothing was misremembered or refers to when something was
             # said rather than when it happened: an answer without the date beats an empty one.
-            ranked = self._search(tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None))
+            wide = self._search(tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None))
+            ranked = favour_within(wide, ranked, s.date_boost) if s.date_boost else wide
         recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
         if explicit_range or (filters.kinds and MemoryKind.FACT not in filters.kinds):
             recent = {}  # a recent turn has no event time yet, and is a statement (a fact)
@@ -217,7 +272,8 @@ class Retriever:
             )
         replaced: dict[str, MemoryUnit] = {}
         transient = {uid: u for uid, (u, _) in recent.items()}
-        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced)
+        boosts = Boosts(event=event_boost, speakers=frozenset(names), speaker=s.speaker_boost)
+        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, boosts)
         chosen += self._siblings(tenant, chosen, filters)
         memories = [
             RetrievedMemory(
@@ -395,6 +451,7 @@ class Retriever:
         filters: QueryFilters | None = None,
         as_of: datetime | None = None,
         replaced: dict[str, MemoryUnit] | None = None,
+        boosts: Boosts | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
         head = ranked[: k * SELECT_HEAD_FACTOR]
         units = {
@@ -402,6 +459,8 @@ class Retriever:
             for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (transient or {})])
         }
         units.update(transient or {})
+        if boosts is not None:
+            head = boosts.apply(head, units)
         if as_of is not None and replaced is not None:
             head = self._rank_current_first(tenant, head, units, as_of, replaced)
         chosen: list[tuple[MemoryUnit, float]] = []

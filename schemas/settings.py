@@ -190,6 +190,29 @@ class Settings(BaseSettings):
         description="added to the fused score of a memory about a person the query names (a boost, not a "
         "filter: a memory the NER model did not tag still competes); default: the full lexical share",
     )
+    date_boost: float = Field(
+        0.4,
+        ge=0.0,
+        le=1.0,
+        description="added to the fused score of a memory whose time falls in a date or range the query "
+        "names ('last week', 'in May 2023'); the others still compete (a question's date is often "
+        "approximate). 0: the query's date restricts the search instead (the API's since/until always do)",
+    )
+    speaker_boost: float = Field(
+        0.1,
+        ge=0.0,
+        le=1.0,
+        description="added to the fused score of a memory said by a person the query names (first-hand), "
+        "on top of person_boost; 0 turns it off",
+    )
+    event_time_boost: float = Field(
+        0.2,
+        ge=0.0,
+        le=1.0,
+        description="added, for a question about time (when, how long, date...), to the fused score of a "
+        "memory that carries its event's time (event_time): it says when it happened, not only when it was "
+        "said; 0 turns it off",
+    )
     sibling_units: int = Field(
         6, ge=0, description="other statements of the chosen memories' messages added after the top k"
     )

@@ -1,0 +1,84 @@
+"""Ranking rules of ``processors/retrieval.py`` as pure functions (no store, no model)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from processors.retrieval import Boosts, favour_within
+from schemas.memory import MemoryKind, MemoryUnit
+
+
+def unit(
+    uid: str, event_time: str | None = None, speaker: str | None = None, text: str | None = None
+) -> MemoryUnit:
+    return MemoryUnit(
+        id=uid,
+        tenant_id="t",
+        text=text or f"memory {uid}",
+        kind=MemoryKind.FACT,
+        source_ids=[f"m-{uid}"],
+        stated_at=datetime(2026, 3, 1, tzinfo=UTC).isoformat(),
+        event_time=event_time,
+        speaker=speaker,
+    )
+
+
+def test_a_memory_with_its_event_time_is_lifted_for_a_question_about_time() -> None:
+    units = {u.id: u for u in (unit("said"), unit("dated", "2026-02-28"), unit("far", "2026-01"))}
+    ranked = [("said", 0.9), ("dated", 0.8), ("far", 0.5), ("unread", 0.4)]
+    boosted = Boosts(event=0.2).apply(ranked, units)
+    assert [uid for uid, _ in boosted] == ["dated", "said", "far", "unread"]
+    assert dict(boosted)["far"] == 0.7 and dict(boosted)["unread"] == 0.4  # not read: not boosted
+
+
+def test_what_the_named_person_said_themselves_is_lifted() -> None:
+    units = {
+        u.id: u
+        for u in (
+            unit("about", speaker="Caroline"),
+            unit("own", speaker="Melanie"),
+            unit("user", speaker="user"),
+        )
+    }
+    ranked = [("about", 0.9), ("own", 0.85), ("user", 0.8)]
+    boosted = Boosts(speakers=frozenset({"melanie"}), speaker=0.1).apply(ranked, units)
+    assert [uid for uid, _ in boosted] == ["own", "about", "user"]
+    assert Boosts(speakers=frozenset({"priya"}), speaker=0.1).apply(ranked, units) == ranked  # never speaks
+
+
+def test_no_boost_keeps_the_order() -> None:
+    units = {u.id: u for u in (unit("said", speaker="Sam"), unit("dated", "2026-02-28"))}
+    ranked = [("said", 0.9), ("dated", 0.8)]
+    assert Boosts(speakers=frozenset({"sam"})).apply(ranked, units) == ranked
+
+
+def test_a_memory_within_the_date_is_favoured_and_one_outside_still_competes() -> None:
+    wide = [("outside-strong", 1.0), ("inside", 0.5), ("outside-weak", 0.3)]
+    within = [("inside", 0.55), ("inside-only", 0.2)]
+    ranked = favour_within(wide, within, 0.4)
+    assert [uid for uid, _ in ranked] == ["outside-strong", "inside", "inside-only", "outside-weak"]
+    assert dict(ranked)["inside"] == 0.55 + 0.4  # its better score of the two searches, boosted
+
+
+class Units:
+    """The one lexical-store call the selection makes: the units by id."""
+
+    def __init__(self, units: list[MemoryUnit]) -> None:
+        self.units = {u.id: u for u in units}
+
+    def get(self, tenant_id: str, ids: list[str]) -> list[MemoryUnit]:
+        return [self.units[i] for i in ids if i in self.units]
+
+
+def test_a_boost_reaches_a_memory_ranked_well_below_k() -> None:
+    """The selection reads ``SELECT_HEAD_FACTOR`` * k candidates: a dated memory ranked 8th of a
+    question about time still makes a top 2."""
+    from processors.retrieval import Retriever
+    from schemas.settings import Settings
+
+    units = [unit(f"u{i}", text=f"a different statement number {i} about topic {i}") for i in range(7)]
+    units.append(unit("dated", "2026-02-28", text="the boat trip happened on the last day of February"))
+    ranked = [(u.id, 1.0 - i * 0.01) for i, u in enumerate(units)]
+    retriever = Retriever(Settings(), Units(units), None, None)  # type: ignore[arg-type]
+    chosen = retriever._select("t", ranked, 2, boosts=Boosts(event=0.2))
+    assert [u.id for u, _ in chosen] == ["dated", "u0"]
