@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
-from processors.forget import Rewrite, Stores, save
+from processors.forget import Rewrite, Stores, delete, save
 from processors.stores.protocols import LexicalStore, VectorStore
 from schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from schemas.settings import Settings
@@ -292,16 +292,9 @@ def apply_run(tenant_id: str, run: ConsolidationRun, stores: Stores, settings: S
     """Write a planned run (``consolidate_tenant(apply=False)``): the replaced abstracts deleted,
     the new abstracts and archived originals saved. Idempotent: applying it twice changes nothing."""
     written = {u.id for u in run.written}
-    _delete(
-        tenant_id, [uid for uid in run.deleted if uid not in written], stores, settings.store_expression_terms
-    )
+    gone = [uid for uid in run.deleted if uid not in written]
+    delete(tenant_id, gone, stores, settings.store_expression_terms)
     save(tenant_id, run.written, run.vectors, stores)
-
-
-def _delete(tenant_id: str, ids: list[str], stores: Stores, size: int) -> None:
-    for part in (ids[i : i + size] for i in range(0, len(ids), size)):
-        stores.vectors.delete(tenant_id, part)
-        stores.lexical.delete(tenant_id, part)
 
 
 def _consolidate_cluster(
@@ -330,7 +323,7 @@ def _consolidate_cluster(
     run.summary_fallbacks += made.fallback
     gone = [a.id for a in replaced if a.id != abstract.id]
     if apply:
-        _delete(tenant_id, gone, stores, size)
+        delete(tenant_id, gone, stores, size)
         save(tenant_id, rewrite.units, rewrite.vectors, stores)
     run.written += rewrite.units
     run.vectors.update(rewrite.vectors)

@@ -122,9 +122,7 @@ def forget(
 
 def _forget_tenant(tenant: str, stores: Stores, batch: int) -> list[str]:
     ids = [u.id for page in stores.lexical.iter_units(tenant, batch) for u in page]
-    for part in batches(ids, batch):
-        stores.vectors.delete(tenant, part)
-        stores.lexical.delete(tenant, part)
+    delete(tenant, ids, stores, batch)
     stores.vectors.delete_tenant(tenant)  # any vector whose document never got written
     return ids
 
@@ -174,9 +172,7 @@ def _forget_messages(
     _undo_supersessions(tenant, doomed.values(), set(doomed), changed, lex, size)
 
     deleted = list(doomed)
-    for part in batches(deleted, settings.forget_batch_units):
-        stores.vectors.delete(tenant, part)
-        lex.delete(tenant, part)
+    delete(tenant, deleted, stores, settings.forget_batch_units)
     written = [u for uid, u in changed.items() if uid not in doomed]
     save(tenant, written, new_vectors, stores)
     return deleted, written, decisions
@@ -202,6 +198,13 @@ def _undo_supersessions(
         if base.superseded_by in deleted:
             update["superseded_by"] = None
         changed[unit.id] = base.model_copy(update=update)
+
+
+def delete(tenant: str, ids: Sequence[str], stores: Stores, size: int) -> None:
+    """Delete units from both stores, ``size`` ids a call."""
+    for part in batches(ids, size):
+        stores.vectors.delete(tenant, part)
+        stores.lexical.delete(tenant, part)
 
 
 def save(tenant: str, units: Sequence[MemoryUnit], new_vectors: dict[str, Vector], stores: Stores) -> None:

@@ -136,7 +136,8 @@ class Runtime:
         run = consolidate_tenant(tenant_id, self._stores, s, summariser=self.summariser, apply=apply)
         updates = update_tenant(tenant_id, self.lexical, s.consolidation_batch_units, self.update_judge)
         run.updated, run.update_fallbacks = updates.changed, updates.fallbacks
-        self.vectors.flush()
+        if apply:  # a plan wrote no vector: apply_consolidation seals its writes
+            self.vectors.flush()
         return run
 
     def apply_consolidation(self, tenant_id: str, run: ConsolidationRun) -> None:

@@ -67,7 +67,7 @@ class Batcher:
                     continue
             items = await self.guard.complete([item_of(e) for e in events])
             ack = partial(self._acknowledge, stream, events, self.guard.filled())
-            yield Batch(items, ack, self._fence(Stamp(tuple(sorted(epochs.items())))))
+            yield Batch(items, ack, self._fence(Stamp.of(epochs)))
             events, epochs = [], {}
 
     def _fence(self, stamp: Stamp) -> Callable[[], Awaitable[bool]] | None:

@@ -16,7 +16,7 @@ committed offset by whoever owns the partition now.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import NamedTuple
 
 TopicPartition = tuple[str, int]
@@ -26,6 +26,10 @@ class Stamp(NamedTuple):
     """A batch's partitions and the epoch each was owned in when its records arrived."""
 
     epochs: tuple[tuple[TopicPartition, int], ...]
+
+    @classmethod
+    def of(cls, epochs: Mapping[TopicPartition, int]) -> Stamp:
+        return cls(tuple(sorted(epochs.items())))
 
 
 class Ownership:
@@ -61,7 +65,7 @@ class Ownership:
         return self.epochs.get(tp, 0)
 
     def stamp(self, partitions: Iterable[TopicPartition]) -> Stamp:
-        return Stamp(tuple((tp, self.epoch(tp)) for tp in sorted(set(partitions))))
+        return Stamp.of({tp: self.epoch(tp) for tp in partitions})
 
     async def holds(self, stamp: Stamp) -> bool:
         """Whether every partition of ``stamp`` is still owned in its epoch (after waiting for a
