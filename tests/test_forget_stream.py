@@ -161,7 +161,12 @@ def test_the_consolidation_timer_and_agent_publish_their_decisions(
     decision = covering()[-1]
     rt = open_runtime(settings)
     try:
-        [abstract] = rt.lexical.get(tenant, [decision.abstract_id or ""])
+        # published before it is applied (streams.worker.ConsolidateStep): the stores follow
+        def stored() -> list[Any]:
+            return rt.lexical.get(tenant, [decision.abstract_id or ""])
+
+        wait_for(lambda: bool(stored()), 60, "the decision's abstract in the stores")
+        [abstract] = stored()
         assert abstract.kind == "abstract" and set(abstract.source_ids) == set(order_ids(orders))
     finally:
         rt.close()
