@@ -99,13 +99,20 @@ def other_tenant_leaks(api: Api, key: str, queries: list[dict[str, Any]]) -> lis
     return leaks
 
 
+def ended_sessions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The golden conversations are over: each session's last event says so, so that a deployment
+    decides their last windows now instead of after its idle time."""
+    last = {e["session_id"]: i for i, e in enumerate(events)}
+    return [dict(e, ends_session=True) if last[e["session_id"]] == i else e for i, e in enumerate(events)]
+
+
 def check(api: Api, golden: dict[str, Any], settings: Settings) -> Round:
     scratch = f"golden-check-{uuid.uuid4().hex[:12]}"
     other = f"golden-other-{uuid.uuid4().hex[:12]}"
     try:
         key = api.call("POST", "/v1/admin/keys", body={"tenant_id": scratch})["key"]
         other_key = api.call("POST", "/v1/admin/keys", body={"tenant_id": other})["key"]
-        events = [dict(e, tenant_id=scratch) for e in golden["events"]]
+        events = ended_sessions([dict(e, tenant_id=scratch) for e in golden["events"]])
         step = settings.api_max_batch_events
         rejected = []
         for i in range(0, len(events), step):

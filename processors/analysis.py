@@ -68,6 +68,7 @@ class NlpPreparer:
                     prose=split.prose,
                     sentences=sentences,
                     entities=doc_entities(doc),
+                    ends_session=event.ends_session,
                 )
             )
         return prepared

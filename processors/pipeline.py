@@ -429,14 +429,15 @@ def _latest_versions(results: Sequence[WindowResult]) -> list[WindowResult]:
 
 
 def buffered_turns(messages: Sequence[AnalyzedMessage]) -> list[BufferedTurn]:
-    """The lookaside copies of analysed turns (the ones with a vector: something to find)."""
+    """The lookaside copies of analysed turns (the ones with a vector: something to find), with
+    their code blocks: a script pasted a moment ago is answerable before its window is decided."""
     return [
         BufferedTurn(
             tenant_id=m.tenant_id,
             session_id=m.session_id,
             message_id=m.message_id,
             speaker=m.speaker,
-            text=m.prose,
+            text=m.text,
             ts=m.ts,
             vector=m.embedding,
         )

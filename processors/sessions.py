@@ -19,7 +19,9 @@ class LocalSessions:
     def add(self, message: AnalyzedMessage, now: float = 0.0) -> list[Window]:
         """Buffer one message; return the windows it closes (an idle gap first, then a full window)."""
         key = message.session_key
-        self.buffers[key], emitted = self.windower.step(self.buffers.get(key), message, now)
+        buffer, emitted = self.windower.step(self.buffers.pop(key, None), message, now)
+        if buffer is not None:  # None: the message ended its session
+            self.buffers[key] = buffer
         return emitted
 
     def close_all(self) -> list[Window]:

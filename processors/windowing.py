@@ -38,8 +38,9 @@ class Windower:
 
     def step(
         self, buf: SessionBuffer | None, message: AnalyzedMessage, now: float = 0.0
-    ) -> tuple[SessionBuffer, list[Window]]:
-        """One session's buffer after ``message`` (pure: a stream keeps the buffer in a table)."""
+    ) -> tuple[SessionBuffer | None, list[Window]]:
+        """One session's buffer after ``message`` (pure: a stream keeps the buffer in a table).
+        A message that ends its session closes the session: the buffer returned is ``None``."""
         emitted: list[Window] = []
         if buf is not None and buf.pending and message.ts - buf.messages[-1].ts > self.idle:
             emitted.append(self._emit(buf, CloseReason.IDLE))
@@ -49,15 +50,17 @@ class Windower:
         if message.message_id in undecided:  # an edit of a message not decided yet: it replaces it
             at = buf.context + undecided.index(message.message_id)
             buf.messages = [*buf.messages[:at], message, *buf.messages[at + 1 :]]
-            buf.last_seen = now
-            return buf, emitted
-        buf.messages = [*buf.messages, message]
+        else:
+            buf.messages = [*buf.messages, message]
         buf.last_seen = now
         if len(buf.messages) >= self.window_size:
             emitted.append(self._emit(buf, CloseReason.FULL))
             keep = self.window_size - self.stride
             buf.messages = buf.messages[len(buf.messages) - keep :] if keep else []
             buf.context = len(buf.messages)
+        if message.ends_session:
+            closed, last = self.close(buf, CloseReason.END)
+            return closed, emitted + last
         return buf, emitted
 
     def close(self, buf: SessionBuffer, reason: CloseReason) -> tuple[SessionBuffer | None, list[Window]]:

@@ -34,6 +34,11 @@ class ChatEvent(BaseModel):
     text: str
     ts: AwareDatetime
     metadata: dict[str, Any] | None = None
+    ends_session: bool = Field(
+        False,
+        description="the conversation ends with this message: its window is decided now, not after "
+        "the session has been silent for the idle time",
+    )
 
     @field_validator("speaker")
     @classmethod

@@ -85,6 +85,7 @@ class AnalyzedMessage(BaseModel):
     sentences: list[Sentence] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list, description="normalised entity strings, for novelty")
     embedding: Vector = Field(default_factory=list, description="mean of the informative sentences' vectors")
+    ends_session: bool = Field(False, description="the event said its conversation ends here")
 
     @property
     def session_key(self) -> SessionKey:

@@ -86,3 +86,28 @@ def test_fresh_fact_answered_from_buffer_then_from_memory(tmp_path, settings) ->
         assert after.memories[0].source_ids == ["m1"]
     finally:
         rt.close()
+
+
+def test_a_code_block_said_a_moment_ago_is_answered_from_the_buffer(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(settings, tmp_path)
+    try:
+        script = "```bash\nrsync -a ~/photos /mnt/backup/photos\n```"
+        event = ChatEvent(
+            tenant_id="acme",
+            session_id="s1",
+            message_id="m1",
+            speaker="Ana",
+            role="user",
+            text=f"Here is my photo backup command: {script}",
+            ts=datetime(2026, 3, 1, 10, 0, tzinfo=UTC),
+        )
+        rt.pipeline.ingest(
+            [(event.message_id, event.model_dump_json())], IngestReport(), close_sessions=False
+        )
+        answer = rt.retriever.query(QueryRequest(tenant_id="acme", query="Show me my photo backup command."))
+        assert [m.id for m in answer.memories] == ["buffer:m1"]
+        assert "rsync -a ~/photos /mnt/backup/photos" in answer.context
+    finally:
+        rt.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi import HTTPException
 
-from cli.golden import found_in, percentile
+from cli.golden import ended_sessions, found_in, percentile
 from service.app import _event_list
 from service.directory import Scope
 from service.mem0 import scope_of
@@ -43,3 +43,14 @@ def test_golden_matching_accepts_any_spelling_of_a_day() -> None:
     assert found_in("on January 11th we met", "2026-01-11")
     assert not found_in("on January 12th we met", "2026-01-11")
     assert percentile([5.0, 1.0, 3.0], 50) == 3.0
+
+
+def test_the_golden_check_ends_each_session_with_its_last_event() -> None:
+    events = [
+        {"session_id": "a", "message_id": "1"},
+        {"session_id": "b", "message_id": "2"},
+        {"session_id": "a", "message_id": "3"},
+    ]
+    marked = ended_sessions(events)
+    assert [e.get("ends_session", False) for e in marked] == [False, True, True]
+    assert [e["message_id"] for e in marked] == ["1", "2", "3"]

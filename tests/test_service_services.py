@@ -36,7 +36,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
         "svc",
         tmp_path_factory.mktemp("faust"),
         2,
-        4,
+        1800,  # the default idle time: the golden check must not wait for its sessions to go silent
         SIMPLEMEM_ADMIN_KEY=ADMIN,
         SIMPLEMEM_API_QUERY_RATE="100000/minute",
     )

@@ -120,6 +120,18 @@ def test_a_closed_session_keeps_only_its_position_until_a_turn_reopens_it() -> N
     assert reopened.closed_at is None and reopened.buffer is not None
 
 
+def test_a_turn_that_ends_its_session_is_decided_at_once_and_closes_the_session() -> None:
+    clock = Clock()
+    memory = stage(clock=clock)
+    last = turn(2)
+    last.message = last.message.model_copy(update={"ends_session": True})  # type: ignore[union-attr]
+    result = memory.run([turn(0), turn(1), last, turn(0, session="s2")], {}, direct)
+    assert sorted(o.message_id for o in result.outcomes) == ["s1:m0", "s1:m1", "s1:m2"]
+    closed = result.states[S1]
+    assert closed.buffer is None and closed.closed_at == clock.now and closed.history.vectors == []
+    assert result.states[SessionKey("t1", "s2")].buffer is not None, "another session is untouched"
+
+
 def test_a_dead_letter_quotes_at_most_its_share_of_a_huge_record() -> None:
     from processors.streaming import raw_dead_letter
     from schemas.codec import dumps

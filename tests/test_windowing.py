@@ -32,6 +32,28 @@ def test_end_flushes_partial_window_with_context() -> None:
     assert w.close_all() == []
 
 
+def test_a_message_that_ends_its_session_closes_the_window_with_it() -> None:
+    w = sessions(window_size=4, stride=2, idle_seconds=3600)
+    for i in range(4):
+        w.add(message(i))
+    out = w.add(message(4).model_copy(update={"ends_session": True}))
+    assert [x.reason for x in out] == [CloseReason.END]
+    assert [m.message_id for m in out[0].new_messages] == ["s1:m4"]
+    assert w.close_all() == [], "nothing of the ended session stays open"
+    reopened = w.add(message(6))
+    assert reopened == [] and [m.message_id for m in w.close_all()[0].messages] == ["s1:m6"]
+
+
+def test_a_message_that_ends_its_session_and_fills_a_window_emits_it_once() -> None:
+    w = sessions(window_size=4, stride=2, idle_seconds=3600)
+    for i in range(3):
+        w.add(message(i))
+    out = w.add(message(3).model_copy(update={"ends_session": True}))
+    assert [x.reason for x in out] == [CloseReason.FULL]
+    assert [m.message_id for x in out for m in x.new_messages] == [f"s1:m{i}" for i in range(4)]
+    assert w.close_all() == []
+
+
 def test_event_time_gap_closes_window_before_new_message() -> None:
     w = sessions(window_size=10, stride=10, idle_seconds=60)
     w.add(message(0))
