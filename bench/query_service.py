@@ -2,6 +2,7 @@
 clients, how p95 grows with the number of tenants, and `/v1/events` ingest into the streams.
 
     python -m bench.query_service [--locomo-tenants 10] [--concurrency 1,10,50] [--seconds 20]
+                                  [--serve-workers 1]
                                   [--tenants 10,100,1000 --units 5000] [--events 2000]
                                   # the services must be up: simplemem infra up
 
@@ -44,8 +45,9 @@ THINGS = ("the garden", "a guitar", "the marathon", "a pottery class", "the new 
 VERBS = ("talked about", "started", "finished", "loved", "planned", "worried about")
 
 
-def namespace(suffix: str, folder: Path) -> dict[str, str]:
+def namespace(suffix: str, folder: Path, serve_workers: int = 1) -> dict[str, str]:
     return {
+        "SIMPLEMEM_API_WORKERS": str(serve_workers),
         "SIMPLEMEM_MODE": "services",
         "SIMPLEMEM_TOPIC_PREFIX": f"bench{suffix}.",
         "SIMPLEMEM_STREAM_APP_ID": f"bench{suffix}",
@@ -218,7 +220,7 @@ def concurrency_run(args: Any, folder: Path) -> None:
     from processors.runtime import open_runtime
 
     convs = tenants_of(conversations(args), args.locomo_tenants)
-    env = namespace(uuid.uuid4().hex[:8], folder)
+    env = namespace(uuid.uuid4().hex[:8], folder, args.serve_workers)
     settings = settings_for(env)
     try:
         start = time.perf_counter()
@@ -281,7 +283,7 @@ def events_run(args: Any, env: dict[str, str], server: ServeProcess, convs: Any,
 
 def scale_run(args: Any, folder: Path) -> None:
     for tenants in args.tenants:
-        env = namespace(uuid.uuid4().hex[:8], folder)
+        env = namespace(uuid.uuid4().hex[:8], folder, args.serve_workers)
         settings = settings_for(env)
         try:
             start = time.perf_counter()
@@ -317,6 +319,7 @@ def main() -> None:
     ap.add_argument("--tenants", default="", help="tenant counts for the growth measure, e.g. 10,100,1000")
     ap.add_argument("--units", type=int, default=5000, help="generated units per tenant (growth measure)")
     ap.add_argument("--events", type=int, default=0, help="turns posted to /v1/events (0: skip)")
+    ap.add_argument("--serve-workers", type=int, default=1, help="`simplemem serve --workers` (processes)")
     ap.add_argument("--skip-locomo", action="store_true", help="only the growth measure")
     args = ap.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",") if c]

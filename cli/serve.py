@@ -32,6 +32,12 @@ def serve(
     ] = None,
     port: Annotated[int | None, typer.Option("--port", help="port (default: SIMPLEMEM_API_PORT)")] = None,
     store: StoreOpt = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(
+            "--workers", min=1, help="server processes (services mode; default SIMPLEMEM_API_WORKERS)"
+        ),
+    ] = None,
 ) -> None:
     """Serve the memory over HTTP (OpenAPI at /docs): events, queries, feedback, memories, deletions."""
     import uvicorn
@@ -40,6 +46,24 @@ def serve(
     from service.build import build_app
 
     settings = get_settings()
+    processes = workers or settings.api_workers
+    if processes > 1:
+        if settings.mode != "services":
+            raise CliError("--workers above 1 needs SIMPLEMEM_MODE=services: an embedded store has one owner")
+        out.print(
+            f"serving services memory on http://{host or settings.api_host}:{port or settings.api_port}"
+            f" with {processes} processes"
+        )
+        uvicorn.run(
+            "service.build:services_app",
+            factory=True,
+            workers=processes,
+            host=host or settings.api_host,
+            port=port or settings.api_port,
+            access_log=False,
+            log_level="warning",
+        )
+        return
     # Embedded: this process holds the store (and its lock) for as long as it serves.
     with open_store(settings, store, "simplemem serve", create=True) as rt:
         app = build_app(rt)

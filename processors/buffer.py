@@ -140,12 +140,13 @@ class RedisBuffer:
                 pipe.hdel(turns_key, *old)
             for key in (turns_key, order_key, self._index_key(tenant_id)):
                 pipe.expire(key, self.ttl)
+            pipe.zremrangebyscore(self._index_key(tenant_id), "-inf", now - self.ttl)
             pipe.execute()
 
     def recent(self, tenant_id: str) -> list[BufferedTurn]:
-        index = self._index_key(tenant_id)
-        self.r.zremrangebyscore(index, "-inf", time.time() - self.ttl)
-        sessions = [s.decode() if isinstance(s, bytes) else str(s) for s in self.r.zrange(index, 0, -1)]
+        # a read only (one round trip): sessions silent past the TTL are trimmed by the next push
+        live = self.r.zrangebyscore(self._index_key(tenant_id), time.time() - self.ttl, "+inf")
+        sessions = [s.decode() if isinstance(s, bytes) else str(s) for s in live]
         if not sessions:
             return []
         pipe = self.r.pipeline(transaction=False)

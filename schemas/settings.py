@@ -359,6 +359,12 @@ class Settings(BaseSettings):
     # --- query service (`simplemem serve`, service/) ------------------------------------------
     api_host: str = Field(LOCAL_HOST, description="address `simplemem serve` binds (0.0.0.0 in a container)")
     api_port: int = Field(8080, ge=1, le=65535)
+    api_workers: int = Field(
+        1,
+        ge=1,
+        description="`simplemem serve` processes on one port (services mode): a query spends most of its "
+        "time in Python store clients, so one process holds one core at most",
+    )
     admin_key: SecretStr | None = Field(
         None, description="the administrator's key: manages tenants and their keys (never logged)"
     )

@@ -226,6 +226,32 @@ def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_fact
             rt.close()
 
 
+def test_every_unit_of_a_message_comes_back_however_many_it_has(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    """A lookup by message asks OpenSearch for a few units per message first, and for all of them
+    when there are more."""
+    from processors.stores.opensearch_lexical import UNITS_PER_MESSAGE_GUESS
+    from schemas.memory import MemoryKind, MemoryUnit
+
+    many = UNITS_PER_MESSAGE_GUESS * 3
+    units = [
+        MemoryUnit.build(
+            tenant_id="chatty",
+            text=f"Statement {i} of one long message.",
+            kind=MemoryKind.FACT,
+            source_ids=["long"],
+            context_ids=["before"],
+            stated_at="2026-01-05T10:00:00+00:00",
+        )
+        for i in range(many)
+    ]
+    lexical = services_runtime.lexical
+    lexical.upsert(units)
+    ids = {u.id for u in units}
+    assert {u.id for u in lexical.units_from_sources("chatty", ["long"])} == ids
+    assert {u.id for u in lexical.units_from_sources("chatty", ["long", "other"])} == ids
+    assert {u.id for u in lexical.units_quoting("chatty", ["before"])} == ids
+
+
 def test_an_edit_replaces_the_old_version_in_opensearch_and_milvus(services_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from processors.runtime import open_runtime
     from tests.test_edits import EDITED, FILLER, ORIGINAL, assert_only_the_edit_is_remembered, event, lines

@@ -24,6 +24,10 @@ REQUEST_TIMEOUT_SECONDS = 30  # a request slower than this is an outage (the sta
 MAX_KNOWN_NAMES = 1000  # person names matched per query: far more than any question names
 MAX_TENANTS_LISTED = 10_000  # an operator's listing of tenants (one aggregation)
 MAX_RESULT_WINDOW = 10_000  # OpenSearch's default index.max_result_window: one request's most hits
+# Units a message usually yields: a lookup by message ids asks for this many per id first (a request
+# sized for 10,000 hits costs OpenSearch that many queue slots, each time) and asks again when the
+# count says there are more.
+UNITS_PER_MESSAGE_GUESS = 8
 
 MAPPING: dict[str, Any] = {
     "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}},
@@ -238,32 +242,26 @@ class OpenSearchLexicalStore:
     def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]:
         if not source_ids:
             return []
-        body = {
-            "size": MAX_RESULT_WINDOW,
-            "_source": ["doc"],
-            "query": {
-                "bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": list(source_ids)}}]}
-            },
-        }
-        return [
-            MemoryUnit.model_validate(h["_source"]["doc"])
-            for h in self._search(tenant_id, body)["hits"]["hits"]
-        ]
+        query = {"bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": list(source_ids)}}]}}
+        return self._all_units(tenant_id, query, len(source_ids) * UNITS_PER_MESSAGE_GUESS)
 
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
         if not message_ids:
             return []
-        body = {
-            "size": MAX_RESULT_WINDOW,
-            "_source": ["doc"],
-            "query": {
-                "bool": {"filter": [*self._filters(tenant_id), {"terms": {"context_ids": list(message_ids)}}]}
-            },
+        query = {
+            "bool": {"filter": [*self._filters(tenant_id), {"terms": {"context_ids": list(message_ids)}}]}
         }
-        return [
-            MemoryUnit.model_validate(h["_source"]["doc"])
-            for h in self._search(tenant_id, body)["hits"]["hits"]
-        ]
+        return self._all_units(tenant_id, query, len(message_ids) * UNITS_PER_MESSAGE_GUESS)
+
+    def _all_units(self, tenant_id: str, query: dict[str, Any], guess: int) -> list[MemoryUnit]:
+        """Every unit matching ``query`` (up to the result window), asking for ``guess`` first."""
+        size = max(1, min(guess, MAX_RESULT_WINDOW))
+        while True:
+            body = {"size": size, "_source": ["doc"], "track_total_hits": MAX_RESULT_WINDOW, "query": query}
+            hits = self._search(tenant_id, body)["hits"]
+            if len(hits["hits"]) >= hits["total"]["value"] or size == MAX_RESULT_WINDOW:
+                return [MemoryUnit.model_validate(h["_source"]["doc"]) for h in hits["hits"]]
+            size = min(int(hits["total"]["value"]), MAX_RESULT_WINDOW)
 
     def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
         """A page of the tenant's units; pages end at OpenSearch's result window (10,000 units)."""
