@@ -116,3 +116,10 @@ def test_lazy_migration_on_first_query_in_embedded_mode(
         assert "migration" not in orjson.loads(other.stdout)
     finally:
         get_settings.cache_clear()
+
+
+def test_serve_refuses_several_processes_on_an_embedded_store(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["serve", "--workers", "2", "--store", str(tmp_path / "store")])
+    assert result.exit_code != 0
+    assert "needs SIMPLEMEM_MODE=services" in result.output
+    assert not (tmp_path / "store").exists(), "refused before anything was opened"

@@ -49,7 +49,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 @pytest.fixture(scope="module")
 def replicas(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServeProcess]]:
     logs = tmp_path_factory.mktemp("svc-logs")
-    servers = [ServeProcess(env, logs / f"serve{i}.log").start() for i in range(2)]
+    # the second replica runs two processes (`serve --workers 2`): keys and quotas hold across them too
+    envs = [env, {**env, "SIMPLEMEM_API_WORKERS": "2"}]
+    servers = [ServeProcess(e, logs / f"serve{i}.log").start() for i, e in enumerate(envs)]
     try:
         for s in servers:
             s.wait_ready()
