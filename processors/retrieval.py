@@ -39,6 +39,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
+from functools import lru_cache
 
 import numpy as np
 
@@ -73,6 +74,7 @@ _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 # the reach of the selection's boosts (a memory below the head read cannot be lifted: 3 -> 4 took
 # LoCoMo's answer recall from 0.728 to 0.731, temporal 0.766 -> 0.776).
 SELECT_HEAD_FACTOR = 4
+TOKEN_SET_CACHE = 8192  # memory texts whose word sets a process keeps (near-duplicate checks)
 MAX_UPDATE_HOPS = 5  # a fact changed more often than this within one context keeps its 5th value
 LENGTH = (0.4, 8.0)
 ENTITIES = (0.2, 1.0)
@@ -127,8 +129,10 @@ def _about_any(unit: MemoryUnit, names: list[str]) -> bool:
     return bool({p.lower() for p in unit.persons} & set(names)) or _names_any(unit.text, names)
 
 
-def _token_set(text: str) -> set[str]:
-    return set(query_terms(text))
+@lru_cache(maxsize=TOKEN_SET_CACHE)
+def _token_set(text: str) -> frozenset[str]:
+    """Cached: a query compares each candidate with every memory already chosen."""
+    return frozenset(query_terms(text))
 
 
 def near_duplicate(a: str, b: str, threshold: float) -> bool:
