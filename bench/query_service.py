@@ -197,8 +197,24 @@ def generated_units(settings: Settings, tenants: int, units: int, seed: int = 7)
                 rt.vectors.upsert(rows, vectors)
                 rt.lexical.upsert(rows)
         rt.vectors.flush()
+        wait_indexed(rt.vectors)
     finally:
         rt.close()
+
+
+def wait_indexed(vectors: Any, timeout: float = 3600.0) -> None:
+    """Until Milvus has built the vector index over every row: a search over rows not indexed yet
+    is a brute-force scan, and the build takes the CPU the queries would measure."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        info = vectors.client.describe_index(vectors.collection, "vector")
+        if int(info.get("pending_index_rows", 0)) == 0 and info.get("indexed_rows") == info.get("total_rows"):
+            print(
+                f"  vector index built over {info.get('indexed_rows')} rows ({time.perf_counter() - start:.0f} s wait)"
+            )
+            return
+        time.sleep(2)
+    print(f"  vector index still building after {timeout:.0f} s")
 
 
 def tenants_of(convs: list[Conversation], count: int) -> list[Conversation]:
