@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cli.console import out
+from cli.console import out, quiet_libraries
 from cli.errors import CliError, ExitCode, one_line_errors
 from schemas.keys import check_id
 from schemas.settings import get_settings
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from service.keys import KeyStore
 
 keys_app = typer.Typer(no_args_is_help=True, help="Tenants' API keys (stored hashed).")
@@ -55,7 +57,7 @@ def serve(
             f" with {processes} processes"
         )
         uvicorn.run(
-            "service.build:services_app",
+            "cli.serve:services_app",
             factory=True,
             workers=processes,
             host=host or settings.api_host,
@@ -77,6 +79,23 @@ def serve(
             access_log=False,  # paths carry message ids; /metrics counts the requests
             log_level="warning",
         )
+
+
+def services_app() -> FastAPI:
+    """One process of `simplemem serve --workers N` (services mode): uvicorn calls this in each
+    process it starts, so each has its own models and store clients, closed when it exits."""
+    import atexit
+
+    from processors.runtime import open_runtime
+    from service.build import build_app
+
+    quiet_libraries()
+    settings = get_settings()
+    if settings.mode != "services":
+        raise RuntimeError("several serve processes need services mode: an embedded store has one owner")
+    rt = open_runtime(settings)
+    atexit.register(rt.close)
+    return build_app(rt)
 
 
 def _keys(store: Path | None) -> KeyStore:

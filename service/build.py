@@ -37,24 +37,6 @@ def build_service(rt: Runtime) -> Service:
     )
 
 
-def services_app() -> FastAPI:
-    """One process of a multi-process `simplemem serve` (services mode): uvicorn calls this in each
-    process it starts, so each has its own models and store clients, closed when it exits."""
-    import atexit
-
-    from cli.console import quiet_libraries
-    from processors.runtime import open_runtime
-    from schemas.settings import get_settings
-
-    quiet_libraries()
-    settings = get_settings()
-    if settings.mode != "services":
-        raise RuntimeError("several serve processes need services mode: an embedded store has one owner")
-    rt = open_runtime(settings)
-    atexit.register(rt.close)
-    return build_app(rt)
-
-
 def build_app(rt: Runtime) -> FastAPI:
     """The whole app: the API, the mem0-compatible routes and the MCP server."""
     service = build_service(rt)
