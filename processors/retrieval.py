@@ -45,6 +45,7 @@ import numpy as np
 
 from processors.buffer import RecentTurnBuffer
 from processors.embedding import Embedder
+from processors.names import TenantNames
 from processors.stores import batched
 from processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
 from processors.temporal import find_anchors
@@ -222,6 +223,7 @@ class Retriever:
     vectors: VectorStore
     embedder: Embedder
     buffer: RecentTurnBuffer | None = None
+    names: TenantNames | None = None  # a cache of the tenants' person names (services mode)
 
     def query(self, request: QueryRequest, filters: QueryFilters | None = None) -> QueryResult:
         """The memories and context for ``request``; ``filters`` narrow it further (the API's)."""
@@ -232,7 +234,10 @@ class Retriever:
         as_of = request.as_of or datetime.now(UTC)
         tenant = request.tenant_id
         candidates = name_candidates(request.query)
-        names = batched.known_names(self.lexical, tenant, candidates, s.store_expression_terms)
+        if self.names is not None:
+            names = self.names.known(tenant, candidates)
+        else:
+            names = batched.known_names(self.lexical, tenant, candidates, s.store_expression_terms)
         anchors = find_anchors(request.query, as_of, past=bool(_PAST.search(request.query)), loose=True)
         first_day = min((a.first_day for a in anchors), default=None)
         last_day = max((a.last_day for a in anchors), default=None)

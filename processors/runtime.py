@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from processors.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
 from processors.embedding import Embedder, MiniLMEmbedder
+from processors.names import TenantNames
 from processors.retrieval import Retriever
 from processors.retry import connect
 from processors.stores.protocols import LexicalStore, VectorStore
@@ -220,7 +221,11 @@ class Runtime:
 
     @cached_property
     def retriever(self) -> Retriever:
-        return Retriever(self.settings, self.lexical, self.vectors, self.embedder, self.buffer)
+        # Services: the names are a round trip to OpenSearch per query, worth keeping a few seconds.
+        # Embedded: a local SQLite lookup, and the process that writes the memories also reads them.
+        s = self.settings
+        names = TenantNames(self.lexical, s) if s.mode == "services" and s.names_cache_seconds > 0 else None
+        return Retriever(s, self.lexical, self.vectors, self.embedder, self.buffer, names)
 
     def close(self) -> None:
         for name in ("preparer", "vectors", "lexical", "buffer", "tombstones"):

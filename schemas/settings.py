@@ -359,6 +359,16 @@ class Settings(BaseSettings):
     # --- query service (`simplemem serve`, service/) ------------------------------------------
     api_host: str = Field(LOCAL_HOST, description="address `simplemem serve` binds (0.0.0.0 in a container)")
     api_port: int = Field(8080, ge=1, le=65535)
+    names_cache_seconds: float = Field(
+        30.0,
+        ge=0.0,
+        description="services mode: how long a query process reuses a tenant's list of person names (a "
+        "person first named since is not recognised as one until then; 0: ask the store every query)",
+    )
+    names_cache_tenants: int = Field(10_000, ge=1, description="tenants whose names a query process keeps")
+    names_cache_max_names: int = Field(
+        5000, ge=1, description="a tenant with more person names than this is asked per query"
+    )
     api_workers: int = Field(
         1,
         ge=1,

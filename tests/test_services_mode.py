@@ -252,6 +252,17 @@ def test_every_unit_of_a_message_comes_back_however_many_it_has(services_runtime
     assert {u.id for u in lexical.units_quoting("chatty", ["before"])} == ids
 
 
+def test_opensearch_lists_a_tenants_names_up_to_a_limit(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_stores import unit
+
+    lexical = services_runtime.lexical
+    lexical.upsert([unit("named", "Jordan plays tennis with Marco", persons=["Jordan", "Marco"])])
+    lexical.upsert([unit("named-other", "Priya lives in Toronto", persons=["Priya"])])
+    assert lexical.all_names("named", 10) == ["jordan", "marco"]
+    assert lexical.all_names("named", 1) is None, "more names than the limit"
+    assert lexical.all_names("nobody", 10) == []
+
+
 def test_an_edit_replaces_the_old_version_in_opensearch_and_milvus(services_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from processors.runtime import open_runtime
     from tests.test_edits import EDITED, FILLER, ORIGINAL, assert_only_the_edit_is_remembered, event, lines

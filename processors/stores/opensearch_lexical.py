@@ -16,7 +16,14 @@ from typing import Any
 
 from opensearchpy import OpenSearch, RequestError, helpers
 
-from processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, day_range, index_names
+from processors.stores.protocols import (
+    MIN_NAME_PREFIX,
+    Hit,
+    SymbolicFilter,
+    day_range,
+    index_names,
+    names_matching,
+)
 from processors.text import query_terms
 from schemas.memory import MemoryStatus, MemoryUnit
 
@@ -214,12 +221,16 @@ class OpenSearchLexicalStore:
             "aggs": {"names": {"terms": {"field": "person_names", "size": MAX_KNOWN_NAMES}}},
         }
         buckets = self._search(tenant_id, body)["aggregations"]["names"]["buckets"]
-        names = {b["key"] for b in buckets}
-        return sorted(
-            n
-            for n in names
-            if n in lowered or any(len(c) >= MIN_NAME_PREFIX and n.startswith(c) for c in lowered)
-        )
+        return names_matching([b["key"] for b in buckets], lowered)
+
+    def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
+        body = {
+            "size": 0,
+            "query": {"bool": {"filter": self._filters(tenant_id)}},
+            "aggs": {"names": {"terms": {"field": "person_names", "size": limit + 1}}},
+        }
+        buckets = self._search(tenant_id, body)["aggregations"]["names"]["buckets"]
+        return None if len(buckets) > limit else sorted(b["key"] for b in buckets)
 
     def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
         if not ids or not names:

@@ -73,6 +73,11 @@ class LexicalStore(Protocol):
 
     def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]: ...
 
+    def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
+        """Every person name of the tenant's memory (lower-cased), or None when it has more than
+        ``limit``."""
+        ...
+
     def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]: ...
 
     def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]: ...
@@ -102,6 +107,14 @@ class LexicalStore(Protocol):
     def count(self, tenant_id: str) -> int: ...
 
     def close(self) -> None: ...
+
+
+def names_matching(names: Sequence[str], candidates: Sequence[str]) -> list[str]:
+    """The ``names`` (lower-cased) that a candidate equals or abbreviates ("Mel" -> "melanie"):
+    nicknames are usually prefixes of at least ``MIN_NAME_PREFIX`` letters."""
+    lowered = {c.lower() for c in candidates if c.strip()}
+    prefixes = tuple(c for c in lowered if len(c) >= MIN_NAME_PREFIX)
+    return sorted({n for n in names if n in lowered or (prefixes and n.startswith(prefixes))})
 
 
 def day_range(unit: MemoryUnit) -> tuple[int, int]:

@@ -191,6 +191,13 @@ class SqliteLexicalStore:
             ).fetchall()
         return sorted(r[0] for r in rows)
 
+    def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT name FROM names WHERE tenant_id=? LIMIT ?", (tenant_id, limit + 1)
+            ).fetchall()
+        return None if len(rows) > limit else sorted(r[0] for r in rows)
+
     def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
         """The ids among ``ids`` of memories about one of ``names``: in their persons, or named in their
         text."""
