@@ -2,7 +2,7 @@
 clients, how p95 grows with the number of tenants, and `/v1/events` ingest into the streams.
 
     python -m bench.query_service [--locomo-tenants 10] [--concurrency 1,10,50] [--seconds 20]
-                                  [--serve-workers 1]
+                                  [--serve-workers 1] [--milvus-partitions 64]
                                   [--tenants 10,100,1000 --units 5000] [--events 2000]
                                   # the services must be up: simplemem infra up
 
@@ -45,9 +45,10 @@ THINGS = ("the garden", "a guitar", "the marathon", "a pottery class", "the new 
 VERBS = ("talked about", "started", "finished", "loved", "planned", "worried about")
 
 
-def namespace(suffix: str, folder: Path, serve_workers: int = 1) -> dict[str, str]:
+def namespace(suffix: str, folder: Path, serve_workers: int = 1, partitions: int = 64) -> dict[str, str]:
     return {
         "SIMPLEMEM_API_WORKERS": str(serve_workers),
+        "SIMPLEMEM_MILVUS_PARTITIONS": str(partitions),
         "SIMPLEMEM_MODE": "services",
         "SIMPLEMEM_TOPIC_PREFIX": f"bench{suffix}.",
         "SIMPLEMEM_STREAM_APP_ID": f"bench{suffix}",
@@ -236,7 +237,7 @@ def concurrency_run(args: Any, folder: Path) -> None:
     from processors.runtime import open_runtime
 
     convs = tenants_of(conversations(args), args.locomo_tenants)
-    env = namespace(uuid.uuid4().hex[:8], folder, args.serve_workers)
+    env = namespace(uuid.uuid4().hex[:8], folder, args.serve_workers, args.milvus_partitions)
     settings = settings_for(env)
     try:
         start = time.perf_counter()
@@ -299,7 +300,7 @@ def events_run(args: Any, env: dict[str, str], server: ServeProcess, convs: Any,
 
 def scale_run(args: Any, folder: Path) -> None:
     for tenants in args.tenants:
-        env = namespace(uuid.uuid4().hex[:8], folder, args.serve_workers)
+        env = namespace(uuid.uuid4().hex[:8], folder, args.serve_workers, args.milvus_partitions)
         settings = settings_for(env)
         try:
             start = time.perf_counter()
@@ -336,6 +337,12 @@ def main() -> None:
     ap.add_argument("--units", type=int, default=5000, help="generated units per tenant (growth measure)")
     ap.add_argument("--events", type=int, default=0, help="turns posted to /v1/events (0: skip)")
     ap.add_argument("--serve-workers", type=int, default=1, help="`simplemem serve --workers` (processes)")
+    ap.add_argument(
+        "--milvus-partitions",
+        type=int,
+        default=64,
+        help="SIMPLEMEM_MILVUS_PARTITIONS of the bench's collection",
+    )
     ap.add_argument("--skip-locomo", action="store_true", help="only the growth measure")
     args = ap.parse_args()
     args.concurrency = [int(c) for c in args.concurrency.split(",") if c]

@@ -91,6 +91,7 @@ class Runtime:
                 dim,
                 index_type=s.milvus_index_type,
                 flush_seconds=s.store_flush_seconds,
+                partitions=s.milvus_partitions,
             )
 
         if s.mode == "services":

@@ -240,6 +240,13 @@ class Settings(BaseSettings):
     )
     milvus_collection: str = "simplemem_units"
     milvus_index_type: Literal["AUTOINDEX", "HNSW", "IVF_FLAT"] = "AUTOINDEX"
+    milvus_partitions: int = Field(
+        64,
+        ge=1,
+        le=4096,
+        description="partitions the tenant key spreads a new collection over (Milvus's default; fixed "
+        "when the collection is made): a search reads one partition, shared by tenants/partitions tenants",
+    )
     opensearch_url: str | None = None
     opensearch_index: str = "simplemem-units"
     opensearch_refresh_interval: str = Field(

@@ -364,3 +364,17 @@ def test_the_milvus_store_loads_a_collection_the_server_no_longer_has_loaded(ser
     finally:
         store.client.drop_collection(store.collection)
         store.client.close()
+
+
+def test_a_new_collection_gets_the_configured_number_of_tenant_partitions(services_settings) -> None:  # type: ignore[no-untyped-def]
+    from processors.runtime import open_runtime
+
+    settings = services_settings.model_copy(
+        update={"milvus_partitions": 8, "milvus_collection": f"{services_settings.milvus_collection}_p8"}
+    )
+    rt = open_runtime(settings)
+    try:
+        assert len(rt.vectors.client.list_partitions(settings.milvus_collection)) == 8
+    finally:
+        rt.vectors.client.drop_collection(settings.milvus_collection)
+        rt.close()

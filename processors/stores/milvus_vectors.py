@@ -46,6 +46,7 @@ class MilvusVectorStore:
         *,
         index_type: str = "AUTOINDEX",
         flush_seconds: float = 60.0,
+        partitions: int = 64,
     ) -> None:
         self.client = MilvusClient(uri)
         self.flush_seconds = flush_seconds
@@ -61,13 +62,13 @@ class MilvusVectorStore:
         self._dirty = False
         if not self.client.has_collection(collection):
             try:
-                self._create(index_type)
+                self._create(index_type, partitions)
             except MilvusException:
                 if not self.client.has_collection(collection):  # else: another worker won the race
                     raise
         self.client.load_collection(collection)
 
-    def _create(self, index_type: str) -> None:
+    def _create(self, index_type: str, partitions: int) -> None:
         schema = MilvusClient.create_schema(
             auto_id=False, enable_dynamic_field=False, partition_key_field="tenant_id"
         )
@@ -81,7 +82,9 @@ class MilvusVectorStore:
         params = self.client.prepare_index_params()
         extra = {"M": HNSW_M, "efConstruction": HNSW_EF_CONSTRUCTION} if index_type == "HNSW" else {}
         params.add_index("vector", metric_type="COSINE", index_type=index_type, params=extra)
-        self.client.create_collection(self.collection, schema=schema, index_params=params)
+        self.client.create_collection(
+            self.collection, schema=schema, index_params=params, num_partitions=partitions
+        )
 
     def upsert(self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]) -> None:
         if not units:
