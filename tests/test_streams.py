@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -20,6 +21,7 @@ from typing import Any
 import orjson
 import pytest
 
+from infra.errors import log_tail
 from infra.workers import WorkerProcess
 from schemas.accounting import MessageOutcome
 from schemas.keys import SessionKey
@@ -592,6 +594,12 @@ def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_n
     successor = WorkerProcess(env, tmp_path / "successor.log").start()
     try:
         successor.wait_ready()
-        wait_for(lambda: ids <= set(outcomes(settings)), 300, "every turn decided by the next worker")
+        try:
+            wait_for(lambda: ids <= set(outcomes(settings)), 300, "every turn decided by the next worker")
+        except AssertionError as stalled:  # once in CI: no log line at all; the stacks say where it waits
+            assert successor.proc is not None
+            os.kill(successor.proc.pid, signal.SIGUSR1)  # Faust's handler logs every thread and task
+            time.sleep(3)
+            raise AssertionError(f"{stalled}\n{log_tail(successor.log_path, 400)}") from None
     finally:
         successor.stop()
