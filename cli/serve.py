@@ -48,20 +48,18 @@ def serve(
     from service.build import build_app
 
     settings = get_settings()
+    bind_host, bind_port = host or settings.api_host, port or settings.api_port
     processes = workers or settings.api_workers
     if processes > 1:
         if settings.mode != "services":
             raise CliError("--workers above 1 needs SIMPLEMEM_MODE=services: an embedded store has one owner")
-        out.print(
-            f"serving services memory on http://{host or settings.api_host}:{port or settings.api_port}"
-            f" with {processes} processes"
-        )
+        out.print(f"serving services memory on http://{bind_host}:{bind_port} with {processes} processes")
         uvicorn.run(
             "cli.serve:services_app",
             factory=True,
             workers=processes,
-            host=host or settings.api_host,
-            port=port or settings.api_port,
+            host=bind_host,
+            port=bind_port,
             access_log=False,
             log_level="warning",
         )
@@ -69,13 +67,11 @@ def serve(
     # Embedded: this process holds the store (and its lock) for as long as it serves.
     with open_store(settings, store, "simplemem serve", create=True) as rt:
         app = build_app(rt)
-        out.print(
-            f"serving {settings.mode} memory on http://{host or settings.api_host}:{port or settings.api_port}"
-        )
+        out.print(f"serving {settings.mode} memory on http://{bind_host}:{bind_port}")
         uvicorn.run(
             app,
-            host=host or settings.api_host,
-            port=port or settings.api_port,
+            host=bind_host,
+            port=bind_port,
             access_log=False,  # paths carry message ids; /metrics counts the requests
             log_level="warning",
         )
