@@ -33,7 +33,7 @@ from schemas.codec import dumps
 from schemas.keys import tenant_key
 from schemas.settings import Settings
 from schemas.stream import ConsolidationRequest, StageRecord
-from streams import metrics
+from streams import diagnostics, metrics
 from streams.batching import Batcher
 from streams.erasure import roll_markers
 from streams.gaps import GapGuard, Hole
@@ -235,6 +235,11 @@ def create_app(settings: Settings) -> faust.App:
         metrics.CONSUMER_LAG.clear()  # partitions a rebalance took away are another worker's to report
         for tp, end in ends.items():
             metrics.CONSUMER_LAG.labels(*map(str, tp)).set(max(0, end - committed.get(tp, 0)))
+
+    @app.task
+    async def stack_dump_signal() -> None:
+        """``kill -USR2`` logs every task's await chain (:mod:`streams.diagnostics`)."""
+        diagnostics.install(asyncio.get_running_loop())
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:

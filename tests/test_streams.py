@@ -604,6 +604,8 @@ def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_n
         except AssertionError as stalled:  # once in CI: no log line at all; the stacks say where it waits
             assert successor.proc is not None
             os.kill(successor.proc.pid, signal.SIGUSR1)  # Faust's handler logs every thread and task
+            time.sleep(1)
+            os.kill(successor.proc.pid, signal.SIGUSR2)  # ours follows the agents' async generators
             time.sleep(3)
             raise AssertionError(f"{stalled}\n{log_tail(successor.log_path, 400)}") from None
     finally:

@@ -1,0 +1,38 @@
+"""The stall dump follows an agent's await chain through async generators (Faust's stops there)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from streams.diagnostics import await_chain
+
+
+async def _batches() -> AsyncIterator[int]:
+    while True:
+        await _store_outage()
+        yield 1
+
+
+async def _store_outage() -> None:
+    await asyncio.Event().wait()
+
+
+async def _agent() -> None:
+    async for _ in _batches():
+        pass
+
+
+def test_the_chain_reaches_the_frame_inside_the_async_generator() -> None:
+    async def main() -> list[str]:
+        task = asyncio.create_task(_agent())
+        await asyncio.sleep(0.01)
+        try:
+            return await_chain(task.get_coro())
+        finally:
+            task.cancel()
+
+    chain = asyncio.run(main())
+    names = [line.rsplit(" ", 1)[-1] for line in chain if not line.startswith("waits for")]
+    assert names[:3] == ["_agent", "_batches", "_store_outage"]
+    assert chain[-1].startswith("waits for <Future pending")
