@@ -14,7 +14,8 @@ from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import Any
 
-from opensearchpy import OpenSearch, RequestError, helpers
+import orjson
+from opensearchpy import JSONSerializer, OpenSearch, RequestError, helpers
 
 from processors.stores.protocols import (
     MIN_NAME_PREFIX,
@@ -75,6 +76,14 @@ def _about(names: Sequence[str]) -> dict[str, Any]:
 NEW_FIELDS: dict[str, Any] = {"context_ids": {"type": "keyword"}}
 
 
+class OrjsonSerializer(JSONSerializer):
+    """Responses parsed with orjson: a query reads up to a few hundred memories' documents, and the
+    standard library's parser was a tenth of the query service's Python time."""
+
+    def loads(self, s: str) -> Any:
+        return orjson.loads(s)
+
+
 def _day(ordinal: int) -> str:
     return date.fromordinal(ordinal).isoformat()
 
@@ -92,7 +101,10 @@ class OpenSearchLexicalStore:
         # urllib3 keeps one connection by default: concurrent queries (the query service's threads)
         # would open and drop a connection each.
         self.client = client or OpenSearch(
-            hosts=[url], timeout=REQUEST_TIMEOUT_SECONDS, pool_maxsize=pool_connections
+            hosts=[url],
+            timeout=REQUEST_TIMEOUT_SECONDS,
+            pool_maxsize=pool_connections,
+            serializer=OrjsonSerializer(),
         )
         self.index = index
         if not self.client.indices.exists(index=index):
