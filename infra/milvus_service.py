@@ -134,4 +134,17 @@ class Milvus(Service):
                 client.close()
         except Exception:  # pymilvus raises MilvusException, grpc errors, or its own timeouts
             return False
-        return True
+        return self._healthy(timeout)
+
+    def _healthy(self, timeout: float) -> bool:
+        """Milvus's own health check: its coordinator answers (above) some seconds before its query
+        node has joined, and a collection loaded in between fails with "nodes not enough" (a worker
+        started right after ``infra up`` on a busy machine exited that way)."""
+        import httpx
+
+        url = f"http://{LOCAL_HOST}:{self.settings.milvus_metrics_port}/healthz"
+        try:
+            resp = httpx.get(url, timeout=timeout + 1, trust_env=False)
+        except httpx.HTTPError:
+            return False
+        return resp.status_code == 200 and resp.text.strip() == "OK"

@@ -459,3 +459,31 @@ def test_up_says_what_it_does_as_a_user_runs_it(real: Settings, tmp_path: Path) 
         [*cli, "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
     )
     assert quiet.stderr == "" and json.loads(quiet.stdout)[0]["state"] == "running"
+
+
+@pytest.mark.parametrize(("status", "body", "healthy"), [(200, b"OK", True), (500, b"not ready", False)])
+def test_milvus_counts_as_up_only_when_its_own_health_check_says_ok(
+    tmp_path: Path, status: int, body: bytes, healthy: bool
+) -> None:
+    """Its coordinator answers before its query node joins; a load in between fails."""
+    import http.server
+    import threading
+
+    from infra.milvus_service import Milvus
+
+    class Health(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status if self.path == "/healthz" else 404)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer((HOST, 0), Health)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        settings = Settings(infra_dir=tmp_path / "infra", milvus_metrics_port=server.server_address[1])
+        assert Milvus(settings)._healthy(timeout=2) is healthy
+    finally:
+        server.shutdown()
