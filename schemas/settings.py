@@ -293,6 +293,12 @@ class Settings(BaseSettings):
         description="wall-clock silence that closes a session's window in a stream (default: session_idle_seconds)",
     )
     idle_check_seconds: float = Field(10.0, gt=0, description="how often workers look for idle sessions")
+    stream_stall_seconds: float = Field(
+        300.0,
+        ge=0,
+        description="a worker whose partitions keep records waiting this long, with no store outage and no "
+        "table restore in progress, logs where it waits and stops for its supervisor to restart it; 0: never",
+    )
     stream_data_dir: Path = Field(Path(".simplemem/faust"), description="a worker's local Faust files")
     worker_web_port: int = Field(6066, ge=1, le=65535, description="a worker's /metrics (and Faust web)")
     raw_retention_seconds: int = Field(

@@ -40,8 +40,17 @@ from streams.gaps import GapGuard, Hole
 from streams.kafka_io import committed_offsets, end_offsets
 from streams.ownership import Ownership
 from streams.runner import AgentRunner, Output
+from streams.stall import StallWatch
 from streams.topics import MAX_RECORD_BYTES, compacted
-from streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, ScrubStep, SessionTable, Worker
+from streams.worker import (
+    ConsolidateStep,
+    ForgetStep,
+    MemorizeStep,
+    ScrubStep,
+    SessionTable,
+    Worker,
+    outage_in_progress,
+)
 
 log = logging.getLogger(__name__)
 
@@ -231,10 +240,33 @@ def create_app(settings: Settings) -> faust.App:
             ends = await end_offsets(settings, assigned)
         except _KAFKA_UNAVAILABLE as exc:
             log.warning("consumer lag not refreshed: %s", exc)
+            stall.reset()
             return
         metrics.CONSUMER_LAG.clear()  # partitions a rebalance took away are another worker's to report
         for tp, end in ends.items():
             metrics.CONSUMER_LAG.labels(*map(str, tp)).set(max(0, end - committed.get(tp, 0)))
+        if settings.stream_stall_seconds:
+            await stop_if_stalled(committed, ends)
+
+    stall = StallWatch(settings.stream_stall_seconds)
+
+    async def stop_if_stalled(
+        committed: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]
+    ) -> None:
+        """(:mod:`streams.stall`) Waiting out a store outage or restoring the table is by design."""
+        recovery = app.tables.recovery  # type: ignore[attr-defined]  # the TableManager has it, its type not
+        restoring = recovery.in_recovery and recovery.need_recovery()
+        stalled = stall.observe(time.monotonic(), committed, ends, outage_in_progress() or restoring)
+        if not stalled:
+            return
+        log.error(
+            "no progress for %.0f s on %s with records waiting (no store outage, no restore in progress): "
+            "stopping so that the supervisor starts a new worker",
+            settings.stream_stall_seconds,
+            ", ".join(f"{t}/{p}" for t, p in stalled),
+        )
+        diagnostics.dump_tasks()
+        await app.crash(RuntimeError("stream worker stalled"))
 
     @app.task
     async def stack_dump_signal() -> None:

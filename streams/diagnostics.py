@@ -40,6 +40,8 @@ def _awaited(obj: Any) -> Any:
         return next((r for r in gc.get_referents(obj) if isinstance(r, types.AsyncGeneratorType)), None)
     if type(obj).__name__ == "FutureIter":  # ``await future`` awaits the future's iterator
         return next((r for r in gc.get_referents(obj) if isinstance(r, asyncio.Future)), None)
+    if type(obj).__name__ == "coroutine_wrapper":  # ``coro.__await__()``, as Faust awaits an agent
+        return next((r for r in gc.get_referents(obj) if isinstance(r, types.CoroutineType)), None)
     return None
 
 

@@ -156,6 +156,11 @@ class Worker:
             metrics.DISCARD_RATE.set(self.decided[Outcome.FILTERED] / total)
 
 
+def outage_in_progress() -> bool:
+    """Whether a store write is waiting for an unreachable store now."""
+    return any(s.value > 0 for m in metrics.STORE_BLOCKED.collect() for s in m.samples)
+
+
 def _blocked(store: str, down: bool) -> None:
     """The outage gauge counts, per store, the writes waiting for it."""
     gauge = metrics.STORE_BLOCKED.labels(store)

@@ -36,3 +36,29 @@ def test_the_chain_reaches_the_frame_inside_the_async_generator() -> None:
     names = [line.rsplit(" ", 1)[-1] for line in chain if not line.startswith("waits for")]
     assert names[:3] == ["_agent", "_batches", "_store_outage"]
     assert chain[-1].startswith("waits for <Future pending")
+
+
+class _Actor:
+    """Awaited through ``__await__``, as Faust awaits an agent's coroutine."""
+
+    def __init__(self) -> None:
+        self.coro = _agent()
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return self.coro.__await__()
+
+
+def test_the_chain_goes_on_through_an_object_awaited_by_its_coroutine() -> None:
+    async def run_actor() -> None:
+        await _Actor()
+
+    async def main() -> list[str]:
+        task = asyncio.create_task(run_actor())
+        await asyncio.sleep(0.01)
+        try:
+            return await_chain(task.get_coro())
+        finally:
+            task.cancel()
+
+    names = [line.rsplit(" ", 1)[-1] for line in asyncio.run(main()) if not line.startswith("waits for")]
+    assert names[:4] == ["run_actor", "_agent", "_batches", "_store_outage"]

@@ -569,8 +569,9 @@ def test_a_store_outage_pauses_the_stream_and_loses_nothing(
 
 @pytest.mark.xfail(
     strict=False,
-    reason="known defect (session 9): in 2 of 4 CI runs the successor stalled in Faust's recovery of the "
-    "compacted sessions changelog (Recovery._slurp_changelogs waiting below the highwater), agents paused",
+    reason="known defect, cause not found (sessions 9-10): in 2 of 8 fresh-clone CI runs the successor "
+    "decided nothing for 300 s and logged nothing; its stall watch now stops it after 120 s and logs where "
+    "each task waits (the failure message quotes that log)",
 )
 def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_nothing(
     env: dict[str, str], worker: WorkerProcess, tmp_path: Path
@@ -596,17 +597,23 @@ def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_n
     finally:
         up(["redis"])
     assert stopped_after < 30, f"the worker took {stopped_after:.0f} s to stop"
-    successor = WorkerProcess(env, tmp_path / "successor.log").start()
+    # Seen twice in CI: the successor decided nothing, and logged nothing. Its stall watch stops it
+    # (logging where each task waits) well before this test gives up.
+    successor_env = {**env, "SIMPLEMEM_STREAM_STALL_SECONDS": "120"}
+    successor = WorkerProcess(successor_env, tmp_path / "successor.log").start()
     try:
         successor.wait_ready()
+        assert successor.proc is not None
+        proc = successor.proc
+        decided_or_stopped = lambda: ids <= set(outcomes(settings)) or proc.poll() is not None  # noqa: E731
         try:
-            wait_for(lambda: ids <= set(outcomes(settings)), 300, "every turn decided by the next worker")
-        except AssertionError as stalled:  # once in CI: no log line at all; the stacks say where it waits
-            assert successor.proc is not None
-            os.kill(successor.proc.pid, signal.SIGUSR1)  # Faust's handler logs every thread and task
-            time.sleep(1)
-            os.kill(successor.proc.pid, signal.SIGUSR2)  # ours follows the agents' async generators
+            wait_for(decided_or_stopped, 300, "every turn decided by the next worker")
+        except AssertionError:
+            os.kill(proc.pid, signal.SIGUSR2)  # where each task waits (streams.diagnostics)
             time.sleep(3)
-            raise AssertionError(f"{stalled}\n{log_tail(successor.log_path, 400)}") from None
+        assert proc.poll() is None and ids <= set(outcomes(settings)), (
+            f"the successor decided {len(ids & set(outcomes(settings)))} of {len(ids)} turns "
+            f"(exit code {proc.poll()})\n{log_tail(successor.log_path, 400)}"
+        )
     finally:
         successor.stop()

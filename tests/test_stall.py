@@ -1,0 +1,52 @@
+"""The stall watch: records waiting, committed offsets still, and nothing waited for by design."""
+
+from __future__ import annotations
+
+from streams.stall import StallWatch
+
+TP = ("t.scrubbed", 0)
+
+
+def test_records_waiting_with_the_offset_still_for_the_limit_is_a_stall() -> None:
+    watch = StallWatch(60)
+    assert watch.observe(0, {TP: 5}, {TP: 9}, waiting_by_design=False) == []
+    assert watch.observe(59, {TP: 5}, {TP: 9}, waiting_by_design=False) == []
+    assert watch.observe(60, {TP: 5}, {TP: 9}, waiting_by_design=False) == [TP]
+
+
+def test_an_offset_that_moves_starts_the_clock_again() -> None:
+    watch = StallWatch(60)
+    watch.observe(0, {TP: 5}, {TP: 90}, waiting_by_design=False)
+    assert watch.observe(50, {TP: 6}, {TP: 90}, waiting_by_design=False) == []
+    assert watch.observe(100, {TP: 6}, {TP: 90}, waiting_by_design=False) == []
+    assert watch.observe(110, {TP: 6}, {TP: 90}, waiting_by_design=False) == [TP]
+
+
+def test_nothing_waiting_is_no_stall_however_long() -> None:
+    watch = StallWatch(60)
+    for now in (0, 100, 1000):
+        assert watch.observe(now, {TP: 9}, {TP: 9}, waiting_by_design=False) == []
+
+
+def test_an_outage_or_a_restore_is_waited_for_and_the_clock_starts_after_it() -> None:
+    watch = StallWatch(60)
+    watch.observe(0, {TP: 5}, {TP: 9}, waiting_by_design=False)
+    assert watch.observe(100, {TP: 5}, {TP: 9}, waiting_by_design=True) == []
+    assert watch.observe(150, {TP: 5}, {TP: 9}, waiting_by_design=False) == []
+    assert watch.observe(160, {TP: 5}, {TP: 9}, waiting_by_design=False) == [TP]
+
+
+def test_a_partition_that_was_caught_up_waits_from_when_records_arrived() -> None:
+    watch = StallWatch(60)
+    watch.observe(0, {TP: 9}, {TP: 9}, waiting_by_design=False)
+    watch.observe(100, {TP: 9}, {TP: 12}, waiting_by_design=False)
+    assert watch.observe(150, {TP: 9}, {TP: 12}, waiting_by_design=False) == []
+    assert watch.observe(160, {TP: 9}, {TP: 12}, waiting_by_design=False) == [TP]
+
+
+def test_after_offsets_could_not_be_read_the_clock_starts_again() -> None:
+    watch = StallWatch(60)
+    watch.observe(0, {TP: 5}, {TP: 9}, waiting_by_design=False)
+    watch.reset()  # Kafka was unreachable meanwhile
+    assert watch.observe(100, {TP: 5}, {TP: 9}, waiting_by_design=False) == []
+    assert watch.observe(160, {TP: 5}, {TP: 9}, waiting_by_design=False) == [TP]
