@@ -569,7 +569,7 @@ def test_a_store_outage_pauses_the_stream_and_loses_nothing(
 
 @pytest.mark.xfail(
     strict=False,
-    reason="known defect, cause not found (sessions 9-10): in 2 of 8 fresh-clone CI runs the successor "
+    reason="known defect, cause not found (sessions 9-10): in 2 of 7 fresh-clone CI runs the successor "
     "decided nothing for 300 s and logged nothing; its stall watch now stops it after 120 s and logs where "
     "each task waits (the failure message quotes that log)",
 )
