@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from streams.diagnostics import await_chain
 
@@ -23,16 +23,22 @@ async def _agent() -> None:
         pass
 
 
-def test_the_chain_reaches_the_frame_inside_the_async_generator() -> None:
+def _chain_of(coro: Callable[[], Awaitable[None]]) -> list[str]:
+    """The await chain of a task running ``coro`` once it waits."""
+
     async def main() -> list[str]:
-        task = asyncio.create_task(_agent())
+        task = asyncio.create_task(coro())  # type: ignore[arg-type]
         await asyncio.sleep(0.01)
         try:
             return await_chain(task.get_coro())
         finally:
             task.cancel()
 
-    chain = asyncio.run(main())
+    return asyncio.run(main())
+
+
+def test_the_chain_reaches_the_frame_inside_the_async_generator() -> None:
+    chain = _chain_of(_agent)
     names = [line.rsplit(" ", 1)[-1] for line in chain if not line.startswith("waits for")]
     assert names[:3] == ["_agent", "_batches", "_store_outage"]
     assert chain[-1].startswith("waits for <Future pending")
@@ -52,13 +58,5 @@ def test_the_chain_goes_on_through_an_object_awaited_by_its_coroutine() -> None:
     async def run_actor() -> None:
         await _Actor()
 
-    async def main() -> list[str]:
-        task = asyncio.create_task(run_actor())
-        await asyncio.sleep(0.01)
-        try:
-            return await_chain(task.get_coro())
-        finally:
-            task.cancel()
-
-    names = [line.rsplit(" ", 1)[-1] for line in asyncio.run(main()) if not line.startswith("waits for")]
+    names = [line.rsplit(" ", 1)[-1] for line in _chain_of(run_actor) if not line.startswith("waits for")]
     assert names[:4] == ["run_actor", "_agent", "_batches", "_store_outage"]
