@@ -12,7 +12,8 @@ Adjusted, at the cause of what they got wrong in chat:
   pattern case-insensitively, and an IBAN followed by a word ("AT61 ... 3201 please") then runs on
   into the word's letters, fails its checksum and is lost.
 
-Ours: secrets (:mod:`processors.pii_secrets`) and values after a cue word (:mod:`processors.pii_cues`).
+Ours: secrets (:mod:`processors.pii_secrets`), values after a cue word (:mod:`processors.pii_cues`)
+and street addresses (:mod:`processors.pii_address`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from presidio_analyzer.predefined_recognizers import (
     PhoneRecognizer,
 )
 
+from processors.pii_address import StreetAddressRecognizer
 from processors.pii_cues import id_number_recognizers, passport_recognizer, ssn_recognizer
 from processors.pii_secret_formats import SecretFormatRecognizer, UrlPasswordRecognizer
 from processors.pii_secrets import secret_cue_recognizers
@@ -126,4 +128,5 @@ def chat_recognizers() -> list[EntityRecognizer]:
         *id_number_recognizers(),
         passport_recognizer(),
         ssn_recognizer(),
+        StreetAddressRecognizer(),
     ]

@@ -32,6 +32,7 @@ DEFAULT_PII_ENTITIES = (
     "IP_ADDRESS",
     "CRYPTO",
     "MAC_ADDRESS",
+    "STREET_ADDRESS",
     "MEDICAL_LICENSE",
     "SECRET",  # keys, tokens, passwords, PINs (processors/pii_secrets.py)
     "ID_NUMBER",  # the identifier after a cue: policy, member, account, order, case number...
