@@ -9,6 +9,7 @@ window (nothing said before it) scores 1, whatever it names. Windows below the t
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -57,6 +58,23 @@ def _is_vector(value: Any) -> bool:
     )
 
 
+# A name in code that is no English word: snake_case, camelCase, CONSTANT_CASE or with digits
+# (fetch_event, STRIPE_API_KEY, parseInt, s3_bucket). Plain words in code ("requests", "client",
+# "return") are not counted: they are as common as prose.
+_CODE_NAME = re.compile(
+    r"(?<![\w.])(?:[A-Za-z]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z]{2,}\d*[A-Z]*|[A-Za-z]+\d\w*)(?!\w)"
+)
+
+
+def named_things(message: AnalyzedMessage) -> list[str]:
+    """What entity novelty counts: the named entities of the message's prose, and the names its code
+    defines or uses (the NER model tags no identifiers, so a window that only shares code would
+    otherwise earn no novelty however new its code: a rewritten function and the settings it reads
+    were dropped that way)."""
+    names = {n for block in message.code_blocks for n in _CODE_NAME.findall(block)}
+    return [*message.entities, *sorted(names - set(message.entities))]
+
+
 def statement_vectors(message: AnalyzedMessage) -> list[Vector]:
     """A message's informative sentences' vectors (its mean vector if it carries only that)."""
     vectors = [s.embedding for s in message.sentences if len(s.embedding)]
@@ -82,7 +100,7 @@ class EntropyFilter:
         """Score a window against a history (pure: does not update it)."""
         history = history.without({m.message_id for m in window.new_messages})
         # Only the new messages are judged: the context part is already in the history.
-        window_entities = {e for m in window.new_messages for e in m.entities}
+        window_entities = {e for m in window.new_messages for e in named_things(m)}
         seen = {e for ents in history.entities for e in ents}
         novelty = len(window_entities - seen) / len(window_entities) if window_entities else 0.0
         new = [v for m in window.new_messages for v in statement_vectors(m)]
@@ -113,6 +131,6 @@ class EntropyFilter:
         n = self.history_messages
         return SessionHistory(
             vectors=(history.vectors + [statement_vectors(m) for m in messages])[-n:],
-            entities=(history.entities + [m.entities for m in messages])[-n:],
+            entities=(history.entities + [named_things(m) for m in messages])[-n:],
             message_ids=(ids + [m.message_id for m in messages])[-n:],
         )

@@ -117,3 +117,24 @@ def test_history_travels_at_half_precision() -> None:
     restored = np.asarray(back.vectors[0][0], dtype=np.float32)
     assert abs(float(restored @ v) - 1.0) < 1e-3
     assert len(SessionHistory(vectors=[[v.tolist()]]).model_dump_json()) < 384 * 3
+
+
+def with_code(i: int, code: str) -> object:
+    return message(i, embedding=[1.0, 0.0]).model_copy(update={"code_blocks": [code]})
+
+
+def test_names_new_to_the_session_in_code_count_as_novelty_and_known_ones_do_not() -> None:
+    """The NER model tags no identifiers: a rewritten function, which shares its topic (vector)
+    with what came before, earns novelty from the names its code brings, not from plain words."""
+    f = Session(EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20))
+    f.decide(
+        window([with_code(0, "import requests\ndef fetch_event(event_id):\n    return requests.get(url)")])
+    )
+    rewrite = f.decide(
+        window([with_code(1, 'def fetch_event(event_id):\n    key = os.environ["STRIPE_API_KEY"]')])
+    )
+    assert rewrite.novelty == pytest.approx(1 / 3, abs=1e-3)  # of fetch_event, event_id, STRIPE_API_KEY
+    again = f.decide(
+        window([with_code(2, "import requests\nclient = requests.Session()\nfetch_event(event_id)")])
+    )
+    assert again.novelty == 0.0  # requests, client, Session: plain words
