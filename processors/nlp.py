@@ -40,6 +40,7 @@ NAMED_LABELS = frozenset(
         "DATE",
         "TIME",
         "MONEY",
+        "PERCENT",
         "QUANTITY",
     }
 )
