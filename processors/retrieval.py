@@ -344,11 +344,7 @@ class Retriever:
         turns = [t for t in self.buffer.recent(tenant) if t.vector and t.ts <= as_of]
         if not turns:
             return {}
-        indexed = {
-            sid
-            for u in self.lexical.units_from_sources(tenant, [t.message_id for t in turns])
-            for sid in u.source_ids
-        }
+        indexed = self.lexical.sources_with_units(tenant, [t.message_id for t in turns])
         terms = set(query_terms(query))
         w = self.settings.semantic_weight
         hits: dict[str, tuple[MemoryUnit, float]] = {}

@@ -111,3 +111,42 @@ def test_a_code_block_said_a_moment_ago_is_answered_from_the_buffer(tmp_path, se
         assert "rsync -a ~/photos /mnt/backup/photos" in answer.context
     finally:
         rt.close()
+
+
+def test_a_turn_still_buffered_after_it_was_indexed_is_answered_from_memory_only(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    """A stream worker indexes a window before it discards the window's turns from the buffer: in
+    between, the turn (two statements, so no near-duplicate of either memory) must not come back
+    a second time, from the buffer."""
+    from processors.runtime import open_runtime
+
+    rt = open_runtime(settings, tmp_path)
+    try:
+        text = "My locker code room is B12 on the third floor. I also ride my bike to work every day."
+        event = ChatEvent(
+            tenant_id="acme",
+            session_id="s1",
+            message_id="m1",
+            speaker="Ana",
+            role="user",
+            text=text,
+            ts=datetime(2026, 3, 1, 10, 1, tzinfo=UTC),
+        )
+        rt.pipeline.ingest([(event.message_id, event.model_dump_json())])
+        assert rt.buffer is not None and not rt.buffer.recent("acme")  # indexed, then discarded
+        vector = rt.embedder.encode([text])[0].tolist()
+        turn = BufferedTurn(
+            tenant_id="acme",
+            session_id="s1",
+            message_id="m1",
+            speaker="Ana",
+            text=text,
+            ts=event.ts,
+            vector=vector,
+        )
+        rt.buffer.push([turn])  # as if the worker had not discarded it yet
+        result = rt.retriever.query(
+            QueryRequest(tenant_id="acme", query="Where is Ana's locker room and how does she get to work?")
+        )
+        assert result.memories and all(not m.id.startswith("buffer:") for m in result.memories)
+    finally:
+        rt.close()

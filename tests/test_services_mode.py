@@ -96,6 +96,10 @@ def test_tenant_isolation_in_both_stores(services_runtime) -> None:  # type: ign
         & golden_ids
     )
     assert rt.lexical.get("intruder", sorted(golden_ids)) == []
+    golden_sources = [f"golden:m{i}" for i in range(1, 200)]
+    assert rt.lexical.sources_with_units("golden", golden_sources)  # the golden tenant has them
+    assert rt.lexical.sources_with_units("intruder", golden_sources) == set()
+    assert rt.lexical.sources_with_units("intruder", ["x1", "x2"]) == {"x1"}
 
 
 def test_pii_is_absent_from_the_stores(services_runtime, golden) -> None:  # type: ignore[no-untyped-def]

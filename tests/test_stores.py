@@ -49,6 +49,7 @@ def test_lexical_store_scoping_filters_and_idempotence(tmp_path: Path) -> None:
     assert store.known_names("t1", ["Marco", "Nobody"]) == ["marco"]
     assert store.get("t2", [a.id]) == []  # another tenant's id is invisible
     assert [u.id for u in store.units_from_sources("t1", a.source_ids)] == [a.id]
+    assert store.sources_with_units("t1", [*a.source_ids, *c.source_ids, "none"]) == set(a.source_ids)
     store.delete("t1", [a.id])
     assert store.count("t1") == 1 and store.search("t1", "tennis", 10, SymbolicFilter()) == []
     store.close()

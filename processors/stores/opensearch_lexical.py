@@ -268,6 +268,19 @@ class OpenSearchLexicalStore:
         query = {"bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": list(source_ids)}}]}}
         return self._all_units(tenant_id, query, len(source_ids) * UNITS_PER_MESSAGE_GUESS)
 
+    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
+        """One aggregation over the messages' ids: no document is read."""
+        ids = sorted(set(source_ids))
+        if not ids:
+            return set()
+        body = {
+            "size": 0,
+            "query": {"bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": ids}}]}},
+            "aggs": {"sources": {"terms": {"field": "source_ids", "include": ids, "size": len(ids)}}},
+        }
+        buckets = self._search(tenant_id, body)["aggregations"]["sources"]["buckets"]
+        return {b["key"] for b in buckets}
+
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
         if not message_ids:
             return []

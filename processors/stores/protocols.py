@@ -82,6 +82,10 @@ class LexicalStore(Protocol):
 
     def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]: ...
 
+    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
+        """Which of these messages have memory units (any status): without reading the units."""
+        ...
+
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
         """Units whose context quotes one of these messages (``MemoryUnit.context_ids``)."""
         ...

@@ -223,6 +223,17 @@ class SqliteLexicalStore:
             ).fetchall()
         return self.get(tenant_id, [r[0] for r in rows])
 
+    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
+        if not source_ids:
+            return set()
+        marks = ",".join("?" * len(source_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT source_id FROM sources WHERE tenant_id=? AND source_id IN ({marks})",
+                [tenant_id, *source_ids],
+            ).fetchall()
+        return {r[0] for r in rows}
+
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
         if not message_ids:
             return []
