@@ -55,27 +55,42 @@ def _verb_is_past(tokens: list[Token], i: int) -> bool:
     return False
 
 
+# A particle follows only a verb ("kicks in", "runs out"): a noun tag before one is the small
+# tagger's misreading of a present-tense phrasal verb ("the new pricing kicks in on june 1").
+PARTICLE_VERB_TAGS = {"NNS": "VBZ", "NN": "VBP"}
+
+
+def _tags(tokens: list[Token]) -> list[str]:
+    """The tokens' fine tags, a noun before a particle (RP) read as the present verb it is."""
+    tags = [t[3] for t in tokens]
+    for i in range(len(tags) - 1):
+        if tags[i + 1] == "RP" and tags[i] in PARTICLE_VERB_TAGS:
+            tags[i] = PARTICLE_VERB_TAGS[tags[i]]
+    return tags
+
+
 def past_at(tokens: list[Token], start: int) -> bool:
     """Whether a time expression starting at character ``start`` of the tokens' text (each token's
     text and trailing whitespace joined) is read in the past. See the module docstring."""
     starts = _offsets(tokens)
     first = next((i for i, s in enumerate(starts) if s >= start), len(tokens))
     words = [t[0].lower() for t in tokens]
+    tags = _tags(tokens)
     if words[first : first + 1] and words[first] in ALWAYS_FORWARD:
         return False
     reporting: int | None = None
     for i in range(first - 1, -1, -1):
-        if tokens[i][3] not in FINITE_TAGS and tokens[i][3] != "VBN":
+        if tags[i] not in FINITE_TAGS and tags[i] != "VBN":
             continue
         if words[i] in REPORTING:
             reporting = i
             break
-        if tokens[i][3] in FINITE_TAGS:
+        if tags[i] in FINITE_TAGS:
             return _verb_is_past(tokens, i)
-        if i > 0 and tokens[i - 1][3] in SUBJECT_TAGS:
+        if i > 0 and tags[i - 1] in SUBJECT_TAGS:
             return True  # "the app shipped": a simple past the tagger read as a participle
     for i in range(first, len(tokens)):
-        if tokens[i][3] in FINITE_TAGS and words[i] not in REPORTING:
+        if tags[i] in FINITE_TAGS and words[i] not in REPORTING:
             return _verb_is_past(tokens, i)
     before = words[first - 1] if first > 0 else ""
     if before in FORWARD_WORDS or (first < len(words) and words[first] in FORWARD_WORDS):
