@@ -88,21 +88,26 @@ def test_fresh_fact_answered_from_buffer_then_from_memory(tmp_path, settings) ->
         rt.close()
 
 
+def said_by_ana(text: str) -> ChatEvent:
+    """Message m1 of acme's session s1."""
+    return ChatEvent(
+        tenant_id="acme",
+        session_id="s1",
+        message_id="m1",
+        speaker="Ana",
+        role="user",
+        text=text,
+        ts=datetime(2026, 3, 1, 10, 0, tzinfo=UTC),
+    )
+
+
 def test_a_code_block_said_a_moment_ago_is_answered_from_the_buffer(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
     from processors.runtime import open_runtime
 
     rt = open_runtime(settings, tmp_path)
     try:
         script = "```bash\nrsync -a ~/photos /mnt/backup/photos\n```"
-        event = ChatEvent(
-            tenant_id="acme",
-            session_id="s1",
-            message_id="m1",
-            speaker="Ana",
-            role="user",
-            text=f"Here is my photo backup command: {script}",
-            ts=datetime(2026, 3, 1, 10, 0, tzinfo=UTC),
-        )
+        event = said_by_ana(f"Here is my photo backup command: {script}")
         rt.pipeline.ingest(
             [(event.message_id, event.model_dump_json())], IngestReport(), close_sessions=False
         )
@@ -122,15 +127,7 @@ def test_a_turn_still_buffered_after_it_was_indexed_is_answered_from_memory_only
     rt = open_runtime(settings, tmp_path)
     try:
         text = "My locker code room is B12 on the third floor. I also ride my bike to work every day."
-        event = ChatEvent(
-            tenant_id="acme",
-            session_id="s1",
-            message_id="m1",
-            speaker="Ana",
-            role="user",
-            text=text,
-            ts=datetime(2026, 3, 1, 10, 1, tzinfo=UTC),
-        )
+        event = said_by_ana(text)
         rt.pipeline.ingest([(event.message_id, event.model_dump_json())])
         assert rt.buffer is not None and not rt.buffer.recent("acme")  # indexed, then discarded
         vector = rt.embedder.encode([text])[0].tolist()

@@ -213,26 +213,22 @@ class SqliteLexicalStore:
         return {r[0] for r in rows}
 
     def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]:
+        return self.get(tenant_id, self._from_sources("id", tenant_id, source_ids))
+
+    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
+        return set(self._from_sources("source_id", tenant_id, source_ids))
+
+    def _from_sources(self, column: str, tenant_id: str, source_ids: Sequence[str]) -> list[str]:
+        """``column`` (a unit id or a message id) of the sources rows of these messages."""
         if not source_ids:
             return []
         marks = ",".join("?" * len(source_ids))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT DISTINCT id FROM sources WHERE tenant_id=? AND source_id IN ({marks})",
+                f"SELECT DISTINCT {column} FROM sources WHERE tenant_id=? AND source_id IN ({marks})",
                 [tenant_id, *source_ids],
             ).fetchall()
-        return self.get(tenant_id, [r[0] for r in rows])
-
-    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
-        if not source_ids:
-            return set()
-        marks = ",".join("?" * len(source_ids))
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT DISTINCT source_id FROM sources WHERE tenant_id=? AND source_id IN ({marks})",
-                [tenant_id, *source_ids],
-            ).fetchall()
-        return {r[0] for r in rows}
+        return [r[0] for r in rows]
 
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
         if not message_ids:
