@@ -230,6 +230,8 @@ def create_app(settings: Settings) -> faust.App:
         (:data:`streams.erasure.ROLL_KEY`)."""
         await deliver(roll_markers(settings))
 
+    stall = StallWatch(settings.stream_stall_seconds)
+
     @app.timer(LAG_SECONDS)
     async def consumer_lag() -> None:
         """Lag from the group's committed offsets: an agent that stopped acknowledging shows here."""
@@ -247,8 +249,6 @@ def create_app(settings: Settings) -> faust.App:
             metrics.CONSUMER_LAG.labels(*map(str, tp)).set(max(0, end - committed.get(tp, 0)))
         if settings.stream_stall_seconds:
             await stop_if_stalled(committed, ends)
-
-    stall = StallWatch(settings.stream_stall_seconds)
 
     async def stop_if_stalled(
         committed: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]

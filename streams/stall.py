@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-TopicPartition = tuple[str, int]
+from streams.ownership import TopicPartition
 
 
 class StallWatch:
