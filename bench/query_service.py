@@ -23,6 +23,7 @@ import random
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +41,9 @@ from schemas.settings import Settings, settings_for
 
 ADMIN = f"bench-admin-{uuid.uuid4().hex}"
 SCALE_CLIENTS = 10
+WRITE_BATCH = 2000  # generated units per store write
+WARM_QUERIES_PER_SECOND = 50  # a lower bound of the service's rate: the warm-up reaches every tenant
+WRITERS = 4  # store writes in flight while generating units
 PERSONS = ("Maya", "Ravi", "Lena", "Tom", "Aiko", "Omar", "Sofia", "Jonas")
 THINGS = ("the garden", "a guitar", "the marathon", "a pottery class", "the new job", "a trip to Kyoto")
 VERBS = ("talked about", "started", "finished", "loved", "planned", "worried about")
@@ -163,44 +167,63 @@ async def _drop_topics(settings: Settings) -> None:
 
 
 def generated_units(settings: Settings, tenants: int, units: int, seed: int = 7) -> None:
-    """Fill the namespace with ``units`` templated statements per tenant (random unit vectors)."""
-    from processors.runtime import open_runtime
-    from schemas.memory import MemoryKind, MemoryUnit
+    """Fill the namespace with ``units`` templated statements per tenant (random unit vectors).
 
-    rng = random.Random(seed)
-    vec_rng = np.random.default_rng(seed)
+    Batches are written ``WRITERS`` at a time: each OpenSearch bulk waits for the index's next
+    refresh, so one writer at a time spends most of its time waiting (about 1,200 units/s)."""
+    from processors.runtime import open_runtime
+
     rt = open_runtime(settings)
-    batch = 2000
+    dim = model_dimension(settings.embedding_model_dir)
+
+    def write(rows: list[Any], vectors: np.ndarray) -> None:
+        rt.vectors.upsert(rows, vectors)
+        rt.lexical.upsert(rows)
+
     try:
-        for t in range(tenants):
-            tenant = f"gen{t:04d}"
-            for start in range(0, units, batch):
-                rows = []
-                for i in range(start, min(units, start + batch)):
-                    person = rng.choice(PERSONS)
-                    text = f"{person} {rng.choice(VERBS)} {rng.choice(THINGS)} on day {i}."
-                    rows.append(
-                        MemoryUnit.build(
-                            tenant_id=tenant,
-                            text=text,
-                            kind=MemoryKind.FACT,
-                            source_ids=[f"g{i}"],
-                            stated_at=f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}T10:00:00+00:00",
-                            persons=[person],
-                            speaker=person,
-                            session_id=f"s{i // 50}",
-                        )
-                    )
-                vectors = vec_rng.normal(
-                    size=(len(rows), model_dimension(settings.embedding_model_dir))
-                ).astype(np.float32)
-                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-                rt.vectors.upsert(rows, vectors)
-                rt.lexical.upsert(rows)
+        with ThreadPoolExecutor(WRITERS) as pool:
+            pending: list[Future[None]] = []
+            for rows, vectors in generated_batches(tenants, units, dim, seed):
+                pending.append(pool.submit(write, rows, vectors))
+                if len(pending) >= 2 * WRITERS:  # bounded: 5 million units do not fit in flight
+                    pending.pop(0).result()
+            for future in pending:
+                future.result()
         rt.vectors.flush()
         wait_indexed(rt.vectors)
     finally:
         rt.close()
+
+
+def generated_batches(
+    tenants: int, units: int, dim: int, seed: int
+) -> Iterator[tuple[list[Any], np.ndarray]]:
+    """Per tenant ``gen0000``..., batches of templated units about a few persons with random unit vectors."""
+    from schemas.memory import MemoryKind, MemoryUnit
+
+    rng = random.Random(seed)
+    vec_rng = np.random.default_rng(seed)
+    for t in range(tenants):
+        tenant = f"gen{t:04d}"
+        for start in range(0, units, WRITE_BATCH):
+            rows = []
+            for i in range(start, min(units, start + WRITE_BATCH)):
+                person = rng.choice(PERSONS)
+                rows.append(
+                    MemoryUnit.build(
+                        tenant_id=tenant,
+                        text=f"{person} {rng.choice(VERBS)} {rng.choice(THINGS)} on day {i}.",
+                        kind=MemoryKind.FACT,
+                        source_ids=[f"g{i}"],
+                        stated_at=f"2025-{1 + i % 12:02d}-{1 + i % 28:02d}T10:00:00+00:00",
+                        persons=[person],
+                        speaker=person,
+                        session_id=f"s{i // 50}",
+                    )
+                )
+            vectors = vec_rng.normal(size=(len(rows), dim)).astype(np.float32)
+            vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+            yield rows, vectors
 
 
 def wait_indexed(vectors: Any, timeout: float = 3600.0) -> None:
@@ -319,7 +342,9 @@ def scale_run(args: Any, folder: Path) -> None:
                     )
                     for _ in range(2000)
                 ]
-                load_in_process(server.url, requests, 1, 3.0)
+                # Warm-up: every tenant's first query fills the service's per-tenant caches (its names).
+                warm = [(keys[n], {"query": f"What did {PERSONS[0]} do?"}) for n in names]
+                load_in_process(server.url, warm, SCALE_CLIENTS, 3.0 + len(names) / WARM_QUERIES_PER_SECOND)
                 result = load_in_process(server.url, requests, SCALE_CLIENTS, args.seconds)
                 print(report(f"{tenants} tenants, {SCALE_CLIENTS} clients", result))
         finally:
