@@ -21,7 +21,9 @@ Conventions for the ambiguous cases (reference = the message time, or the query'
   decomposer reads the tense of the expression's own clause ("the doctor said no coffee until
   July": the coffee is future, the saying past; :mod:`processors.tense`), "next July" is always
   the next one;
-- "last night" is the day before the reference; "tonight", "this morning" are the reference day.
+- "last night" is the day before the reference; "tonight", "this morning" are the reference day;
+- a month after a preposition is a date unless a possessive follows it ("in June's room" names a
+  person); limit: "in June's heat" is read as a person too.
 """
 
 from __future__ import annotations
@@ -301,6 +303,15 @@ def _resolve(
     return None
 
 
+_POSSESSIVE = re.compile(r"['’]s\b")
+
+
+def _is_possessive_name(name: str, m: re.Match[str], text: str) -> bool:
+    """A bare month before a possessive is a person ("in June's room", "during May's party"): a
+    month owns nothing unless a word fixes which one ("next June's graduation" stays a date)."""
+    return name == "in_month" and m.group("prep").lower() != "next" and bool(_POSSESSIVE.match(text, m.end()))
+
+
 def _is_may_verb(m: re.Match[str]) -> bool:
     """'may' is a month only when capitalised ("in May", not "I may")."""
     month = m.groupdict().get("month")
@@ -333,7 +344,7 @@ def find_anchors(
             start = start + (len(m.group(0)) - len(m.group(0).lstrip()))
             if any(s < end and start < e for s, e in taken):
                 continue
-            if _is_may_verb(m):
+            if _is_may_verb(m) or _is_possessive_name(name, m, text):
                 continue
             if name == "on_weekday" and not (phrase[0].isupper() or phrase.lower().startswith("on ")):
                 continue

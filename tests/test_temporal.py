@@ -55,6 +55,7 @@ CASES = [
     ("the review is on January 20th", False, "2026-01-20"),
     ("she started school in September", True, "2025-09"),
     ("we travel in April", False, "2026-04"),
+    ("next June's graduation is the big one", False, "2026-06"),
     ("on 8 May, 2023 we met", True, "2023-05-08"),
     ("on May 8, 2023 we met", True, "2023-05-08"),
     ("in May 2023 we met", True, "2023-05"),
@@ -81,6 +82,8 @@ def test_table_is_large_enough() -> None:
         "I volunteer on Saturdays",  # a habit
         "we play every Thursday",  # a habit
         "April is my cousin",  # a name, no preposition
+        "Leo sleeps in June's room",  # a name: a bare month owns nothing
+        "we met during May’s party",
         "I ran 5 km",
         "this sun is too hot for a hike",  # not "Sun(day)"
     ],
