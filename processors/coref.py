@@ -4,10 +4,15 @@ most recent compatible person (or pet) named before them.
 "My sister Ines is coming over" ... "Ines got here last night." / "She brought me a bowl" is stored
 as "Ines brought Sam a bowl". The rule, on tags and entities the analysis pass already produced:
 - who is named: the NER model's persons (but for one right after "the", "in", "at"...: "in
-  Rotterdam", "the Kunsthal" are places the small model tags as persons); a capitalised word or proper noun right after a relation
-  word ("my cousin Tomas", "Mrs. Chen") or a pet word ("our dog Biscuit"), which the small NER model
-  often misses; and any word equal to a name already seen in the window (NER labels change from one
-  sentence to the next: "Tomas landed at noon" is about the Tomas of "my cousin Tomas");
+  Rotterdam", "the Kunsthal" are places the small model tags as persons; and but for capitalised
+  words the tagger still reads as common nouns: "Lisinopril 10 mg"); a capitalised word or proper
+  noun right after a relation word ("my cousin Tomas", "Mrs. Chen", "dr. okafor") or a pet word
+  ("our dog Biscuit"), or after one and a linking verb ("our babysitter is kayla"), which the small
+  NER model often misses; a lower-case proper noun opening a clause before its verb ("priti set up
+  the db", "pepper is thrilled": chat is often written in lower case, and the model then misses the
+  name or calls it an organisation); and any word equal to a name already seen in the window (NER
+  labels change from one sentence to the next: "Tomas landed at noon" is about the Tomas of "my
+  cousin Tomas"). A relation word is never the name ("physio changed too");
 - gender is known only from a relation or title word next to the name ("my sister Ines", "Mr. Ruiz";
   "sister"/"mother"/"Mrs."..., "brother"/"father"/"Mr."...), never guessed from the name itself;
 - "she/her/hers/herself" resolve to the most recent person named before the pronoun (earlier in the
@@ -19,19 +24,23 @@ as "Ines brought Sam a bowl". The rule, on tags and entities the analysis pass a
   pronoun's known gender.
 Limits: no syntax (a subject is not preferred over an object); a gender stated only through a
 pronoun is not learned; lower-case names are recognised only when the tagger marks them as proper
-nouns or they were seen before; "they" is never resolved (plural or unknown).
+nouns (as a clause's subject, after a relation word, or seen before in the window); a lower-case
+town or company opening a clause ("reno loves it") counts as a name unless the NER model called it
+a place; names from earlier windows of the tenant are not known ("my cat biscuit" in May, "she"
+in June); "they" is never resolved (plural or unknown).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from schemas.window import Token
+from schemas.window import Sentence, Token
 
 FEMALE_WORDS = frozenset(
     """sister sis mother mom mum mommy mama wife daughter aunt auntie niece girlfriend grandma granny
-    grandmother granddaughter stepmother stepsister stepdaughter fiancee fiancée bride wifey lady woman
+    grandmother granddaughter nana stepmother stepsister stepdaughter fiancee fiancée bride wifey lady woman
     girl mrs mrs. ms ms. miss madam queen""".split()
 )
 MALE_WORDS = frozenset(
@@ -42,7 +51,8 @@ MALE_WORDS = frozenset(
 RELATION_WORDS = frozenset(
     """cousin friend boss colleague coworker co-worker neighbor neighbour partner manager teacher doctor
     dr dr. dentist roommate flatmate buddy mate kid child baby landlord landlady client therapist coach
-    tutor nurse mentor classmate teammate assistant spouse sibling parent""".split()
+    tutor nurse mentor classmate teammate assistant spouse sibling parent physio physiotherapist gp vet
+    surgeon pharmacist babysitter nanny sitter""".split()
 )
 PET_WORDS = frozenset("dog puppy pup cat kitten horse pony parrot bird hamster rabbit bunny".split())
 FEMALE_PRONOUNS = frozenset({"she", "her", "hers", "herself"})
@@ -52,6 +62,19 @@ NAME_TAGS = frozenset({"NNP", "NNPS"})
 # "the Kunsthal").
 NOT_BEFORE_A_PERSON = frozenset({"the", "in", "at", "near", "inside", "into"})
 MIN_NAME_PART = 3  # a shorter part of a name ("de" in "de Vries") is no name on its own
+COMMON_NOUN_TAGS = frozenset({"NN", "NNS"})
+# Tags the small tagger gives a lower-case name it does not know: a noun, an adjective, a foreign
+# word, even a pronoun ("take kenji/PRP out"); never a verb, modal or function word, so "will" and
+# "may" as verbs stay words even in a tenant with a Will or a May.
+UNKNOWN_WORD_TAGS = NAME_TAGS | COMMON_NOUN_TAGS | {"JJ", "FW", "PRP"}
+PERSONAL_PRONOUNS = frozenset(
+    "i me you he him she her it we us they them myself yourself himself herself itself ourselves themselves".split()
+)
+DETERMINER_TAGS = frozenset({"DT", "PRP$", "WP$", "PDT"})
+LINKING_VERBS = frozenset({"is", "was", "'s", "’s"})
+# Tags of the token before a clause's subject: the sentence start, punctuation, a conjunction, an
+# adverb or an interjection ("yeah. priti set up the db", "also pepper is thrilled").
+CLAUSE_OPENER_TAGS = frozenset({".", ",", ":", "CC", "RB", "UH"})
 
 
 def pronoun_gender(word: str) -> str | None:
@@ -69,9 +92,60 @@ def _is_cue(word: str) -> bool:
     return low in FEMALE_WORDS or low in MALE_WORDS or low in RELATION_WORDS or low in PET_WORDS
 
 
+def cue_before(tokens: list[Token], i: int) -> str | None:
+    """The relation, title or pet word that introduces the name at ``i``: right before it ("my
+    cousin Tomas", "Mrs. Chen", "dr. okafor" split at its dot) or before a linking verb ("our babysitter is kayla"; then a
+    lower-case noun counts as the name, since a role word is rarely equated with a common noun)."""
+    if i > 0 and _is_cue(tokens[i - 1][0]):
+        return tokens[i - 1][0]
+    if i > 1 and tokens[i - 1][0] == "." and _is_cue(tokens[i - 2][0] + "."):  # "dr. okafor", split
+        return tokens[i - 2][0] + "."
+    if i > 1 and tokens[i - 1][0].lower() in LINKING_VERBS and _is_cue(tokens[i - 2][0]):
+        return tokens[i - 2][0]
+    return None
+
+
 def _looks_like_name(token: Token) -> bool:
     text = token[0]
     return (text[:1].isupper() or token[3] in NAME_TAGS) and text.isalpha() and len(text) > 1
+
+
+def _capitalised_common_noun(tokens: list[Token], start: int, name: str) -> bool:
+    """A "person" span whose capitalised words the tagger still reads as common nouns: the tagger saw
+    the capital and decided against a name ("Lisinopril 10 mg once daily"). A lower-case name tagged
+    as a noun stays a person (chat is often written in lower case)."""
+    span = tokens[start : start + len(name.split())]
+    return all(t[0][:1].isupper() and t[3] in COMMON_NOUN_TAGS for t in span)
+
+
+def bare_subject(tokens: list[Token], i: int) -> bool:
+    """A lower-case proper noun that opens a clause right before its verb ("pepper is thrilled",
+    "priti set up the db"): a name written in lower case, which the NER model misses or labels an
+    organisation. Not a date, place or other entity the model named, nor a role word ("physio
+    changed too": the caller skips those). A capitalised word is left to the NER model, which had
+    the capital to go on ("Lumacore provides the map tiles")."""
+    text, _ws, _pos, tag, ent = tokens[i]
+    if tag not in NAME_TAGS or not text.islower() or len(text) < MIN_NAME_PART or i + 1 >= len(tokens):
+        return False
+    if ent[2:] not in ("", "PERSON", "ORG"):
+        return False
+    verb = tokens[i + 1][3]
+    if not (verb.startswith("VB") or verb == "MD"):
+        return False
+    return i == 0 or tokens[i - 1][3] in CLAUSE_OPENER_TAGS
+
+
+def tenant_name(tokens: list[Token], i: int, names: frozenset[str]) -> bool:
+    """A lower-case noun or proper noun that the tenant's memory holds as a name ("kenji", named in
+    an earlier session), not after a determiner ("the support team"). A capitalised word is left to
+    the NER model, as in :func:`bare_subject` (and the memory's names hold its mistakes: "Aww")."""
+    text, _ws, _pos, tag, _ent = tokens[i]
+    return (
+        text in names  # lower-cased names: a capitalised word never matches
+        and text not in PERSONAL_PRONOUNS
+        and tag in UNKNOWN_WORD_TAGS
+        and (i == 0 or tokens[i - 1][3] not in DETERMINER_TAGS)
+    )
 
 
 def ner_persons(tokens: list[Token]) -> list[tuple[int, str]]:
@@ -95,12 +169,32 @@ def ner_persons(tokens: list[Token]) -> list[tuple[int, str]]:
     return [(i, re.sub(r"['’]s$", "", n).strip()) for i, n in spans if n]
 
 
+def name_words(sentences: Iterable[Iterable[Sentence]]) -> set[str]:
+    """Lower-case words of the messages' sentences that could be a name the tenant's memory holds
+    (see :func:`tenant_name`): letters only, as long as a name part."""
+    return {
+        t[0]
+        for message in sentences
+        for sentence in message
+        for t in sentence.tokens
+        if t[3] in UNKNOWN_WORD_TAGS
+        and t[0].isalpha()
+        and t[0].islower()
+        and len(t[0]) >= MIN_NAME_PART
+        and t[0] not in PERSONAL_PRONOUNS
+    }
+
+
 @dataclass
 class Mention:
+    """A name at (sentence, token). ``listed``: whether the statement lists it among its persons: not
+    a pet, nor a word taken for a name only because the tenant's memory holds it (a greeting's
+    "hey caroline" is no person the statement is about; it still counts as a referent)."""
+
     sentence: int
     token: int
     name: str
-    person: bool = True
+    listed: bool = True
 
 
 @dataclass
@@ -110,6 +204,7 @@ class PeopleTracker:
     mentions: list[Mention] = field(default_factory=list)
     genders: dict[str, str] = field(default_factory=dict)
     sentences: int = 0
+    tenant_names: frozenset[str] = frozenset()  # lower-cased names the tenant's memory holds
 
     def known(self) -> dict[str, str]:
         """Each known name's words (lower-cased) -> the full name they stand for."""
@@ -128,21 +223,32 @@ class PeopleTracker:
         found: dict[int, Mention] = {
             i: Mention(number, i, name)
             for i, name in ner_persons(tokens)
-            if i == 0 or tokens[i - 1][0].lower() not in NOT_BEFORE_A_PERSON
+            if (i == 0 or tokens[i - 1][0].lower() not in NOT_BEFORE_A_PERSON)
+            and not _capitalised_common_noun(tokens, i, name)
         }
         known = self.known()
         covered = {i + k for i, m in found.items() for k in range(len(m.name.split()))}
         for i, token in enumerate(tokens):
-            if i in covered or not _looks_like_name(token):
+            if i in covered:
                 continue
-            previous = tokens[i - 1][0] if i > 0 else ""
-            if token[0].lower() in known and (token[0][:1].isupper() or token[3] in NAME_TAGS):
-                found[i] = Mention(number, i, known[token[0].lower()])
-            elif previous and _is_cue(previous) and token[3] in NAME_TAGS | {"NN"}:
-                found[i] = Mention(number, i, token[0], person=previous.lower() not in PET_WORDS)
+            cue = cue_before(tokens, i)
+            if _looks_like_name(token) and token[0].lower() in known:
+                if token[0][:1].isupper() or token[3] in NAME_TAGS:
+                    found[i] = Mention(number, i, known[token[0].lower()])
+            elif _is_cue(token[0]):
+                continue  # "my gp is dr. halvorsen": the title is not the name
+            elif (
+                cue
+                and token[3] in NAME_TAGS | {"NN"}
+                and (_looks_like_name(token) or cue != tokens[i - 1][0])
+            ):
+                found[i] = Mention(number, i, token[0], listed=cue.lower() not in PET_WORDS)
+            elif _looks_like_name(token) and bare_subject(tokens, i):
+                found[i] = Mention(number, i, token[0])
+            elif tenant_name(tokens, i, self.tenant_names):
+                found[i] = Mention(number, i, token[0], listed=False)
         for i, mention in found.items():
-            cue = tokens[i - 1][0] if i > 0 else ""
-            gender = _cue_gender(cue)
+            gender = _cue_gender(cue_before(tokens, i) or "")
             if gender:
                 self.genders.setdefault(mention.name, gender)
         ordered = [found[i] for i in sorted(found)]

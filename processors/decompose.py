@@ -37,6 +37,9 @@ SECOND_PERSON = {"you", "yourself"}
 SECOND_POSSESSIVE = {"your", "yours"}
 THIRD_SUBJECT = {"he", "she", "him", "himself", "herself"}
 THIRD_POSSESSIVE = {"his", "hers"}
+# "we", "us", "our": whose group depends on the speaker, so a memory saying them names its speaker
+# ("sam_k: we're moving to render, priti got a better deal"), whoever else it names.
+FIRST_PLURAL = re.compile(r"\b(we|us|our|ours|ourselves)\b|\bwe['’](re|ve|ll|d)\b", re.I)
 # "you" in these fixed phrases is not the addressee.
 GENERIC_YOU = re.compile(
     r"\b(you know|thank you|see you|you too|you never know|if you ask me|mind you)\b", re.I
@@ -172,7 +175,7 @@ class OfflineDecomposer:
     def decompose(self, window: Window) -> Decomposition:
         result = Decomposition()
         speakers = [m.speaker for m in window.messages]
-        people = PeopleTracker()
+        people = PeopleTracker(tenant_names=frozenset(window.known_names))
         for idx, message in enumerate(window.messages):
             is_new = idx >= window.new_from
             addressee = _addressee(speakers, idx)
@@ -185,7 +188,7 @@ class OfflineDecomposer:
                 result.units.append(DraftUnit(self._code_unit(message, code)))
                 count += 1
             for group in statement_groups(message.sentences):
-                mentioned = [m.name for s in group for m in numbers[id(s)][1] if m.person]
+                mentioned = [m.name for s in group for m in numbers[id(s)][1] if m.listed]
                 refer = _Referents(people, {message.speaker, addressee or ""})
                 result.units.append(
                     self._statement_unit(
@@ -233,7 +236,7 @@ class OfflineDecomposer:
             anchors += found
         text = " ".join(parts)
         persons = _unique([message.speaker, *used_names, *own_people])
-        if not any(p in text for p in persons):
+        if not any(p in text for p in persons) or (message.speaker not in text and FIRST_PLURAL.search(text)):
             text = f"{message.speaker}: {text}"
         spans = _entity_spans(tokens)
         location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)

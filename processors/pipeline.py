@@ -21,10 +21,12 @@ import numpy as np
 
 from processors.analysis import MessageAnalyzer, one_by_one
 from processors.buffer import RecentTurnBuffer
+from processors.coref import name_words
 from processors.decompose import Decomposition, DraftUnit
 from processors.embedding import Embedder
 from processors.entropy import EntropyFilter, SessionHistory
 from processors.sessions import LocalSessions
+from processors.stores import batched
 from processors.stores.protocols import LexicalStore, VectorStore
 from processors.stores.tombstones import Tombstones, forgotten_among
 from processors.windowing import Windower
@@ -164,13 +166,14 @@ class Pipeline:
         return result
 
     def judge(self, window: Window, history: SessionHistory) -> tuple[WindowResult, SessionHistory]:
-        """Entropy decision, then decomposition if kept; returns the session's next history (pure)."""
+        """Entropy decision, then decomposition if kept; returns the session's next history. The one
+        read: the tenant's names among the window's words (:meth:`with_known_names`)."""
         decision = self.entropy.score(window, history)
         history = self.entropy.remember(history, window.new_messages)
         if not decision.kept:
             return WindowResult(window, kept=False, score=decision.score), history
         try:
-            result = self.decomposer.decompose(window)
+            result = self.decomposer.decompose(self.with_known_names(window))
         except Exception as exc:  # one bad window must not stop the stream
             log.exception("decomposition failed for %s", window.window_id)
             error = f"decomposition failed: {exc}"
@@ -178,6 +181,24 @@ class Pipeline:
         return WindowResult(
             window, True, decision.score, result.units, result.units_per_message, result.fallbacks
         ), history
+
+    def with_known_names(self, window: Window) -> Window:
+        """``window`` with the persons' names that the tenant's memory holds among its lower-case words:
+        "my friend Kenji" said in April makes the "he" of "we should take kenji out for dinner, he
+        earned it", said a week later, resolvable. One store read per window decomposed. A store
+        that cannot answer leaves the window as it is (its units keep more pronouns; a replay
+        rewrites them)."""
+        words = sorted(name_words(m.sentences for m in window.messages))
+        if not words:
+            return window
+        try:
+            known = batched.known_names(
+                self.indexer.lexical, window.tenant_id, words, self.settings.store_expression_terms
+            )
+        except Exception:  # names only improve pronouns: the window must not fail or wait on them
+            log.warning("known names unavailable for %s", window.window_id, exc_info=True)
+            return window
+        return window.model_copy(update={"known_names": known}) if known else window
 
     def account(
         self, results: Sequence[WindowResult], report: IngestReport, index_error: str | None = None

@@ -106,6 +106,11 @@ class Window(BaseModel):
     messages: list[AnalyzedMessage]
     new_from: int = 0
     reason: CloseReason = CloseReason.FULL
+    known_names: list[str] = Field(
+        default_factory=list,
+        description="lower-cased names of persons the tenant's memory already holds that the window's "
+        "words equal or abbreviate: coreference recognises them written in lower case in later sessions",
+    )
 
     @property
     def new_messages(self) -> list[AnalyzedMessage]:

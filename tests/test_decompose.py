@@ -215,6 +215,49 @@ def test_a_name_seen_as_a_person_counts_where_ner_misses_it(nlp) -> None:  # typ
 
 
 @pytest.mark.parametrize(
+    ("turns", "expected"),
+    [
+        # a lower-case name opening its clause, which NER misses or calls an organisation
+        ([("Sam", "yeah. priya fixed the build, she found a stale cache")], "priya found a stale cache"),
+        (
+            [
+                ("Sam", "rohan booked the venue."),
+                ("Assistant", "Good to know."),
+                ("Sam", "he says the deposit is paid"),
+            ],
+            "rohan says the deposit is paid",
+        ),
+        # a role word and a linking verb before a lower-case name
+        ([("Sam", "our tutor is marta, she can do mondays.")], "marta can do mondays"),
+        # a title split from its dot in lower-case text
+        (
+            [("Mira", "also dr. okafor put me on a statin."), ("Mira", "she thinks it will take a month")],
+            "okafor thinks it will take a month",
+        ),
+        # a role word opening a clause is not a name: "he" keeps the person named after it
+        (
+            [
+                ("Sam", "dentist called back. marco is moving me to friday."),
+                ("Sam", "he wants an x-ray first"),
+            ],
+            "marco wants an x-ray first",
+        ),
+    ],
+)
+def test_third_person_pronouns_find_lower_case_names(nlp, turns, expected: str) -> None:  # type: ignore[no-untyped-def]
+    assert any(expected in t for t in texts(nlp, turns)), texts(nlp, turns)
+
+
+def test_a_capitalised_company_opening_a_clause_is_no_referent(nlp) -> None:  # type: ignore[no-untyped-def]
+    turns = [
+        ("Priya", "the account manager there is Jenna Hart."),
+        ("Assistant", "Saved: Lumacore provides the map tiles, and Jenna Hart is the contact."),
+        ("Assistant", "I won't repeat her details."),
+    ]
+    assert any("Jenna Hart's details" in t for t in texts(nlp, turns)), texts(nlp, turns)
+
+
+@pytest.mark.parametrize(
     ("speaker", "said", "expected"),
     [
         ("Alicia Moreno", "I'd book the room before Friday.", "Alicia Moreno would book the room"),
