@@ -248,6 +248,12 @@ def test_third_person_pronouns_find_lower_case_names(nlp, turns, expected: str) 
     assert any(expected in t for t in texts(nlp, turns)), texts(nlp, turns)
 
 
+def test_a_memory_saying_we_names_its_speaker_even_when_it_names_someone_else(nlp) -> None:  # type: ignore[no-untyped-def]
+    """Whose "we" it is depends on the speaker: "Rosa took us to the harbour" alone loses who went."""
+    found = texts(nlp, [("Noor", "Rosa took us to the harbour and we ate grilled sardines.")])
+    assert any(t.startswith("Noor: ") and "Rosa" in t for t in found), found
+
+
 def test_a_capitalised_company_opening_a_clause_is_no_referent(nlp) -> None:  # type: ignore[no-untyped-def]
     turns = [
         ("Priya", "the account manager there is Jenna Hart."),
