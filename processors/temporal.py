@@ -16,8 +16,10 @@ Conventions for the ambiguous cases (reference = the message time, or the query'
   weekends before this one;
 - weekday abbreviations ("last Fri", "next Tues") count after last/next/this/past only;
 - "N weeks ago" is a day (reference - 7N); "N months ago" and "N years ago" are a month;
-- a date or month without a year ("June 14", "in September") is placed in the year that puts it on
-  or before the reference when its clause is in the past, and on or after it otherwise; the
+- a day without a year ("March 30") within about two months of the reference is that occurrence;
+  otherwise a date or month without a year ("June 14", "in September") is placed in the year that
+  puts it on or before the reference when its clause is in the past, and on or after it otherwise
+  (limit: "we went to Greece on June 3", said on May 20, is read as the coming June 3); the
   decomposer reads the tense of the expression's own clause ("the doctor said no coffee until
   July": the coffee is future, the saying past; :mod:`processors.tense`), "next July" is always
   the next one;
@@ -79,6 +81,11 @@ _WD = r"(?P<wd>monday|tuesday|wednesday|thursday|friday|saturday|sunday)"
 _WD_SHORT = r"(?P<wd>mon|tues?|weds?|thu(?:rs?)?|fri|(?-i:Sat|Sun))\.?"
 _MONTH = r"(?P<month>january|february|march|april|may|june|july|august|september|october|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.?"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
+# A year-less day ("March 30") this close to the day it was said is that occurrence, whatever the
+# tense: the tense is often another event's ("the trip moved to March 30", said on March 29; "the
+# launch was planned for April 28", said on March 2), and a day a year away is seldom named without
+# its year. About two months: beyond it the tense decides ("I was born on December 30").
+NEAR_DAY_DAYS = 61
 RECURRING_LOOKBACK_CHARS = 12  # "every"/"each" just before a day or month: a habit, not a date
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
 
@@ -209,8 +216,28 @@ def _shift(ref: date, n: int, unit: str, loose: bool = False) -> tuple[str, date
     return _month(d.year, d.month)
 
 
+def _in_year(year: int, month: int, day: int) -> date:
+    return date(year, month, min(day, 28) if month == 2 else day)
+
+
+def _near_year(ref: date, month: int, day: int) -> int | None:
+    """The year of the occurrence of a year-less day within ``NEAR_DAY_DAYS`` of ``ref``, if only one is."""
+    try:
+        near = [
+            y
+            for y in (ref.year - 1, ref.year, ref.year + 1)
+            if abs((_in_year(y, month, day) - ref).days) <= NEAR_DAY_DAYS
+        ]
+    except ValueError:
+        return None
+    return near[0] if len(near) == 1 else None
+
+
 def _place_year(ref: date, month: int, day: int | None, past: bool) -> int:
-    """Pick the year that puts a year-less date on the side of ``ref`` the tense points to."""
+    """Pick the year that puts a year-less date on the side of ``ref`` the tense points to; a day
+    close to ``ref`` is its nearest occurrence whatever the tense (see the module's conventions)."""
+    if day is not None and (near := _near_year(ref, month, day)) is not None:
+        return near
     candidate_day = day or 1
     try:
         this_year = date(ref.year, month, min(candidate_day, 28 if month == 2 else candidate_day))

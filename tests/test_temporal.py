@@ -52,6 +52,10 @@ CASES = [
     ("my birthday is June 14", False, "2026-06-14"),
     ("my birthday is on 14 June", False, "2026-06-14"),
     ("I was born on December 30", True, "2025-12-30"),
+    # a day near the reference is its nearest occurrence, whatever the tense (another event's)
+    ("the trip moved to January 20", True, "2026-01-20"),
+    ("the launch was planned for March 10", True, "2026-03-10"),
+    ("it has been like this since about January 9", False, "2026-01-09"),
     ("the review is on January 20th", False, "2026-01-20"),
     ("she started school in September", True, "2025-09"),
     ("we travel in April", False, "2026-04"),
