@@ -8,8 +8,10 @@ Conventions for the ambiguous cases (reference = the message time, or the query'
 - weeks run Monday..Sunday; "last week" is the previous Monday..Sunday, "next week" the following one;
   their text reads "last week (the week before 2023-07-03)", from the day it was said, as people
   date such things (the span is the calendar week either way); "last/next weekend" likewise;
-- "last <weekday>" is the latest such day strictly before the reference, "next <weekday>" the first
-  strictly after it, "this <weekday>" the one in the reference's week; a bare "on Friday" is read as the
+- "last <weekday>" is the latest such day strictly before the reference, "next <weekday>" the one
+  in the following week ("next Friday" said on a Monday is eleven days later: the people in the chat
+  set, and their assistants' confirmations, all read it so), "this <weekday>" the one in the
+  reference's week; a bare "on Friday" is read as the
   latest past Friday in a past-tense sentence and the next Friday otherwise;
 - "this weekend" is the Saturday..Sunday of the reference's week; "last weekend" the one before it
   (when said on a weekend day, "last weekend" is the weekend a week earlier); "N weekends ago" is N
@@ -307,6 +309,8 @@ def _resolve(
             return None  # "on Saturdays" is a habit, not a date
         if lead == "this":
             return _day(week_of(ref)[0] + timedelta(days=wd))
+        if lead == "next":
+            return _day(week_of(ref)[0] + timedelta(days=7 + wd))
         go_back = lead in ("last", "past") or (lead not in ("next",) and past)
         if go_back:
             delta = (ref.weekday() - wd) % 7 or 7

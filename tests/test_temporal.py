@@ -48,7 +48,8 @@ CASES = [
     ("we camped two weekends ago", True, "2026-01-03/2026-01-04"),
     ("last Fri we made pots", True, "2026-01-09"),
     ("I joined a group last Tues.", True, "2026-01-13"),
-    ("next Thurs is the show", False, "2026-01-15"),
+    ("next Thurs is the show", False, "2026-01-22"),  # the Thursday of next week, not tomorrow
+    ("see you this Thursday", False, "2026-01-15"),
     ("my birthday is June 14", False, "2026-06-14"),
     ("my birthday is on 14 June", False, "2026-06-14"),
     ("I was born on December 30", True, "2025-12-30"),
