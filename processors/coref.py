@@ -12,7 +12,9 @@ as "Ines brought Sam a bowl". The rule, on tags and entities the analysis pass a
   the db", "pepper is thrilled": chat is often written in lower case, and the model then misses the
   name or calls it an organisation); and any word equal to a name already seen in the window (NER
   labels change from one sentence to the next: "Tomas landed at noon" is about the Tomas of "my
-  cousin Tomas"). A relation word is never the name ("physio changed too");
+  cousin Tomas"); and a lower-case word that the tenant's memory holds as a person's name ("we owe
+  kenji a dinner", weeks after "my friend Kenji": ``tenant_names``, read by the pipeline). A
+  relation word is never the name ("physio changed too");
 - gender is known only from a relation or title word next to the name ("my sister Ines", "Mr. Ruiz";
   "sister"/"mother"/"Mrs."..., "brother"/"father"/"Mr."...), never guessed from the name itself;
 - "she/her/hers/herself" resolve to the most recent person named before the pronoun (earlier in the
@@ -23,11 +25,12 @@ as "Ines brought Sam a bowl". The rule, on tags and entities the analysis pass a
   names several ("Tom and Jerry went out. He came back.") and not exactly one of them has the
   pronoun's known gender.
 Limits: no syntax (a subject is not preferred over an object); a gender stated only through a
-pronoun is not learned; lower-case names are recognised only when the tagger marks them as proper
-nouns (as a clause's subject, after a relation word, or seen before in the window); a lower-case
-town or company opening a clause ("reno loves it") counts as a name unless the NER model called it
-a place; names from earlier windows of the tenant are not known ("my cat biscuit" in May, "she"
-in June); "they" is never resolved (plural or unknown).
+pronoun is not learned; lower-case names are recognised only as a clause's proper-noun subject,
+after a relation word, when seen before in the window or when the tenant's memory holds them; a
+lower-case town or company opening a clause ("reno loves it") counts as a name unless the NER model
+called it a place; a lower-case noun right after a pet word is no name ("my cat biscuit", as "my cat
+tree"), and pets are not among a memory's persons, so the memory does not know them later; "they"
+is never resolved (plural or unknown).
 """
 
 from __future__ import annotations
@@ -94,8 +97,9 @@ def _is_cue(word: str) -> bool:
 
 def cue_before(tokens: list[Token], i: int) -> str | None:
     """The relation, title or pet word that introduces the name at ``i``: right before it ("my
-    cousin Tomas", "Mrs. Chen", "dr. okafor" split at its dot) or before a linking verb ("our babysitter is kayla"; then a
-    lower-case noun counts as the name, since a role word is rarely equated with a common noun)."""
+    cousin Tomas", "Mrs. Chen", "dr. okafor" split at its dot) or before a linking verb ("our
+    babysitter is kayla"; then a lower-case noun counts as the name, since a role word is rarely
+    equated with a common noun)."""
     if i > 0 and _is_cue(tokens[i - 1][0]):
         return tokens[i - 1][0]
     if i > 1 and tokens[i - 1][0] == "." and _is_cue(tokens[i - 2][0] + "."):  # "dr. okafor", split
