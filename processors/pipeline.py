@@ -185,9 +185,10 @@ class Pipeline:
     def with_known_names(self, window: Window) -> Window:
         """``window`` with the persons' names that the tenant's memory holds among its lower-case words:
         "my friend Kenji" said in April makes the "he" of "we should take kenji out for dinner, he
-        earned it", said a week later, resolvable. One store read per window decomposed. A store
-        that cannot answer leaves the window as it is (its units keep more pronouns; a replay
-        rewrites them)."""
+        earned it", said a week later, resolvable. One store read per window decomposed (about 3 ms
+        against OpenSearch), not the query service's names cache: what a window's units say must not
+        depend on when it was decomposed, so both modes write the same units. A store that cannot
+        answer leaves the window as it is (its units keep more pronouns; a replay rewrites them)."""
         words = sorted(name_words(m.sentences for m in window.messages))
         if not words:
             return window
