@@ -4,6 +4,7 @@ alone has no sign that a lower-case word is a name."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import orjson
 import pytest
@@ -23,9 +24,9 @@ FIRST_SESSION = [
 LATER = "we should take kenji out for dinner, he earned it"
 
 
-def line(i: int, session: str, text: str, day: int) -> tuple[str, bytes]:
+def line(i: int, session: str, text: str, day: int, tenant: str = "names") -> tuple[str, bytes]:
     event = {
-        "tenant_id": "names",
+        "tenant_id": tenant,
         "session_id": session,
         "message_id": f"m{i}",
         "speaker": "Noor",
@@ -41,12 +42,16 @@ def test_a_name_from_an_earlier_session_is_a_referent_in_lower_case(tmp_path, se
 
     rt = open_runtime(settings, tmp_path)
     try:
-        rt.pipeline.ingest([line(i, "s1", t, 0) for i, t in enumerate(FIRST_SESSION)])
-        rt.pipeline.ingest([line(10, "s2", LATER, 7)])
-        texts = [u.text for page in rt.lexical.iter_units("names", 100) for u in page]
-        assert any("kenji earned it" in t for t in texts), texts
+        assert_a_later_session_knows_kenji(rt, "names")
     finally:
         rt.close()
+
+
+def assert_a_later_session_knows_kenji(rt: Any, tenant: str) -> None:
+    rt.pipeline.ingest([line(i, "s1", t, 0, tenant) for i, t in enumerate(FIRST_SESSION)])
+    rt.pipeline.ingest([line(10, "s2", LATER, 7, tenant)])
+    texts = [u.text for page in rt.lexical.iter_units(tenant, 100) for u in page]
+    assert any("kenji earned it" in t for t in texts), texts
 
 
 def _tokens(*words: str) -> list[tuple[str, str, str, str, str]]:

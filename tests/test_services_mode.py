@@ -71,6 +71,12 @@ def test_same_retrieval_as_embedded(services_runtime, golden_runtime, golden) ->
     assert sum(overlaps) / len(overlaps) >= 0.8
 
 
+def test_a_later_session_reads_the_tenants_names_from_opensearch(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    from tests.test_known_names import assert_a_later_session_knows_kenji
+
+    assert_a_later_session_knows_kenji(services_runtime, "names-services")
+
+
 def test_tenant_isolation_in_both_stores(services_runtime) -> None:  # type: ignore[no-untyped-def]
     rt = services_runtime
     event = {
