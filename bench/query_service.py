@@ -43,6 +43,7 @@ ADMIN = f"bench-admin-{uuid.uuid4().hex}"
 SCALE_CLIENTS = 10
 WRITE_BATCH = 2000  # generated units per store write
 WARM_QUERIES_PER_SECOND = 50  # a lower bound of the service's rate: the warm-up reaches every tenant
+KEY_WRITERS = 16  # key creations in flight
 WRITERS = 4  # store writes in flight while generating units
 PERSONS = ("Maya", "Ravi", "Lena", "Tom", "Aiko", "Omar", "Sofia", "Jonas")
 THINGS = ("the garden", "a guitar", "the marathon", "a pottery class", "the new job", "a trip to Kyoto")
@@ -133,13 +134,22 @@ def serving(env: dict[str, str], logs: Path) -> Iterator[ServeProcess]:
 
 
 def make_keys(url: str, tenants: list[str]) -> dict[str, str]:
+    """One key per tenant, ``KEY_WRITERS`` at a time: a key is written to the shared key store with
+    a wait for its next refresh (about a second), so 1,000 tenants one by one took minutes."""
     import httpx
 
-    with httpx.Client(base_url=url, timeout=60) as http:
+    limits = httpx.Limits(max_connections=KEY_WRITERS)
+    with (
+        httpx.Client(base_url=url, timeout=60, limits=limits) as http,
+        ThreadPoolExecutor(KEY_WRITERS) as pool,
+    ):
         auth = {"Authorization": f"Bearer {ADMIN}"}
-        return {
-            t: http.post("/v1/admin/keys", json={"tenant_id": t}, headers=auth).json()["key"] for t in tenants
-        }
+
+        def create(tenant: str) -> str:
+            key: str = http.post("/v1/admin/keys", json={"tenant_id": tenant}, headers=auth).json()["key"]
+            return key
+
+        return dict(zip(tenants, pool.map(create, tenants), strict=True))
 
 
 def drop(settings: Settings) -> None:
