@@ -329,6 +329,38 @@ def test_a_store_that_refuses_a_write_dead_letters_the_turns_after_the_retries(
         rt.close()
 
 
+def test_the_milvus_store_waits_for_the_index_of_a_collection_another_process_is_making(
+    services_settings,
+) -> None:  # type: ignore[no-untyped-def]
+    """A worker and two query replicas started together on an empty Milvus: one makes the collection,
+    another finds it before its index exists and could not load it ("index not found"): the worker
+    exited at its first start."""
+    import threading
+
+    from pymilvus import DataType, MilvusClient
+
+    from processors.stores.milvus_vectors import MilvusVectorStore
+
+    name = f"{services_settings.milvus_collection}_ix"
+    other = MilvusClient(services_settings.milvus_server_uri)
+    schema = MilvusClient.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=32)
+    schema.add_field("vector", DataType.FLOAT_VECTOR, dim=4)
+    other.create_collection(name, schema=schema)  # the other process's first step: no index yet
+    params = other.prepare_index_params()
+    params.add_index("vector", metric_type="COSINE", index_type="FLAT")
+    timer = threading.Timer(2.0, lambda: other.create_index(name, params))  # its second step
+    timer.start()
+    try:
+        store = MilvusVectorStore(services_settings.milvus_server_uri, name, 4)
+        assert str(other.get_load_state(name)["state"]) == "Loaded"
+        store.close()
+    finally:
+        timer.join()
+        other.drop_collection(name)
+        other.close()
+
+
 def test_the_milvus_store_loads_a_collection_the_server_no_longer_has_loaded(services_settings) -> None:  # type: ignore[no-untyped-def]
     """A restarted Milvus server may come back with the collection released: every write then failed
     with "collection not loaded" and the workers retried forever (bench.faults stalled). The store

@@ -19,6 +19,7 @@ from typing import TypeVar
 import numpy as np
 import numpy.typing as npt
 from pymilvus import DataType, MilvusClient, MilvusException
+from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
 from processors.stores.protocols import Hit, SymbolicFilter, day_range
 from schemas.keys import MAX_ID_CHARS
@@ -31,6 +32,8 @@ T = TypeVar("T")
 # HNSW graph degree and build-time beam: Milvus's documented middle ground for 384-d vectors at
 # 10^4..10^6 rows per partition (recall above 0.98 at a few ms per filtered search here).
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 200
+# A collection another process made is loadable once that process has created its index: a moment.
+INDEX_WAIT_SECONDS, INDEX_POLL_SECONDS = 60.0, 0.5
 
 
 def _lit(value: str) -> str:
@@ -66,7 +69,21 @@ class MilvusVectorStore:
             except MilvusException:
                 if not self.client.has_collection(collection):  # else: another worker won the race
                     raise
-        self.client.load_collection(collection)
+        self._load_once_indexed()
+
+    def _load_once_indexed(self) -> None:
+        """Load the collection. One that another process (a second worker, a query replica started
+        at the same moment) has just made may not have its index yet: Milvus refuses to load it
+        ("index not found"), and a worker that gave up there exited at its first start. Wait for
+        the index, within ``INDEX_WAIT_SECONDS``."""
+        for attempt in Retrying(
+            retry=retry_if_exception(lambda exc: "index not found" in str(exc)),
+            stop=stop_after_delay(INDEX_WAIT_SECONDS),
+            wait=wait_fixed(INDEX_POLL_SECONDS),
+            reraise=True,
+        ):
+            with attempt:
+                self.client.load_collection(self.collection)
 
     def _create(self, index_type: str, partitions: int) -> None:
         schema = MilvusClient.create_schema(
