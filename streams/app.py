@@ -265,6 +265,7 @@ def create_app(settings: Settings) -> faust.App:
             settings.stream_stall_seconds,
             ", ".join(f"{t}/{p}" for t, p in stalled),
         )
+        log.error("consumer partitions: %s", diagnostics.partition_states(app.consumer))
         diagnostics.dump_tasks()
         await app.crash(RuntimeError("stream worker stalled"))
 

@@ -61,6 +61,18 @@ def await_chain(coro: Any) -> list[str]:
     return lines
 
 
+def partition_states(consumer: Any) -> str:
+    """The partitions Faust's consumer holds paused and active, for a stall report: a partition left
+    paused (Faust pauses the active ones while it restores a table) would fetch nothing for good.
+    Faust keeps these in private attributes: read defensively, for a log line only."""
+
+    def names(attr: str) -> str:
+        tps = getattr(consumer, attr, None) or ()
+        return ", ".join(sorted(f"{tp.topic}/{tp.partition}" for tp in tps)) or "none"
+
+    return f"paused: {names('_paused_partitions')}; active: {names('_active_partitions')}"
+
+
 def dump_tasks() -> None:
     """Log the await chain of every task of the running loop (one log record)."""
     parts = []

@@ -1,11 +1,19 @@
-"""The stall dump follows an agent's await chain through async generators (Faust's stops there)."""
+"""The stall dump follows an agent's await chain through async generators (Faust's stops there),
+and the stall report names the partitions the consumer holds paused."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
+from types import SimpleNamespace
+from typing import NamedTuple
 
-from streams.diagnostics import await_chain
+from streams.diagnostics import await_chain, partition_states
+
+
+class TP(NamedTuple):
+    topic: str
+    partition: int
 
 
 async def _batches() -> AsyncIterator[int]:
@@ -60,3 +68,11 @@ def test_the_chain_goes_on_through_an_object_awaited_by_its_coroutine() -> None:
 
     names = [line.rsplit(" ", 1)[-1] for line in _chain_of(run_actor) if not line.startswith("waits for")]
     assert names[:4] == ["run_actor", "_agent", "_batches", "_store_outage"]
+
+
+def test_the_stall_report_names_the_paused_and_active_partitions() -> None:
+    consumer = SimpleNamespace(
+        _paused_partitions={TP("turns", 1)}, _active_partitions={TP("turns", 1), TP("scrubbed", 0)}
+    )
+    assert partition_states(consumer) == "paused: turns/1; active: scrubbed/0, turns/1"
+    assert partition_states(object()) == "paused: none; active: none"
