@@ -11,8 +11,8 @@ Conventions for the ambiguous cases (reference = the message time, or the query'
 - "last <weekday>" is the latest such day strictly before the reference, "next <weekday>" the one
   in the following week ("next Friday" said on a Monday is eleven days later: the people in the chat
   set, and their assistants' confirmations, all read it so), "this <weekday>" the one in the
-  reference's week; a bare "on Friday" is read as the
-  latest past Friday in a past-tense sentence and the next Friday otherwise;
+  reference's week; a bare "on Friday" is read as the latest past Friday in a past-tense sentence
+  and the next Friday otherwise;
 - "this weekend" is the Saturday..Sunday of the reference's week; "last weekend" the one before it
   (when said on a weekend day, "last weekend" is the weekend a week earlier); "N weekends ago" is N
   weekends before this one;
@@ -219,6 +219,7 @@ def _shift(ref: date, n: int, unit: str, loose: bool = False) -> tuple[str, date
 
 
 def _in_year(year: int, month: int, day: int) -> date:
+    """That day in ``year`` (February 29 as the 28th); a day the month lacks raises ValueError."""
     return date(year, month, min(day, 28) if month == 2 else day)
 
 
@@ -242,7 +243,7 @@ def _place_year(ref: date, month: int, day: int | None, past: bool) -> int:
         return near
     candidate_day = day or 1
     try:
-        this_year = date(ref.year, month, min(candidate_day, 28 if month == 2 else candidate_day))
+        this_year = _in_year(ref.year, month, candidate_day)
     except ValueError:
         this_year = date(ref.year, month, 1)
     if past:
@@ -311,7 +312,7 @@ def _resolve(
             return _day(week_of(ref)[0] + timedelta(days=wd))
         if lead == "next":
             return _day(week_of(ref)[0] + timedelta(days=7 + wd))
-        go_back = lead in ("last", "past") or (lead not in ("next",) and past)
+        go_back = lead in ("last", "past") or past
         if go_back:
             delta = (ref.weekday() - wd) % 7 or 7
             return _day(ref - timedelta(days=delta))
