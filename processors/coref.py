@@ -139,15 +139,26 @@ def bare_subject(tokens: list[Token], i: int) -> bool:
     return i == 0 or tokens[i - 1][3] in CLAUSE_OPENER_TAGS
 
 
+def _unknown_name_word(token: Token) -> bool:
+    """A lower-case word the tagger may have given a name it does not know: letters only, as long
+    as a name part, tagged as a noun, adjective, foreign word or pronoun but no personal pronoun."""
+    text, tag = token[0], token[3]
+    return (
+        tag in UNKNOWN_WORD_TAGS
+        and text.isalpha()
+        and text.islower()
+        and len(text) >= MIN_NAME_PART
+        and text not in PERSONAL_PRONOUNS
+    )
+
+
 def tenant_name(tokens: list[Token], i: int, names: frozenset[str]) -> bool:
     """A lower-case noun or proper noun that the tenant's memory holds as a name ("kenji", named in
     an earlier session), not after a determiner ("the support team"). A capitalised word is left to
     the NER model, as in :func:`bare_subject` (and the memory's names hold its mistakes: "Aww")."""
-    text, _ws, _pos, tag, _ent = tokens[i]
     return (
-        text in names  # lower-cased names: a capitalised word never matches
-        and text not in PERSONAL_PRONOUNS
-        and tag in UNKNOWN_WORD_TAGS
+        _unknown_name_word(tokens[i])
+        and tokens[i][0] in names
         and (i == 0 or tokens[i - 1][3] not in DETERMINER_TAGS)
     )
 
@@ -174,18 +185,14 @@ def ner_persons(tokens: list[Token]) -> list[tuple[int, str]]:
 
 
 def name_words(sentences: Iterable[Iterable[Sentence]]) -> set[str]:
-    """Lower-case words of the messages' sentences that could be a name the tenant's memory holds
-    (see :func:`tenant_name`): letters only, as long as a name part."""
+    """Words of the messages' sentences that could be a name the tenant's memory holds: what
+    :func:`tenant_name` asks the memory about."""
     return {
         t[0]
         for message in sentences
         for sentence in message
         for t in sentence.tokens
-        if t[3] in UNKNOWN_WORD_TAGS
-        and t[0].isalpha()
-        and t[0].islower()
-        and len(t[0]) >= MIN_NAME_PART
-        and t[0] not in PERSONAL_PRONOUNS
+        if _unknown_name_word(t)
     }
 
 
@@ -237,8 +244,7 @@ class PeopleTracker:
                 continue
             cue = cue_before(tokens, i)
             if _looks_like_name(token) and token[0].lower() in known:
-                if token[0][:1].isupper() or token[3] in NAME_TAGS:
-                    found[i] = Mention(number, i, known[token[0].lower()])
+                found[i] = Mention(number, i, known[token[0].lower()])
             elif _is_cue(token[0]):
                 continue  # "my gp is dr. halvorsen": the title is not the name
             elif (

@@ -39,7 +39,7 @@ THIRD_SUBJECT = {"he", "she", "him", "himself", "herself"}
 THIRD_POSSESSIVE = {"his", "hers"}
 # "we", "us", "our": whose group depends on the speaker, so a memory saying them names its speaker
 # ("sam_k: we're moving to render, priti got a better deal"), whoever else it names.
-FIRST_PLURAL = re.compile(r"\b(we|us|our|ours|ourselves)\b|\bwe['’](re|ve|ll|d)\b", re.I)
+FIRST_PLURAL = re.compile(r"\b(we|us|our|ours|ourselves)\b", re.I)  # "we're": the apostrophe ends the word
 # "you" in these fixed phrases is not the addressee.
 GENERIC_YOU = re.compile(
     r"\b(you know|thank you|see you|you too|you never know|if you ask me|mind you)\b", re.I

@@ -6,14 +6,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import SimpleNamespace
-from typing import NamedTuple
+
+from faust.types import TP
 
 from streams.diagnostics import await_chain, partition_states
-
-
-class TP(NamedTuple):
-    topic: str
-    partition: int
 
 
 async def _batches() -> AsyncIterator[int]:

@@ -10,6 +10,7 @@ import orjson
 import pytest
 
 from processors.coref import PeopleTracker
+from tests.test_coref import tokens
 
 pytestmark = pytest.mark.slow
 START = datetime(2026, 4, 1, 9, 0, tzinfo=UTC)
@@ -54,14 +55,10 @@ def assert_a_later_session_knows_kenji(rt: Any, tenant: str) -> None:
     assert any("kenji earned it" in t for t in texts), texts
 
 
-def _tokens(*words: str) -> list[tuple[str, str, str, str, str]]:
-    return [(w.split("/")[0], " ", "", w.split("/")[1], "") for w in words]
-
-
 def test_only_lower_case_content_words_outside_a_determiner_are_taken_from_the_memory() -> None:
     tracker = PeopleTracker(tenant_names=frozenset({"kenji", "support", "aww", "will", "her"}))
-    _, found = tracker.observe(_tokens("we/PRP", "owe/VBP", "kenji/NN", "a/DT", "dinner/NN"))
+    _, found = tracker.observe(tokens("we/PRP", "owe/VBP", "kenji/NN", "a/DT", "dinner/NN"))
     assert [(m.name, m.listed) for m in found] == [("kenji", False)]
-    assert tracker.observe(_tokens("the/DT", "support/NN", "team/NN", "called/VBD"))[1] == []
-    assert tracker.observe(_tokens("Aww/UH", ",/,", "Aww/NNP", "that/DT"))[1] == []
-    assert tracker.observe(_tokens("i/PRP", "will/MD", "ask/VB", "her/PRP"))[1] == []
+    assert tracker.observe(tokens("the/DT", "support/NN", "team/NN", "called/VBD"))[1] == []
+    assert tracker.observe(tokens("Aww/UH", ",/,", "Aww/NNP", "that/DT"))[1] == []
+    assert tracker.observe(tokens("i/PRP", "will/MD", "ask/VB", "her/PRP"))[1] == []
