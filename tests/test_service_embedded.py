@@ -87,6 +87,42 @@ def test_a_batch_keeps_its_good_events_and_names_each_bad_one(api: httpx.Client)
     assert "ts" in body["rejected"][0]["reason"]
 
 
+def test_no_shape_of_batch_item_writes_into_another_tenants_memory(api: httpx.Client) -> None:
+    """An item naming another tenant is refused whatever its shape (an object, a JSON string, under
+    ``events``): it may neither add to, edit nor erase that tenant's memory."""
+    mallory, victim = key_for(api, "mallory"), key_for(api, "victim")
+    own = event(1, "My locker code is 4512.", session="v1", ends_session=True)
+    assert api.post("/v1/events", json=own, headers=victim).status_code == 202
+    question = {"query": "What is my locker code?", "as_of": "2026-02-01T00:00:00Z"}
+    assert wait_until(lambda: "4512" in api.post("/v1/query", json=question, headers=victim).json()["context"])
+    for text in ("My locker code is HACKED-0000.", "ok"):  # an edit of the victim's m1, or its erasure
+        forged = {**own, "tenant_id": "victim", "text": text}
+        line = orjson.dumps(forged).decode()
+        for payload in ([line], {"events": [line]}, [forged], {"events": [event(9, "fine"), line]}):
+            r = api.post("/v1/events", json=payload, headers=mallory)
+            assert r.status_code == 403, (payload, r.text)
+        assert api.post("/v1/events", json=line, headers=mallory).status_code == 422
+    unnamed = orjson.dumps(event(2, "My bike is green.", session="m1", ends_session=True)).decode()
+    r = api.post("/v1/events", json=[unnamed], headers=mallory)
+    assert r.status_code == 202 and r.json()["accepted"] == ["m2"]  # a string item is the caller's own
+    time.sleep(3)
+    context = api.post("/v1/query", json=question, headers=victim).json()["context"]
+    assert "4512" in context and "HACKED" not in context
+    bike = {"query": "What colour is my bike?", "as_of": "2026-02-01T00:00:00Z"}
+    assert "green" not in api.post("/v1/query", json=bike, headers=victim).json()["context"]
+
+
+def test_items_that_are_not_objects_are_rejected_and_the_rest_is_kept(api: httpx.Client) -> None:
+    headers = key_for(api, "shapes")
+    r = api.post("/v1/events", json=[event(1, "I play the cello."), 42, None, True, [1], "{"], headers=headers)
+    assert r.status_code == 202, r.text
+    body = r.json()
+    assert body["accepted"] == ["m1"]
+    reasons = {e["index"]: e["reason"] for e in body["rejected"]}
+    assert set(reasons) == {1, 2, 3, 4, 5}
+    assert "JSON object, got number" in reasons[1] and "got null" in reasons[2] and "got array" in reasons[4]
+
+
 def test_a_posted_fact_is_answered_with_the_query_contract_and_no_other_tenant_sees_it(
     api: httpx.Client,
 ) -> None:
