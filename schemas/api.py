@@ -9,12 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.keys import check_id
+from schemas.keys import TenantId
 from schemas.memory import MemoryUnit
 from schemas.query import QueryFilters
-from schemas.timebounds import check_time
+from schemas.timebounds import BoundedTime
 
 
 class ApiKeyRecord(BaseModel):
@@ -34,12 +34,7 @@ class ApiKeyRecord(BaseModel):
 class KeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    tenant_id: str
-
-    @field_validator("tenant_id")
-    @classmethod
-    def _tenant(cls, value: str) -> str:
-        return check_id(value, tenant=True)
+    tenant_id: TenantId
 
 
 class EventsAccepted(BaseModel):
@@ -60,13 +55,8 @@ class QueryBody(QueryFilters):
 
     id: str | None = None
     query: str = Field(min_length=1)
-    as_of: AwareDatetime | None = None
+    as_of: BoundedTime | None = None
     tenant_id: str | None = Field(None, description="optional; must be the key's tenant")
-
-    @field_validator("as_of")
-    @classmethod
-    def _as_of(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else check_time(value)
 
 
 class FeedbackBody(BaseModel):
@@ -75,7 +65,7 @@ class FeedbackBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1)
-    as_of: AwareDatetime | None = None
+    as_of: BoundedTime | None = None
     complexity: float | None = Field(None, ge=0.0, le=1.0, description="as the wrong answer reported it")
     k: int | None = Field(None, ge=1, description="as the wrong answer reported it")
     note: str | None = Field(None, max_length=500)
@@ -92,6 +82,9 @@ class FeedbackRecord(BaseModel):
     retried_k: int
     note: str | None = None
     logged_at: datetime
+
+
+MAX_PAGE_OFFSET = 2**53 - 1  # exact in every JSON reader, and far inside SQLite's 64-bit integers
 
 
 class MemoryPage(BaseModel):

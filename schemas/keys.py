@@ -9,9 +9,11 @@ sessions table, Redis) is the JSON array of the parts, an encoding that cannot c
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from functools import partial
+from typing import Annotated, NamedTuple
 
 import orjson
+from pydantic import AfterValidator, Field
 
 # Letters and digits of any script, and the separators frontends use in their ids (ULIDs, Slack
 # timestamps, "user:42", "golden/2026-01-05"). No whitespace, control characters, quotes or
@@ -41,6 +43,12 @@ def check_id(value: str, *, tenant: bool = False) -> str:
     if problem is not None:
         raise ValueError(problem)
     return value
+
+
+TenantId = Annotated[str, Field(min_length=1), AfterValidator(partial(check_id, tenant=True))]
+"""A tenant id as every model field takes it."""
+ItemId = Annotated[str, Field(min_length=1), AfterValidator(check_id)]
+"""A session or message id as every model field takes it."""
 
 
 class SessionKey(NamedTuple):

@@ -4,34 +4,24 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from schemas.keys import check_id
+from schemas.keys import TenantId
 from schemas.memory import MemoryKind
 from schemas.settings import get_settings
-from schemas.timebounds import check_time
+from schemas.timebounds import BoundedTime
 
 
 class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     id: str | None = None
-    tenant_id: str = Field(min_length=1)
+    tenant_id: TenantId
     query: str = Field(min_length=1)
-    as_of: AwareDatetime | None = None
+    as_of: BoundedTime | None = None
     include_archived: bool = Field(
         False, description="also search memories archived by consolidation (the originals behind abstracts)"
     )
-
-    @field_validator("tenant_id")
-    @classmethod
-    def _tenant_id(cls, value: str) -> str:
-        return check_id(value, tenant=True)
-
-    @field_validator("as_of")
-    @classmethod
-    def _as_of(cls, value: datetime | None) -> datetime | None:
-        return None if value is None else check_time(value)
 
     @field_validator("query")
     @classmethod
@@ -50,12 +40,22 @@ class QueryFilters(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     k: int | None = Field(None, ge=1, description="override the adaptive k (capped at k_max)")
-    persons: list[str] = Field(default_factory=list, description="only memories about these persons")
+    persons: list[str] = Field(
+        default_factory=list, max_length=50, description="only memories about these persons"
+    )
     since: date | None = Field(None, description="first day the memory's time may touch")
     until: date | None = Field(None, description="last day the memory's time may touch")
     kinds: list[MemoryKind] = Field(default_factory=list, description="only memories of these kinds")
     include_archived: bool = Field(False, description="also memories consolidation archived")
     sessions: list[str] = Field(default_factory=list, description="only memories stated in these sessions")
+
+    @field_validator("persons")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not name.strip() or len(name) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in name):
+                raise ValueError("each name: 1 to 200 characters, no control characters")
+        return value
 
 
 class RetrievedMemory(BaseModel):

@@ -9,6 +9,9 @@ relative dates reach up to 999 years back) or would never be returned (nothing s
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Annotated
+
+from pydantic import AfterValidator, AwareDatetime
 
 from schemas.settings import get_settings
 
@@ -29,3 +32,7 @@ def check_time(value: datetime) -> datetime:
             "(SIMPLEMEM_MAX_FUTURE_DAYS)"
         )
     return value
+
+
+BoundedTime = Annotated[AwareDatetime, AfterValidator(check_time)]
+"""A time with a UTC offset, within the accepted bounds: every model field that takes one."""

@@ -5,6 +5,7 @@ work (retrieval, the embedded pipeline) runs in worker threads; the models and s
 loaded once, when the app starts, and shared by all requests.
 """
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -14,10 +15,12 @@ from typing import Annotated, Any
 import anyio
 import orjson
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, status
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
 from schemas.api import (
+    MAX_PAGE_OFFSET,
     Accepted,
     EventError,
     EventsAccepted,
@@ -93,7 +96,9 @@ class Service:
             try:
                 event = self._event_of(item, tenant)
             except EventRejected as exc:
-                answer.rejected.append(EventError(index=index, message_id=_message_id(item), reason=exc.reason))
+                answer.rejected.append(
+                    EventError(index=index, message_id=_message_id(item), reason=exc.reason)
+                )
                 continue
             tenant_of(caller, event.tenant_id)
             events.append(event)
@@ -110,7 +115,9 @@ class Service:
         by the caller on the parsed event, so no shape of item (object, JSON string, ...) escapes it."""
         data = _decoded(item)
         data.setdefault("tenant_id", tenant)
-        return parse_event(data, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars)
+        return parse_event(
+            data, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars
+        )
 
     async def delete(self, request: DeletionRequest) -> Accepted:
         outcome = await self.backend.forget(request)
@@ -147,7 +154,14 @@ def _decoded(item: Any) -> dict[str, Any]:
 
 
 def _json_type(value: Any) -> str:
-    names = {type(None): "null", bool: "boolean", int: "number", float: "number", list: "array", str: "string"}
+    names = {
+        type(None): "null",
+        bool: "boolean",
+        int: "number",
+        float: "number",
+        list: "array",
+        str: "string",
+    }
     return names.get(type(value), type(value).__name__)
 
 
@@ -229,7 +243,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     @app.get("/v1/memories", response_model=MemoryPage)
     async def get_memories(
         caller: CallerDep,
-        offset: Annotated[int, Query(ge=0)] = 0,
+        offset: Annotated[int, Query(ge=0, le=MAX_PAGE_OFFSET)] = 0,
         limit: Annotated[int | None, Query(ge=1)] = None,
     ) -> MemoryPage:
         """What the tenant's memory holds, with provenance (source messages, session, time)."""
@@ -304,11 +318,24 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
         data, content_type = service.metrics.exposition()
         return Response(data, media_type=content_type)
 
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     for item in extra or []:
         item(app)
     app.add_middleware(_Wrapped, wrap=lambda inner: body_limit(inner, service.settings.api_max_body_bytes))
     app.add_middleware(_Wrapped, wrap=service.metrics.middleware)
     return app
+
+
+async def _invalid_request(request: Request, exc: Exception) -> Response:
+    """FastAPI's 422 without the offending input: echoing it back fails on text that is not UTF-8
+    (a lone surrogate), and it is the caller's own data anyway. ASCII-escaped, so any message encodes."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    detail = [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+        for e in errors
+    ]
+    body = json.dumps({"detail": detail}, ensure_ascii=True, default=str)
+    return Response(body, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, media_type="application/json")
 
 
 class _Wrapped:

@@ -17,7 +17,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp as Asgi
 from starlette.types import Receive, Scope, Send
 
-from schemas.api import QueryBody
+from schemas.api import MAX_PAGE_OFFSET, QueryBody
 from schemas.query import QueryFilters
 from schemas.stream import DeletionRequest
 from service.app import Service
@@ -84,7 +84,7 @@ def mount_mcp(service: Service) -> Any:
             tenant = tenant_of(who)
             size = max(1, min(limit, service.settings.api_max_page_size))
             units, total = await anyio.to_thread.run_sync(
-                service.backend.memories, tenant, max(0, offset), size
+                service.backend.memories, tenant, min(max(0, offset), MAX_PAGE_OFFSET), size
             )
             memories = [orjson.loads(u.model_dump_json(exclude={"context"})) for u in units]
             return {"memories": memories, "total": total}

@@ -22,12 +22,13 @@ from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, status
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.api import QueryBody
 from schemas.memory import MemoryUnit
 from schemas.query import QueryFilters
 from schemas.stream import DeletionRequest
+from schemas.timebounds import check_time
 from service.app import Service
 from service.auth import Caller, tenant_of
 from service.directory import SCOPE_FIELDS, Scope, SessionDirectory
@@ -39,23 +40,41 @@ DEFAULT_TOP_K = 10
 ROLES = {"user", "assistant", "system", "tool"}
 
 
+class Mem0Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str = "user"
+    content: str
+
+
 class AddBody(BaseModel):
     model_config = ConfigDict(extra="allow")  # mem0's options we do not use are accepted, ignored
 
-    messages: list[dict[str, Any]]
+    messages: list[Mem0Message]
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
-    timestamp: int | float | None = None
+    timestamp: int | float | None = Field(None, description="Unix time in seconds")
     metadata: dict[str, Any] | None = None
+
+    @field_validator("timestamp")
+    @classmethod
+    def _bounded(cls, value: float | None) -> float | None:
+        if value is not None:
+            try:
+                when = datetime.fromtimestamp(value, UTC)
+            except (OverflowError, OSError, ValueError):
+                raise ValueError("not a Unix time in seconds within the calendar") from None
+            check_time(when)
+        return value
 
 
 class SearchBody(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    query: str
+    query: str = Field(min_length=1)
     filters: dict[str, Any] | None = None
-    top_k: int | None = None
+    top_k: int | None = Field(None, ge=1)
     threshold: float | None = None
 
 
@@ -76,9 +95,11 @@ def scope_of(filters: dict[str, Any] | None) -> Scope:
     if not filters:
         return Scope()
     found: dict[str, Any] = {}
-    parts = filters.get("AND", [filters]) if isinstance(filters, dict) else None
+    parts = filters.get("AND", []) if isinstance(filters, dict) else None
     if not isinstance(parts, list):
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "filters: an object or {AND: [...]}")
+    flat = {key: value for key, value in filters.items() if key != "AND"}
+    parts = [*parts, flat] if flat else parts
     for part in parts:
         if not isinstance(part, dict):
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "filters: each condition is an object")
@@ -88,7 +109,8 @@ def scope_of(filters: dict[str, Any] | None) -> Scope:
                     status.HTTP_422_UNPROCESSABLE_CONTENT,
                     f"filters: only {', '.join(SCOPE_FIELDS)} with a string value are supported",
                 )
-            found[key] = value
+            if found.setdefault(key, value) != value:
+                raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"filters: two values for {key}")
     return Scope(**found)
 
 
@@ -153,7 +175,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
         ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp else datetime.now(UTC)
         events = []
         for message in body.messages:
-            role = message.get("role") if message.get("role") in ROLES else "user"
+            role = message.role if message.role in ROLES else "user"
             speaker = (body.user_id if role == "user" else body.agent_id) or str(role)
             events.append(
                 {
@@ -162,7 +184,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
                     "message_id": f"mem0-{uuid.uuid4().hex}",
                     "speaker": speaker,
                     "role": role,
-                    "text": message.get("content"),
+                    "text": message.content,
                     "ts": ts.isoformat(),
                 }
             )

@@ -50,6 +50,10 @@ def test_valid_event() -> None:
         ({**GOOD, "ts": "1899-12-31T23:59:59+00:00"}, "SIMPLEMEM_EARLIEST_YEAR"),
         ({**GOOD, "ts": "9999-12-31T23:59:59-12:00"}, "ts: Value error, 9999"),
         ({**GOOD, "ts": (datetime.now(UTC) + timedelta(days=2)).isoformat()}, "SIMPLEMEM_MAX_FUTURE_DAYS"),
+        ({**GOOD, "speaker": "J" * 201}, "speaker: String should have at most 200"),
+        ({**GOOD, "metadata": {"blob": "x" * 20_000}}, "metadata: Value error, over 16384 bytes"),
+        ({**GOOD, "tenant_id": "a b"}, "tenant_id: Value error, must contain"),
+        ({**GOOD, "session_id": "s\n1"}, "session_id: Value error, must contain"),
     ],
 )
 def test_rejections_name_the_field(raw: object, fragment: str) -> None:

@@ -91,11 +91,13 @@ def test_no_shape_of_batch_item_writes_into_another_tenants_memory(api: httpx.Cl
     """An item naming another tenant is refused whatever its shape (an object, a JSON string, under
     ``events``): it may neither add to, edit nor erase that tenant's memory."""
     mallory, victim = key_for(api, "mallory"), key_for(api, "victim")
-    own = event(1, "My locker code is 4512.", session="v1", ends_session=True)
+    own = event(1, "My favourite fruit is mango.", session="v1", ends_session=True)
     assert api.post("/v1/events", json=own, headers=victim).status_code == 202
-    question = {"query": "What is my locker code?", "as_of": "2026-02-01T00:00:00Z"}
-    assert wait_until(lambda: "4512" in api.post("/v1/query", json=question, headers=victim).json()["context"])
-    for text in ("My locker code is HACKED-0000.", "ok"):  # an edit of the victim's m1, or its erasure
+    question = {"query": "What is my favourite fruit?", "as_of": "2026-02-01T00:00:00Z"}
+    assert wait_until(
+        lambda: "mango" in api.post("/v1/query", json=question, headers=victim).json()["context"]
+    )
+    for text in ("My favourite fruit is durian.", "ok"):  # an edit of the victim's m1, or its erasure
         forged = {**own, "tenant_id": "victim", "text": text}
         line = orjson.dumps(forged).decode()
         for payload in ([line], {"events": [line]}, [forged], {"events": [event(9, "fine"), line]}):
@@ -107,14 +109,16 @@ def test_no_shape_of_batch_item_writes_into_another_tenants_memory(api: httpx.Cl
     assert r.status_code == 202 and r.json()["accepted"] == ["m2"]  # a string item is the caller's own
     time.sleep(3)
     context = api.post("/v1/query", json=question, headers=victim).json()["context"]
-    assert "4512" in context and "HACKED" not in context
+    assert "mango" in context and "durian" not in context
     bike = {"query": "What colour is my bike?", "as_of": "2026-02-01T00:00:00Z"}
     assert "green" not in api.post("/v1/query", json=bike, headers=victim).json()["context"]
 
 
 def test_items_that_are_not_objects_are_rejected_and_the_rest_is_kept(api: httpx.Client) -> None:
     headers = key_for(api, "shapes")
-    r = api.post("/v1/events", json=[event(1, "I play the cello."), 42, None, True, [1], "{"], headers=headers)
+    r = api.post(
+        "/v1/events", json=[event(1, "I play the cello."), 42, None, True, [1], "{"], headers=headers
+    )
     assert r.status_code == 202, r.text
     body = r.json()
     assert body["accepted"] == ["m1"]
@@ -291,3 +295,40 @@ def test_a_tenants_first_query_starts_its_lazy_migration(api: httpx.Client) -> N
     )
     assert later, "the imported history answers"
     assert "migration" not in api.post("/v1/query", json=body, headers=other).json()
+
+
+BAD_REQUESTS: list[tuple[str, str, Any, str]] = [
+    ("POST", "/v1/feedback", {"query": "x", "as_of": "0001-01-01T00:00:00Z"}, "as_of"),
+    ("POST", "/v1/feedback", {"query": "x", "as_of": "9999-12-31T23:59:59Z"}, "as_of"),
+    ("POST", "/mem0/v3/memories/search/", {"query": ""}, "query"),
+    ("POST", "/mem0/v3/memories/search/", {"query": "x", "top_k": -5}, "top_k"),
+    (
+        "POST",
+        "/mem0/v3/memories/add/",
+        {"messages": [{"role": "user", "content": "x"}], "timestamp": 1e20},
+        "timestamp",
+    ),
+    (
+        "POST",
+        "/mem0/v3/memories/add/",
+        {"messages": [{"role": "user", "content": "x"}], "timestamp": -1e12},
+        "timestamp",
+    ),
+    ("POST", "/mem0/v3/memories/add/", {"messages": [{"role": ["user"], "content": "x"}]}, "role"),
+    ("GET", "/v1/memories?offset=100000000000000000000", None, "offset"),
+    ("POST", "/v1/query", {"query": "x", "persons": ["\u0000"]}, "persons"),
+    ("POST", "/v1/query", '{"query": "x \\ud800 y"}', "query"),
+    ("POST", "/v1/feedback", '{"query": "x \\ud800 y"}', "query"),
+    ("POST", "/mem0/v3/memories/search/", '{"query": "x \\ud800 y"}', "query"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "field"), BAD_REQUESTS)
+def test_bad_input_is_a_4xx_naming_the_field(
+    api: httpx.Client, method: str, path: str, body: Any, field: str
+) -> None:
+    headers = key_for(api, "badinput")
+    content = body.encode() if isinstance(body, str) else (None if body is None else orjson.dumps(body))
+    r = api.request(method, path, content=content, headers={**headers, "Content-Type": "application/json"})
+    assert 400 <= r.status_code < 500, r.text
+    assert field in r.text

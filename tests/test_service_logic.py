@@ -15,7 +15,14 @@ def test_mem0_filters_become_a_scope() -> None:
     assert scope_of(None) == Scope()
     assert scope_of({"user_id": "alice"}) == Scope(user_id="alice")
     assert scope_of({"AND": [{"user_id": "a"}, {"run_id": "r"}]}) == Scope(user_id="a", run_id="r")
-    for bad in ({"OR": [{"user_id": "a"}]}, {"user_id": {"in": ["a"]}}, {"AND": ["x"]}):
+    assert scope_of({"AND": [], "user_id": "u2"}) == Scope(user_id="u2")  # the flat field is not dropped
+    assert scope_of({"AND": [{"agent_id": "b"}], "user_id": "u"}) == Scope(user_id="u", agent_id="b")
+    for bad in (
+        {"AND": [{"user_id": "a"}], "user_id": "b"},
+        {"OR": [{"user_id": "a"}]},
+        {"user_id": {"in": ["a"]}},
+        {"AND": ["x"]},
+    ):
         with pytest.raises(HTTPException):
             scope_of(bad)
 
