@@ -17,7 +17,7 @@ import orjson
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from schemas.api import (
     MAX_PAGE_OFFSET,
@@ -194,7 +194,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
         finally:
             await service.backend.stop()
 
-    app = FastAPI(title=API_TITLE, version="1", lifespan=lifespan)
+    app = FastAPI(title=API_TITLE, version="1", lifespan=lifespan, responses=REFUSALS)
     app.state.service = service
     app.state.lifespans = []
     CallerDep = Annotated[Caller, Depends(service.caller)]
@@ -327,15 +327,35 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
 
 
 async def _invalid_request(request: Request, exc: Exception) -> Response:
-    """FastAPI's 422 without the offending input: echoing it back fails on text that is not UTF-8
-    (a lone surrogate), and it is the caller's own data anyway. ASCII-escaped, so any message encodes."""
+    """A 422 as every other refusal: one line naming each failing field. The offending input is not
+    echoed back (text that is not UTF-8, a lone surrogate, could not be encoded), and the line is
+    ASCII-escaped, so any message encodes."""
     errors = exc.errors() if isinstance(exc, RequestValidationError) else []
-    detail = [
-        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
-        for e in errors
-    ]
-    body = json.dumps({"detail": detail}, ensure_ascii=True, default=str)
+    parts = []
+    for error in errors:
+        loc = [str(p) for p in error.get("loc", ()) if p != "body"] or ["body"]
+        parts.append(f"{'.'.join(loc)}: {error.get('msg', 'invalid')}")
+    body = json.dumps({"detail": "; ".join(parts) or "invalid request"}, ensure_ascii=True)
     return Response(body, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, media_type="application/json")
+
+
+class Refusal(BaseModel):
+    """The body of every 4xx: what was wrong, naming the field."""
+
+    detail: str
+
+
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Refusal, "description": text}
+    for code, text in {
+        401: "no key, or an unknown or revoked one",
+        403: "the key may not do this (another tenant, not the admin)",
+        404: "no such memory",
+        413: "over a size limit (named)",
+        422: "a field is invalid (named)",
+        429: "the tenant's quota is used up (Retry-After)",
+    }.items()
+}
 
 
 class _Wrapped:
