@@ -31,6 +31,8 @@ TENANT_RULE = "letters, digits and . : @ | + = # ~ - _ only, starting with a let
 
 def id_problem(value: str, *, tenant: bool = False) -> str | None:
     """Why ``value`` is not an acceptable id, or None if it is."""
+    if len(value) > MAX_ID_CHARS:
+        return f"over {MAX_ID_CHARS} characters"
     pattern, rule = (_TENANT_ID, TENANT_RULE) if tenant else (_ID, ID_RULE)
     if pattern.fullmatch(value) is None:
         return f"must contain {rule}"
@@ -45,9 +47,11 @@ def check_id(value: str, *, tenant: bool = False) -> str:
     return value
 
 
-TenantId = Annotated[str, Field(min_length=1), AfterValidator(partial(check_id, tenant=True))]
+TenantId = Annotated[
+    str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(partial(check_id, tenant=True))
+]
 """A tenant id as every model field takes it."""
-ItemId = Annotated[str, Field(min_length=1), AfterValidator(check_id)]
+ItemId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(check_id)]
 """A session or message id as every model field takes it."""
 
 

@@ -395,7 +395,10 @@ class Settings(BaseSettings):
     api_ingest_rate: str = Field(
         "6000/minute", description="events a tenant may send (limits' notation: N/second|minute|hour)"
     )
-    api_query_rate: str = Field("1200/minute", description="queries (and searches) a tenant may make")
+    api_query_rate: str = Field("1200/minute", description="queries, searches and listings a tenant may make")
+    api_forget_rate: str = Field(
+        "120/minute", description="deletions a tenant may ask for (each runs the forget cascade)"
+    )
     api_max_body_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="larger request bodies: 413")
     api_max_batch_events: int = Field(1000, ge=1, description="events one POST /v1/events may carry")
     api_page_size: int = Field(100, ge=1, description="GET /v1/memories: memories per page by default")

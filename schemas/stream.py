@@ -12,7 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field, model_validator
 
-from schemas.keys import SessionKey
+from schemas.keys import ItemId, SessionKey, TenantId
 from schemas.window import AnalyzedMessage
 
 
@@ -84,8 +84,8 @@ class DeletionRequest(BaseModel):
     Carries ids only, never content, so the deletions topic and the deletion log stay PII-free.
     """
 
-    tenant_id: str
-    message_ids: list[str] = Field(
+    tenant_id: TenantId
+    message_ids: list[ItemId] = Field(
         default_factory=list, description="messages to forget; empty with ``whole_tenant``"
     )
     whole_tenant: bool = Field(False, description="forget every message and memory of the tenant")

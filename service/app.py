@@ -248,6 +248,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     ) -> MemoryPage:
         """What the tenant's memory holds, with provenance (source messages, session, time)."""
         tenant = tenant_of(caller)
+        service.take(Quota.QUERY, tenant)
         size = min(limit or service.settings.api_page_size, service.settings.api_max_page_size)
         units, total = await anyio.to_thread.run_sync(service.backend.memories, tenant, offset, size)
         following = offset + len(units)
@@ -263,6 +264,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
         """Forget a message and everything derived from it (routed to the forget path)."""
         tenant = tenant_of(caller)
         _valid_id(message_id, tenant=False)
+        service.take(Quota.FORGET, tenant)
         request = DeletionRequest(
             tenant_id=tenant,
             message_ids=[message_id],

@@ -13,11 +13,14 @@ from typing import Any
 import orjson
 from fastapi import FastAPI, HTTPException
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import ValidationError
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp as Asgi
 from starlette.types import Receive, Scope, Send
 
 from schemas.api import MAX_PAGE_OFFSET, QueryBody
+from schemas.events import describe_errors
 from schemas.query import QueryFilters
 from schemas.stream import DeletionRequest
 from service.app import Service
@@ -41,7 +44,12 @@ def mount_mcp(service: Service) -> Any:
         try:
             return await work(caller(ctx.headers))
         except HTTPException as exc:  # the API's refusals, as tool errors with the same reason
-            raise ValueError(f"{exc.status_code}: {exc.detail}") from None
+            retry = (exc.headers or {}).get("Retry-After")
+            raise ToolError(
+                f"{exc.status_code}: {exc.detail}" + (f" (retry after {retry} s)" if retry else "")
+            ) from None
+        except ValidationError as exc:
+            raise ToolError(f"422: {describe_errors(exc)}") from None
 
     @server.tool(description="Remember a message said in a conversation (stored as a chat event).")
     async def remember(
@@ -57,7 +65,10 @@ def mount_mcp(service: Service) -> Any:
                 "text": text,
                 "ts": datetime.now(UTC).isoformat(),
             }
-            return (await service.accept_events(who, [event])).model_dump()
+            answer = await service.accept_events(who, [event])
+            if answer.rejected:
+                raise ToolError(f"422: {answer.rejected[0].reason}")
+            return answer.model_dump()
 
         result: dict[str, Any] = await checked(ctx, work)
         return result
@@ -82,6 +93,7 @@ def mount_mcp(service: Service) -> Any:
             import anyio
 
             tenant = tenant_of(who)
+            service.take(Quota.QUERY, tenant)
             size = max(1, min(limit, service.settings.api_max_page_size))
             units, total = await anyio.to_thread.run_sync(
                 service.backend.memories, tenant, min(max(0, offset), MAX_PAGE_OFFSET), size
@@ -95,6 +107,7 @@ def mount_mcp(service: Service) -> Any:
     @server.tool(description="Forget a message and every memory derived from it.")
     async def forget_message(message_id: str, ctx: Context) -> dict[str, Any]:
         async def work(who: Caller) -> dict[str, Any]:
+            service.take(Quota.FORGET, tenant_of(who))
             request = DeletionRequest(
                 tenant_id=tenant_of(who),
                 message_ids=[message_id],

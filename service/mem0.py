@@ -25,6 +25,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.api import QueryBody
+from schemas.keys import id_problem
 from schemas.memory import MemoryUnit
 from schemas.query import QueryFilters
 from schemas.stream import DeletionRequest
@@ -90,6 +91,12 @@ class UpdateBody(BaseModel):
     text: str | None = None
 
 
+def _valid_memory_id(memory_id: str) -> None:
+    problem = id_problem(memory_id)
+    if problem is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"memory_id: {problem}")
+
+
 def scope_of(filters: dict[str, Any] | None) -> Scope:
     """The scope a mem0 filter names: flat fields or an ``AND`` of them (other operators: 422)."""
     if not filters:
@@ -142,7 +149,9 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
     async def run(fn: Any, *args: Any) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
 
-    async def unit_or_404(tenant: str, memory_id: str) -> MemoryUnit:
+    async def unit_or_404(tenant: str, memory_id: str, quota: Quota = Quota.QUERY) -> MemoryUnit:
+        _valid_memory_id(memory_id)
+        service.take(quota, tenant)
         found = await run(service.backend.units, tenant, [memory_id])
         if not found:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "Memory not found")
@@ -229,6 +238,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
         page_size: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> dict[str, Any]:
         tenant = tenant_of(caller)
+        service.take(Quota.QUERY, tenant)
         units, scopes = await scoped_units(tenant, scope_of(body.filters))
         chosen = units[(page - 1) * page_size : page * page_size]
         more = page * page_size < len(units)
@@ -279,7 +289,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
     @router.delete("/v1/memories/{memory_id}/")
     async def delete(memory_id: str, caller: CallerDep) -> dict[str, Any]:
         tenant = tenant_of(caller)
-        unit = await unit_or_404(tenant, memory_id)
+        unit = await unit_or_404(tenant, memory_id, Quota.FORGET)
         await service.delete(_forget(tenant, unit.source_ids, caller))
         return {"message": "Memory deleted successfully!"}
 
@@ -294,6 +304,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
         scope = Scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
         if scope.empty:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "name user_id, agent_id or run_id")
+        service.take(Quota.FORGET, tenant)
         units, _ = await scoped_units(tenant, scope)
         sources = sorted({s for u in units for s in u.source_ids})
         if sources:

@@ -69,3 +69,23 @@ def test_the_mcp_client_remembers_and_finds_a_fact(embedded_service: ServeProces
         anyio.run(call, embedded_service, key, "forget_message", {"message_id": remembered["accepted"][0]})
     )
     assert forgotten["status"] == "accepted"
+
+
+def test_refusals_reach_the_client_with_their_reason(embedded_service: ServeProcess) -> None:
+    """A refused tool call is a tool error carrying the API's status and reason, not "Error executing
+    tool", and a malformed id is refused before it reaches the forget path."""
+    import anyio
+
+    with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
+        key = new_key(api, "mcp-refusals")
+    for message_id in ("", "two words", "line\nbreak", "x" * 300):
+        result = anyio.run(call, embedded_service, key, "forget_message", {"message_id": message_id})
+        assert result.is_error, message_id
+        text = result.content[0].text
+        assert ": 422: " in text and "message_ids" in text and "Traceback" not in text, text
+    result = anyio.run(call, embedded_service, key, "remember", {"text": "x", "session_id": "has space"})
+    assert (
+        result.is_error
+        and ": 422: " in result.content[0].text
+        and "session_id" in result.content[0].text
+    )

@@ -39,3 +39,19 @@ def test_replicas_share_a_tenants_quota_through_redis() -> None:
     r = redis.Redis.from_url(settings.redis_endpoint)
     for key in r.scan_iter(f"{settings.redis_key_prefix}:*"):
         r.delete(key)
+
+
+def test_a_refused_request_draws_nothing_from_the_window() -> None:
+    """A batch larger than what remains is refused and leaves the rest of the window usable."""
+    quotas = Quotas(Settings(api_ingest_rate="10/minute"))
+    assert quotas.take(Quota.INGEST, "t", 6).allowed
+    assert not quotas.take(Quota.INGEST, "t", 5).allowed
+    assert quotas.take(Quota.INGEST, "t", 4).allowed  # the refused 5 were not charged
+    assert not quotas.take(Quota.INGEST, "t").allowed
+
+
+def test_deletions_have_a_quota_of_their_own() -> None:
+    quotas = Quotas(Settings(api_forget_rate="2/minute"))
+    assert quotas.take(Quota.FORGET, "t").allowed and quotas.take(Quota.FORGET, "t").allowed
+    assert not quotas.take(Quota.FORGET, "t").allowed
+    assert quotas.take(Quota.QUERY, "t").allowed
