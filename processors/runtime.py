@@ -17,6 +17,7 @@ from processors.embedding import Embedder, MiniLMEmbedder
 from processors.names import TenantNames
 from processors.retrieval import Retriever
 from processors.retry import connect
+from processors.stores.private import private_dir
 from processors.stores.protocols import LexicalStore, VectorStore
 from processors.stores.sqlite_lexical import SqliteLexicalStore
 from processors.stores.tombstones import TOMBSTONE_FILE, RedisTombstones, SqliteTombstones, Tombstones
@@ -96,7 +97,7 @@ class Runtime:
 
         if s.mode == "services":
             return connect(lambda: store(s.milvus_server_uri), s.store_connect_seconds)
-        self.store_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.store_dir)
         return store(s.milvus_uri or str(self.store_dir / "vectors.db"))
 
     @cached_property

@@ -194,7 +194,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
         finally:
             await service.backend.stop()
 
-    app = FastAPI(title=API_TITLE, version="1", lifespan=lifespan, responses=REFUSALS)
+    app = FastAPI(title=API_TITLE, version="1", lifespan=lifespan, responses=REFUSALS, redirect_slashes=False)
     app.state.service = service
     app.state.lifespans = []
     CallerDep = Annotated[Caller, Depends(service.caller)]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 import orjson
 from pydantic import BaseModel
 
+from processors.stores.private import private_file
 from schemas.keys import tenant_key
 from schemas.settings import Settings
 from service.keys import KEYS_FILE
@@ -54,7 +55,7 @@ class SessionDirectory(Protocol):
 
 class SqliteDirectory:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS mem0_scopes (tenant_id TEXT NOT NULL, session_id TEXT NOT NULL, "

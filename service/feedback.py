@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from processors.stores.private import private_file
 from schemas.api import FeedbackRecord
 from schemas.settings import Settings
 
@@ -32,7 +33,7 @@ class FileFeedbackLog:
         self._lock = threading.Lock()
 
     def add(self, record: FeedbackRecord) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self.path)
         with self._lock, self.path.open("ab") as out:
             out.write(record.model_dump_json().encode() + b"\n")
 

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from processors.stores.private import private_file
 from schemas.api import ApiKeyRecord
 from schemas.keys import tenant_key
 from schemas.settings import Settings
@@ -82,7 +83,7 @@ class SqliteKeyStore:
     store that a running server holds)."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(

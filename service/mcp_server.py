@@ -142,6 +142,20 @@ def mount_mcp(service: Service) -> Any:
 
     def add_to(app: FastAPI) -> None:
         app.mount(MOUNT, gate(inner))
+        app.add_middleware(_ExactMount)
         app.state.lifespans.append(server.session_manager.run)
 
     return add_to
+
+
+class _ExactMount:
+    """``/mcp`` is served as ``/mcp/``: Starlette would answer it with a redirect whose Location is
+    built from the request's Host header (a header any client sets)."""
+
+    def __init__(self, app: Asgi) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] == MOUNT:
+            scope = {**scope, "path": f"{MOUNT}/", "raw_path": f"{MOUNT}/".encode()}
+        await self._app(scope, receive, send)

@@ -84,8 +84,12 @@ def test_refusals_reach_the_client_with_their_reason(embedded_service: ServeProc
         text = result.content[0].text
         assert ": 422: " in text and "message_ids" in text and "Traceback" not in text, text
     result = anyio.run(call, embedded_service, key, "remember", {"text": "x", "session_id": "has space"})
-    assert (
-        result.is_error
-        and ": 422: " in result.content[0].text
-        and "session_id" in result.content[0].text
-    )
+    assert result.is_error and ": 422: " in result.content[0].text and "session_id" in result.content[0].text
+
+
+def test_mcp_without_its_slash_is_served_not_redirected_to_the_host_header(
+    embedded_service: ServeProcess,
+) -> None:
+    with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
+        r = api.post("/mcp", json={}, headers={"Host": "attacker.example"})
+    assert r.status_code == 401 and "location" not in r.headers

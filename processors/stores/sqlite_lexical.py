@@ -18,6 +18,7 @@ from pathlib import Path
 
 import orjson
 
+from processors.stores.private import private_file
 from processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, day_range, index_names
 from processors.text import query_terms
 from schemas.memory import MemoryStatus, MemoryUnit
@@ -57,7 +58,7 @@ def _body(unit: MemoryUnit) -> str:
 
 class SqliteLexicalStore:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")

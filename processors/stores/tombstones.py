@@ -24,6 +24,7 @@ from typing import Protocol
 import orjson
 
 from processors.retry import StoreRetry
+from processors.stores.private import private_file
 from schemas.keys import tenant_key
 from schemas.stream import DeletionRecord, DeletionRequest
 
@@ -66,7 +67,7 @@ class SqliteTombstones:
     """Embedded mode: a SQLite file in the store folder."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(path)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
