@@ -22,9 +22,9 @@ import typer
 
 from cli.console import out, plain
 from cli.errors import CliError, one_line_errors
-from schemas.settings import REPO_ROOT, Settings, get_settings
+from schemas.settings import Settings, get_settings
 
-DEFAULT_FILE = REPO_ROOT.parent / "shared" / "golden" / "golden.json"
+DEFAULT_FILE = Path(__file__).resolve().parent / "data" / "golden.json"  # the project's own set
 REQUEST_TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 2.0
 PERCENTILES = (50, 95, 99)

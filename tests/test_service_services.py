@@ -143,8 +143,6 @@ def test_deletions_go_to_the_deletions_topic(env: dict[str, str], replicas: list
 def test_golden_check_passes_against_the_services(
     replicas: list[ServeProcess], worker: WorkerProcess
 ) -> None:
-    if not GOLDEN.exists():
-        pytest.skip("../shared/golden/golden.json is not present")
     done = subprocess.run(
         [
             str(REPO_ROOT / "bin" / "simplemem"),

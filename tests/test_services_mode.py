@@ -15,6 +15,7 @@ import pytest
 
 from schemas.query import QueryRequest
 from schemas.settings import Settings
+from tests.conftest import outside_data
 from tests.services import store_settings
 from tests.test_streams import wait_for
 from tests.test_tenant_keys import COLLIDING, assert_tenants_apart, buffered_turn
@@ -193,10 +194,7 @@ def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_fact
     from bench.locomo_data import DEFAULT_DIR, load_conversation
     from processors.runtime import open_runtime
 
-    path = DEFAULT_DIR / "30.json"
-    if not path.exists():
-        pytest.skip("../shared/data/locomo is not present")
-    conv = load_conversation(path)
+    conv = load_conversation(outside_data(DEFAULT_DIR / "30.json"))
     lines = event_lines([conv])
     runtimes = [
         open_runtime(s, tmp_path_factory.mktemp(f"locomo-{s.mode}")) for s in (settings, services_settings)

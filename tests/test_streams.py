@@ -29,7 +29,6 @@ from schemas.memory import MemoryUnit
 from schemas.query import QueryRequest
 from schemas.settings import Settings, settings_for
 from schemas.stream import DeadLetter
-from tests.conftest import SHARED
 from tests.services import delete_topics, drop_stream_env, require, running_worker, stream_env
 
 pytestmark = pytest.mark.integration
@@ -454,12 +453,16 @@ def test_replay_selects_a_tenant_exactly(env: dict[str, str], worker: WorkerProc
     assert f"{len(MALLORY)} of".encode() in proc.stdout, proc.stdout
 
 
-def locomo_lines(limit_turns: int) -> list[bytes]:
-    from bench.common import event_lines
-    from bench.locomo_data import load_all
+def chat_set_lines(limit_turns: int, tenant: str = "sigkill") -> list[bytes]:
+    """The shipped chat set's turns as one tenant's stream (ids prefixed by conversation, so unique)."""
+    from bench.chat_data import load_chat_set
 
-    convs = load_all(SHARED / "data" / "locomo", limit=1)
-    return [raw for _, raw in event_lines(convs)][:limit_turns]
+    lines = []
+    for conv in load_chat_set():
+        for e in conv.events:
+            ids = {f: f"{conv.name}/{e[f]}" for f in ("session_id", "message_id")}
+            lines.append(orjson.dumps({**e, **ids, "tenant_id": tenant}))
+    return lines[:limit_turns]
 
 
 def lag_partitions(worker: WorkerProcess) -> set[str]:
@@ -490,7 +493,7 @@ def test_sigkill_mid_stream_then_restart_reconciles(
     env: dict[str, str], worker: WorkerProcess, tmp_path: Path
 ) -> None:
     settings = settings_of(env)
-    lines = locomo_lines(400)
+    lines = chat_set_lines(400)
     tenant = orjson.loads(lines[0])["tenant_id"]
     published = {orjson.loads(x)["message_id"] for x in lines}
     kcat_publish(settings, lines)
