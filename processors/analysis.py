@@ -69,6 +69,7 @@ class NlpPreparer:
                     sentences=sentences,
                     entities=doc_entities(doc),
                     ends_session=event.ends_session,
+                    ends_exchange=event.ends_exchange,
                 )
             )
         return prepared

@@ -33,7 +33,7 @@ from schemas.keys import SessionKey
 from schemas.memory import MemoryUnit
 from schemas.settings import Settings
 from schemas.stream import DeadLetter, DeadLetterStage, SourceRef, StageRecord
-from schemas.window import AnalyzedMessage, CloseReason, Window
+from schemas.window import AnalyzedMessage, Window
 
 log = logging.getLogger(__name__)
 
@@ -250,9 +250,20 @@ class MemoryStage:
                         "source_offset": src.offset,
                     }
                 )
-            elif state.buffer is not None and now - state.buffer.last_seen >= self.idle_seconds:
-                _, closed = self.windower.close(state.buffer, CloseReason.IDLE)
-                state = state.model_copy(update={"buffer": None})
+            elif state.buffer is not None:
+                s = self.pipeline.settings
+                buf, closed = self.windower.on_silence(
+                    state.buffer, now - state.buffer.last_seen, s.pause_seconds, self.idle_seconds
+                )
+                if buf is None and not closed:  # closed with nothing to decide: its state can go now
+                    update: dict[str, object] = {
+                        "buffer": None,
+                        "history": SessionHistory(),
+                        "closed_at": now,
+                    }
+                else:
+                    update = {"buffer": buf}
+                state = state.model_copy(update=update)
             else:
                 continue
             windows.extend(closed)

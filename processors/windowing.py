@@ -61,7 +61,32 @@ class Windower:
         if message.ends_session:
             closed, last = self.close(buf, CloseReason.END)
             return closed, emitted + last
+        if message.ends_exchange:
+            buf, settled = self.settle(buf)
+            emitted += settled
         return buf, emitted
+
+    def settle(self, buf: SessionBuffer) -> tuple[SessionBuffer, list[Window]]:
+        """Decide the undecided tail now (a pause, a complete exchange) without closing the session:
+        its last ``window_size - stride`` messages stay as context for the next window, as after a full
+        window, so coreference, novelty and dates keep their context when the conversation goes on."""
+        if not buf.pending:
+            return buf, []
+        window = self._emit(buf, CloseReason.PAUSE)
+        keep = self.window_size - self.stride
+        kept = buf.messages[len(buf.messages) - keep :] if keep else []
+        return buf.model_copy(update={"messages": kept, "context": len(kept)}), [window]
+
+    def on_silence(
+        self, buf: SessionBuffer, silent: float, pause: float, idle: float
+    ) -> tuple[SessionBuffer | None, list[Window]]:
+        """A session silent for ``silent`` seconds (wall clock): closed after ``idle``, its tail
+        settled after ``pause``, else as it is. One rule for serve and the stream."""
+        if silent >= idle:
+            return self.close(buf, CloseReason.IDLE)
+        if silent >= pause:
+            return self.settle(buf)
+        return buf, []
 
     def close(self, buf: SessionBuffer, reason: CloseReason) -> tuple[SessionBuffer | None, list[Window]]:
         """Close a session's open window (idle or end); its buffer is then empty (pure)."""

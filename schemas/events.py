@@ -36,6 +36,11 @@ class ChatEvent(BaseModel):
     text: str
     ts: BoundedTime
     metadata: dict[str, Any] | None = None
+    ends_exchange: bool = Field(
+        False,
+        description="the caller's exchange is complete: its undecided messages are decided now, and the "
+        "session stays open (they are context for what follows)",
+    )
     ends_session: bool = Field(
         False,
         description="the conversation ends with this message: its window is decided now, not after "

@@ -293,7 +293,15 @@ class Settings(BaseSettings):
         gt=0,
         description="wall-clock silence that closes a session's window in a stream (default: session_idle_seconds)",
     )
-    idle_check_seconds: float = Field(10.0, gt=0, description="how often workers look for idle sessions")
+    pause_seconds: float = Field(
+        5.0,
+        gt=0,
+        description="wall-clock silence after which a session's undecided messages are decided (serve and "
+        "streams); the session stays open, its decided messages context for the next window",
+    )
+    idle_check_seconds: float = Field(
+        2.0, gt=0, description="how often workers look for paused and idle sessions"
+    )
     stream_stall_seconds: float = Field(
         300.0,
         ge=0,

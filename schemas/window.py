@@ -86,6 +86,7 @@ class AnalyzedMessage(BaseModel):
     entities: list[str] = Field(default_factory=list, description="normalised entity strings, for novelty")
     embedding: Vector = Field(default_factory=list, description="mean of the informative sentences' vectors")
     ends_session: bool = Field(False, description="the event said its conversation ends here")
+    ends_exchange: bool = Field(False, description="the event said its exchange is complete")
 
     @property
     def session_key(self) -> SessionKey:
@@ -96,6 +97,7 @@ class CloseReason(StrEnum):
     FULL = "full"
     IDLE = "idle"
     END = "end"
+    PAUSE = "pause"  # the undecided tail decided after a short silence or a complete exchange
 
 
 class Window(BaseModel):

@@ -28,7 +28,6 @@ from schemas.keys import tenant_key
 from schemas.memory import MemoryUnit
 from schemas.query import QueryFilters, QueryRequest, QueryResult
 from schemas.stream import DeletionRequest
-from schemas.window import CloseReason
 from service.forgetting import Forgetter
 from streams.lazy import lazy_migration
 
@@ -55,6 +54,8 @@ class MemoryBackend(Protocol):
     def memories(self, tenant_id: str, offset: int, limit: int) -> tuple[list[MemoryUnit], int]: ...
 
     def units(self, tenant_id: str, ids: list[str]) -> list[MemoryUnit]: ...
+
+    def units_of_messages(self, tenant_id: str, message_ids: list[str]) -> list[MemoryUnit]: ...
 
     def scrub(self, text: str) -> str: ...
 
@@ -101,6 +102,11 @@ class _RuntimeReads:
     def units(self, tenant_id: str, ids: list[str]) -> list[MemoryUnit]:
         with self._lock:
             return self.rt.lexical.get(tenant_id, ids)
+
+    def units_of_messages(self, tenant_id: str, message_ids: list[str]) -> list[MemoryUnit]:
+        """The memories derived from these messages (what a caller knows is the message id)."""
+        with self._lock:
+            return self.rt.lexical.units_from_sources(tenant_id, message_ids)
 
     def scrub(self, text: str) -> str:
         """PII-free text for durable logs (spaCy and Presidio load on the first call)."""
@@ -155,16 +161,22 @@ class EmbeddedBackend(_RuntimeReads):
                 log.exception("closing idle sessions failed")
 
     def close_idle(self, now: float) -> int:
-        """Close the windows of sessions silent for the wall-clock idle time; returns how many."""
-        idle = self.rt.settings.wall_clock_idle_seconds
+        """Decide the tails of sessions silent for the pause, close those silent for the idle time
+        (wall clock); returns how many windows that decided."""
+        s = self.rt.settings
         with self._lock:
             pipeline = self.rt.pipeline
             sessions = pipeline.sessions
             windows = []
             for key, buf in list(sessions.buffers.items()):
-                if now - buf.last_seen >= idle:
+                kept, decided = pipeline.windower.on_silence(
+                    buf, now - buf.last_seen, s.pause_seconds, s.wall_clock_idle_seconds
+                )
+                if kept is None:
                     del sessions.buffers[key]
-                    windows += pipeline.windower.close(buf, CloseReason.IDLE)[1]
+                else:
+                    sessions.buffers[key] = kept
+                windows += decided
             if windows:
                 pipeline.run_windows(windows, IngestReport())
                 pipeline.indexer.vectors.flush()

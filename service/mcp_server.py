@@ -64,6 +64,7 @@ def mount_mcp(service: Service) -> Any:
                 "role": role,
                 "text": text,
                 "ts": datetime.now(UTC).isoformat(),
+                "ends_exchange": True,  # a tool call is a complete statement: decided now
             }
             answer = await service.accept_events(who, [event])
             if answer.rejected:

@@ -153,6 +153,9 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
         _valid_memory_id(memory_id)
         service.take(quota, tenant)
         found = await run(service.backend.units, tenant, [memory_id])
+        if not found:  # the id add returned is a message's: a memory derived from it answers
+            derived = await run(service.backend.units_of_messages, tenant, [memory_id])
+            found = sorted(derived, key=lambda u: (u.superseded_by is not None, u.id))
         if not found:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "Memory not found")
         unit: MemoryUnit = found[0]
@@ -197,6 +200,8 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
                     "ts": ts.isoformat(),
                 }
             )
+        if events:  # mem0's add is a complete exchange: decided now, not after a pause
+            events[-1]["ends_exchange"] = True
         answer = await service.accept_events(caller, events)
         if answer.rejected:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)

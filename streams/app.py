@@ -218,7 +218,7 @@ def create_app(settings: Settings) -> faust.App:
             seeded = True
             sessions.seed()
         now = time.time()
-        for key in sessions.idle(now, settings.wall_clock_idle_seconds):
+        for key in sessions.idle(now, settings.pause_seconds, settings.wall_clock_idle_seconds):
             record = StageRecord.idle_check(key, now)
             await topics["scrubbed"].send(key=key.encode(), value=dumps(record), force=True)
         metrics.SESSIONS_REMOVED.inc(sessions.expire(now, settings.session_state_grace_seconds))

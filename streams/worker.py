@@ -271,6 +271,7 @@ class SessionTable:
     def __init__(self, table: MutableMapping[bytes, bytes]) -> None:
         self.table = table
         self.pending_since: dict[SessionKey, float] = {}  # an open window -> its last turn (wall clock)
+        self.settled_since: dict[SessionKey, float] = {}  # open, nothing undecided -> its last turn
         self.closed_since: dict[SessionKey, float] = {}  # a closed session -> when it was closed
 
     def get(self, key: SessionKey) -> SessionState | None:
@@ -286,6 +287,10 @@ class SessionTable:
             self.pending_since[key] = state.buffer.last_seen
         else:
             self.pending_since.pop(key, None)
+        if state.buffer is not None and not state.buffer.pending:
+            self.settled_since[key] = state.buffer.last_seen
+        else:
+            self.settled_since.pop(key, None)
         if state.closed_at is not None:
             self.closed_since[key] = state.closed_at
         else:
@@ -294,16 +299,21 @@ class SessionTable:
     def seed(self) -> None:
         """After a restart or a rebalance: learn the open and closed sessions this process now owns."""
         self.pending_since.clear()
+        self.settled_since.clear()
         self.closed_since.clear()
         for raw_key, raw in list(self.table.items()):
             self.track(SessionKey.decode(raw_key), SessionState.model_validate_json(raw))
 
-    def idle(self, now: float, idle_seconds: float) -> list[SessionKey]:
-        """Sessions whose open window waited ``idle_seconds`` (each returned once)."""
-        due = [k for k, last in self.pending_since.items() if now - last >= idle_seconds]
+    def idle(self, now: float, pause_seconds: float, idle_seconds: float) -> list[SessionKey]:
+        """Sessions due a silence check (each returned once): undecided messages that waited
+        ``pause_seconds``, or an open session with nothing undecided silent for ``idle_seconds``."""
+        due = [k for k, last in self.pending_since.items() if now - last >= pause_seconds]
         for key in due:
             del self.pending_since[key]
-        return due
+        quiet = [k for k, last in self.settled_since.items() if now - last >= idle_seconds]
+        for key in quiet:
+            del self.settled_since[key]
+        return due + quiet
 
     def expire(self, now: float, grace_seconds: float) -> int:
         """Remove the states of sessions closed longer than ``grace_seconds`` ago; returns how many."""

@@ -270,8 +270,6 @@ def run_golden(server: ServeProcess, key: str) -> subprocess.CompletedProcess[by
 
 
 def test_golden_check_passes_against_the_embedded_service(server: ServeProcess) -> None:
-    if not GOLDEN.exists():
-        pytest.skip("../shared/golden/golden.json is not present")
     done = run_golden(server, ADMIN)
     out = done.stdout.decode()
     assert done.returncode == 0, out + done.stderr.decode()
@@ -332,3 +330,11 @@ def test_bad_input_is_a_4xx_naming_the_field(
     r = api.request(method, path, content=content, headers={**headers, "Content-Type": "application/json"})
     assert 400 <= r.status_code < 500, r.text
     assert field in r.text
+
+
+def test_path_ids_are_bounded_and_listing_and_deleting_draw_on_quotas(api: httpx.Client) -> None:
+    headers = key_for(api, "paths")
+    r = api.delete(f"/v1/messages/{'m' * 10_000}", headers=headers)
+    assert r.status_code == 422 and "over 256 characters" in r.text
+    r = api.delete(f"/mem0/v1/memories/{'u' * 10_000}/", headers=headers)
+    assert r.status_code == 422 and "memory_id" in r.text

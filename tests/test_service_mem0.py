@@ -90,3 +90,18 @@ def test_get_all_get_history_update_and_delete(embedded_service: ServeProcess, k
     assert "braga" not in texts(alpha.get_all(filters={"user_id": "carol"})["results"])
     assert alpha.delete_all(user_id="carol")["message"]
     assert eventually(lambda: alpha.get_all(filters={"user_id": "carol"})["results"] == []), "all forgotten"
+
+
+def test_what_add_returned_is_listed_fetched_and_deleted_at_once(
+    embedded_service: ServeProcess, keys: tuple[str, str]
+) -> None:
+    """mem0's add is a complete exchange: listed when add returns (not after a pause or the idle
+    time), and the id add returned (its message's) reaches the memories derived from it."""
+    alpha = client(embedded_service, keys[0])
+    added = alpha.add([{"role": "user", "content": "My bicycle is a green Brompton."}], user_id="dora")
+    listed = alpha.get_all(filters={"user_id": "dora"})["results"]
+    assert "brompton" in texts(listed), listed
+    returned = added["results"][0]["id"]
+    assert "brompton" in alpha.get(returned)["memory"].lower()
+    assert alpha.delete(returned)["message"]
+    assert "brompton" not in texts(alpha.get_all(filters={"user_id": "dora"})["results"])

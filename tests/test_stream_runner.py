@@ -277,7 +277,8 @@ def test_closed_sessions_are_removed_after_their_grace_period() -> None:
     assert sessions.expire(now=150.0, grace_seconds=60) == 0, "within the grace period"
     assert sessions.expire(now=200.0, grace_seconds=60) == 1
     assert set(table) == {reopened.encode(), open_.encode()}
-    assert sessions.idle(now=200.0, idle_seconds=30) == [open_] and sessions.idle(200.0, 30) == []
+    assert sessions.idle(now=200.0, pause_seconds=5, idle_seconds=30) == [open_]
+    assert sessions.idle(200.0, 5, 30) == []
 
 
 def test_a_restarted_worker_learns_its_sessions_from_the_table() -> None:
@@ -287,4 +288,4 @@ def test_a_restarted_worker_learns_its_sessions_from_the_table() -> None:
     restarted = SessionTable(table)
     restarted.seed()
     assert restarted.expire(now=1000.0, grace_seconds=60) == 1
-    assert restarted.idle(now=1000.0, idle_seconds=30) == [SessionKey("t", "b")]
+    assert restarted.idle(now=1000.0, pause_seconds=5, idle_seconds=30) == [SessionKey("t", "b")]

@@ -39,7 +39,7 @@ class Clock:
 
 
 def stage(indexer: RecordingIndexer | None = None, clock: Callable[[], float] | None = None) -> MemoryStage:
-    settings = Settings(session_idle_seconds=60)
+    settings = Settings(session_idle_seconds=60, pause_seconds=20)
     pipeline = Pipeline(settings, NoVectors(), OfflineDecomposer(), indexer or RecordingIndexer())  # type: ignore[arg-type]
     return MemoryStage(pipeline, clock or Clock())
 
@@ -95,14 +95,20 @@ def test_an_idle_check_closes_a_silent_session_only() -> None:
     memory = stage(clock=clock)
     r1 = memory.run([turn(0), turn(1), turn(0, session="s2")], {}, direct)
     check = StageRecord.idle_check(SessionKey("t1", "s1"), clock.now)
-    clock.now += 30
+    clock.now += 10
     early = memory.run([check], r1.states, direct)
     assert early.windows == [] and early.states[S1].buffer is not None
-    clock.now += 31
-    late = memory.run([check], r1.states, direct)
-    assert [o.message_id for o in late.outcomes] == ["s1:m0", "s1:m1"]
-    assert late.states[S1].buffer is None
+    clock.now += 15  # past the pause: the tail is decided, the session stays open
+    paused = memory.run([check], r1.states, direct)
+    assert [o.message_id for o in paused.outcomes] == ["s1:m0", "s1:m1"]
+    assert paused.states[S1].buffer is not None and paused.states[S1].buffer.pending == 0
+    assert paused.states[S1].closed_at is None
+    clock.now += 40  # past the idle time: closed, with nothing left to decide
+    late = memory.run([check], paused.states, direct)
+    assert late.outcomes == [] and late.states[S1].buffer is None and late.states[S1].closed_at == clock.now
     assert late.states[SessionKey("t1", "s2")].buffer is not None, "another session is untouched"
+    again = memory.run([check], r1.states, direct)  # straight from open to idle: closed with its tail
+    assert [o.message_id for o in again.outcomes] == ["s1:m0", "s1:m1"] and again.states[S1].buffer is None
 
 
 def test_a_closed_session_keeps_only_its_position_until_a_turn_reopens_it() -> None:

@@ -96,3 +96,36 @@ def test_single_message_window() -> None:
     w = sessions(window_size=1, stride=1, idle_seconds=3600)
     assert len(w.add(message(0))) == 1
     assert w.close_all() == []
+
+
+def test_a_pause_decides_the_tail_once_and_keeps_it_as_context_for_what_follows() -> None:
+    windower = Windower(window_size=4, stride=2, idle_seconds=3600)
+    w = LocalSessions(windower)
+    key = SessionKey("t1", "s1")
+    decided: list[str] = []
+    for i in range(3):
+        w.add(message(i))
+    w.buffers[key], settled = windower.on_silence(w.buffers[key], silent=6, pause=5, idle=3600)
+    assert [x.reason for x in settled] == [CloseReason.PAUSE]
+    decided += [m.message_id for x in settled for m in x.new_messages]
+    assert windower.on_silence(w.buffers[key], silent=7, pause=5, idle=3600)[1] == []  # nothing new
+    out = [win for i in range(3, 8) for win in w.add(message(i))]
+    decided += [m.message_id for x in out for m in x.new_messages]
+    assert out[0].messages[0].message_id == "s1:m1" and out[0].new_from == 2  # context kept
+    rest = w.close_all()
+    decided += [m.message_id for x in rest for m in x.new_messages]
+    assert decided == [f"s1:m{i}" for i in range(8)]  # each message decided exactly once
+
+
+def test_a_complete_exchange_is_decided_at_once_and_a_long_silence_closes() -> None:
+    windower = Windower(window_size=10, stride=5, idle_seconds=3600)
+    w = LocalSessions(windower)
+    w.add(message(0))
+    out = w.add(message(1).model_copy(update={"ends_exchange": True}))
+    assert [x.reason for x in out] == [CloseReason.PAUSE]
+    assert [m.message_id for m in out[0].new_messages] == ["s1:m0", "s1:m1"]
+    key = SessionKey("t1", "s1")
+    assert key in w.buffers  # the session stays open
+    w.add(message(2))
+    kept, closed = windower.on_silence(w.buffers[key], silent=4000, pause=5, idle=3600)
+    assert kept is None and [m.message_id for m in closed[0].new_messages] == ["s1:m2"]
