@@ -93,15 +93,7 @@ def describe_errors(error: ValidationError) -> str:
 
 def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_id_chars: int) -> ChatEvent:
     """Decode and validate one raw event, or raise :class:`EventRejected` with a readable reason."""
-    if isinstance(raw, dict):
-        data = raw
-    else:
-        try:
-            data = load_json_line(raw)
-        except ValueError as exc:
-            raise EventRejected(str(exc), "invalid_json") from None
-    if not isinstance(data, dict):
-        raise EventRejected(f"event must be a JSON object, got {type(data).__name__}", "not_an_object")
+    data = event_object(raw)
     text = data.get("text")
     if isinstance(text, str) and len(text) > max_text_chars:
         raise EventRejected(f"text: {len(text)} characters, over the limit of {max_text_chars}", "too_large")
@@ -113,6 +105,31 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
         return ChatEvent.model_validate(data)
     except ValidationError as exc:
         raise EventRejected(describe_errors(exc)) from None
+
+
+def event_object(raw: Any) -> dict[str, Any]:
+    """``raw`` as a JSON object: a dict as it is, bytes or a string decoded; ``EventRejected`` else."""
+    data = raw
+    if isinstance(raw, bytes | str):
+        try:
+            data = load_json_line(raw)
+        except ValueError as exc:
+            raise EventRejected(str(exc), "invalid_json") from None
+    if not isinstance(data, dict):
+        raise EventRejected(f"event must be a JSON object, got {_json_type(data)}", "not_an_object")
+    return data
+
+
+def _json_type(value: Any) -> str:
+    names = {
+        type(None): "null",
+        bool: "boolean",
+        int: "number",
+        float: "number",
+        list: "array",
+        str: "string",
+    }
+    return names.get(type(value), type(value).__name__)
 
 
 def load_json_line(raw: bytes | str) -> Any:

@@ -30,7 +30,7 @@ from schemas.api import (
     MemoryPage,
     QueryBody,
 )
-from schemas.events import ChatEvent, EventRejected, describe_errors, load_json_line, parse_event
+from schemas.events import ChatEvent, EventRejected, describe_errors, event_object, parse_event
 from schemas.keys import id_problem
 from schemas.query import QueryFilters, QueryRequest
 from schemas.settings import Settings
@@ -113,7 +113,7 @@ class Service:
     def _event_of(self, item: Any, tenant: str) -> ChatEvent:
         """One batch item as an event of the caller's tenant when it names none. The tenant is checked
         by the caller on the parsed event, so no shape of item (object, JSON string, ...) escapes it."""
-        data = _decoded(item)
+        data = event_object(item)
         data.setdefault("tenant_id", tenant)
         return parse_event(
             data, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars
@@ -139,30 +139,6 @@ def _valid_id(value: str, *, tenant: bool) -> None:
 
 def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _decoded(item: Any) -> dict[str, Any]:
-    """A batch item as a JSON object: an object as it is, a string holding one decoded."""
-    if isinstance(item, str):
-        try:
-            item = load_json_line(item)
-        except ValueError as exc:
-            raise EventRejected(str(exc), "invalid_json") from None
-    if not isinstance(item, dict):
-        raise EventRejected(f"event must be a JSON object, got {_json_type(item)}", "not_an_object")
-    return item
-
-
-def _json_type(value: Any) -> str:
-    names = {
-        type(None): "null",
-        bool: "boolean",
-        int: "number",
-        float: "number",
-        list: "array",
-        str: "string",
-    }
-    return names.get(type(value), type(value).__name__)
 
 
 def _message_id(item: Any) -> str | None:
