@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -86,11 +86,3 @@ class QueryResult(BaseModel):
         if data["migration"] is None:
             del data["migration"]
         return data
-
-
-class TimeRange(BaseModel):
-    """A closed interval of days the query restricts ``event_time`` to."""
-
-    start: datetime
-    end: datetime
-    phrase: str

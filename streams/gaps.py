@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from schemas.settings import Settings
 from schemas.stream import SourceRef
 from streams.kafka_io import committed_offset, fetch_range, first_offset
+from streams.metrics import REFETCHED
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +91,7 @@ class GapGuard:
                     "%s/%d: re-read %d skipped records %d..%d", *tp, len(missing), want, src.offset - 1
                 )
                 self.refetched += len(missing)
+                REFETCHED.inc(len(missing))
                 self._filled.append((src.topic, src.partition, want, src.offset - 1))
                 out.extend(missing)
             out.append(item)

@@ -289,3 +289,25 @@ def test_a_restarted_worker_learns_its_sessions_from_the_table() -> None:
     restarted.seed()
     assert restarted.expire(now=1000.0, grace_seconds=60) == 1
     assert restarted.idle(now=1000.0, pause_seconds=5, idle_seconds=30) == [SessionKey("t", "b")]
+
+
+def test_the_gap_guard_reports_what_it_re_read_as_the_refetched_metric() -> None:
+    import anyio
+
+    from schemas.stream import SourceRef
+    from streams.gaps import GapGuard, Item
+    from streams.metrics import REFETCHED
+
+    async def committed(topic: str, partition: int) -> int | None:
+        return 0
+
+    async def fetch(topic: str, partition: int, first: int, end: int) -> list[Item]:
+        return [
+            Item(SourceRef(topic=topic, partition=partition, offset=o), b"k", b"v") for o in range(first, end)
+        ]
+
+    before = REFETCHED._value.get()
+    guard = GapGuard(committed, fetch)
+    late = Item(SourceRef(topic="turns", partition=0, offset=3), b"k", b"v")
+    assert len(anyio.run(guard.complete, [late])) == 4
+    assert REFETCHED._value.get() - before == 3
