@@ -171,6 +171,7 @@ class MemoryStage:
         self.pipeline = pipeline
         self.windower = pipeline.windower
         self.idle_seconds = pipeline.settings.wall_clock_idle_seconds
+        self.pause_seconds = pipeline.settings.pause_seconds
         self.clock = clock
 
     def run(
@@ -251,9 +252,8 @@ class MemoryStage:
                     }
                 )
             elif state.buffer is not None:
-                s = self.pipeline.settings
                 buf, closed = self.windower.on_silence(
-                    state.buffer, now - state.buffer.last_seen, s.pause_seconds, self.idle_seconds
+                    state.buffer, now - state.buffer.last_seen, self.pause_seconds, self.idle_seconds
                 )
                 if buf is None and not closed:  # closed with nothing to decide: its state can go now
                     update: dict[str, object] = {

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from schemas.keys import ItemId, SessionKey, TenantId
+from schemas.keys import ItemId, SessionKey, TenantId, has_control_characters
 from schemas.timebounds import BoundedTime
 
 MAX_SPEAKER_CHARS = 200  # a display name, not a place for text (that is `text`, with its own limit)
@@ -52,7 +52,7 @@ class ChatEvent(BaseModel):
     def _no_blank(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("must not be blank")
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        if has_control_characters(value):
             raise ValueError("must not contain control characters")
         return value
 

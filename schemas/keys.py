@@ -39,6 +39,12 @@ def id_problem(value: str, *, tenant: bool = False) -> str | None:
     return None
 
 
+def has_control_characters(value: str) -> bool:
+    """Whether ``value`` holds a C0 control character or DEL (names and ids reach terminals and
+    store expressions)."""
+    return any(ord(c) < 32 or ord(c) == 127 for c in value)
+
+
 def check_id(value: str, *, tenant: bool = False) -> str:
     """``value`` if it is an acceptable id; raises ``ValueError`` with the rule otherwise."""
     problem = id_problem(value, tenant=tenant)

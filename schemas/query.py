@@ -6,7 +6,7 @@ from datetime import date
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from schemas.keys import TenantId
+from schemas.keys import TenantId, has_control_characters
 from schemas.memory import MemoryKind
 from schemas.settings import get_settings
 from schemas.timebounds import BoundedTime
@@ -53,7 +53,7 @@ class QueryFilters(BaseModel):
     @classmethod
     def _names(cls, value: list[str]) -> list[str]:
         for name in value:
-            if not name.strip() or len(name) > 200 or any(ord(c) < 32 or ord(c) == 127 for c in name):
+            if not name.strip() or len(name) > 200 or has_control_characters(name):
                 raise ValueError("each name: 1 to 200 characters, no control characters")
         return value
 

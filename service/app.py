@@ -129,12 +129,11 @@ class Service:
         return Accepted(detail=scope)
 
 
-def _valid_id(value: str, *, tenant: bool) -> None:
+def valid_path_id(value: str, field: str, *, tenant: bool = False) -> None:
+    """422 naming ``field`` for an id in a path that no store could hold."""
     problem = id_problem(value, tenant=tenant)
     if problem is not None:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, f"{'tenant' if tenant else 'message'} id: {problem}"
-        )
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{field}: {problem}")
 
 
 def _str(value: object) -> str | None:
@@ -239,7 +238,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     async def delete_message(message_id: str, caller: CallerDep) -> Accepted:
         """Forget a message and everything derived from it (routed to the forget path)."""
         tenant = tenant_of(caller)
-        _valid_id(message_id, tenant=False)
+        valid_path_id(message_id, "message id")
         service.take(Quota.FORGET, tenant)
         request = DeletionRequest(
             tenant_id=tenant,
@@ -253,7 +252,7 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     async def delete_tenant(tenant_id: str, caller: CallerDep) -> Accepted:
         """Forget a whole tenant and revoke its keys (admin)."""
         require_admin(caller)
-        _valid_id(tenant_id, tenant=True)
+        valid_path_id(tenant_id, "tenant id", tenant=True)
         request = DeletionRequest(
             tenant_id=tenant_id, whole_tenant=True, requested_by="admin", requested_at=datetime.now(UTC)
         )

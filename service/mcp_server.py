@@ -108,9 +108,10 @@ def mount_mcp(service: Service) -> Any:
     @server.tool(description="Forget a message and every memory derived from it.")
     async def forget_message(message_id: str, ctx: Context) -> dict[str, Any]:
         async def work(who: Caller) -> dict[str, Any]:
-            service.take(Quota.FORGET, tenant_of(who))
+            tenant = tenant_of(who)
+            service.take(Quota.FORGET, tenant)
             request = DeletionRequest(
-                tenant_id=tenant_of(who),
+                tenant_id=tenant,
                 message_ids=[message_id],
                 requested_by=who.key_id,
                 requested_at=datetime.now(UTC),

@@ -25,12 +25,11 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from schemas.api import QueryBody
-from schemas.keys import id_problem
 from schemas.memory import MemoryUnit
 from schemas.query import QueryFilters
 from schemas.stream import DeletionRequest
 from schemas.timebounds import check_time
-from service.app import Service
+from service.app import Service, valid_path_id
 from service.auth import Caller, tenant_of
 from service.directory import SCOPE_FIELDS, Scope, SessionDirectory
 from service.quotas import Quota
@@ -91,12 +90,6 @@ class UpdateBody(BaseModel):
     text: str | None = None
 
 
-def _valid_memory_id(memory_id: str) -> None:
-    problem = id_problem(memory_id)
-    if problem is not None:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"memory_id: {problem}")
-
-
 def scope_of(filters: dict[str, Any] | None) -> Scope:
     """The scope a mem0 filter names: flat fields or an ``AND`` of them (other operators: 422)."""
     if not filters:
@@ -150,7 +143,7 @@ def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
         return await anyio.to_thread.run_sync(fn, *args)
 
     async def unit_or_404(tenant: str, memory_id: str, quota: Quota = Quota.QUERY) -> MemoryUnit:
-        _valid_memory_id(memory_id)
+        valid_path_id(memory_id, "memory_id")
         service.take(quota, tenant)
         found = await run(service.backend.units, tenant, [memory_id])
         if not found:  # the id add returned is a message's: a memory derived from it answers
