@@ -4,13 +4,7 @@ RUN pip install --no-cache-dir uv
 WORKDIR /app
 COPY requirements.lock pyproject.toml README.md ./
 RUN uv pip install --system --no-cache -r requirements.lock
-COPY schemas schemas
-COPY processors processors
-COPY streams streams
-COPY service service
-COPY cli cli
-COPY infra infra
-COPY bench bench
+COPY simplemem simplemem
 RUN uv pip install --system --no-cache --no-deps .
 ENV HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 SIMPLEMEM_MODE=services
 CMD ["simplemem", "--help"]

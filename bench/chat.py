@@ -30,9 +30,9 @@ import orjson
 
 from bench.chat_data import DEFAULT_DIR, ChatConversation, load_chat_set
 from bench.metrics import contains
-from processors.tokens import count_tokens
-from schemas.query import QueryRequest
-from schemas.settings import Settings
+from simplemem.processors.language.tokens import count_tokens
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -100,8 +100,8 @@ def history_text(conv: ChatConversation) -> str:
 
 def run(settings: Settings, store: Path, convs: list[ChatConversation]) -> list[ConversationResult]:
     """Ingest and ask every conversation in ``store``, then scan the closed store's files."""
-    from cli.answers import answerer
-    from cli.store import open_store
+    from simplemem.cli.answers import answerer
+    from simplemem.cli.store import open_store
 
     results = []
     with ExitStack() as stack:
@@ -186,7 +186,7 @@ def print_results(results: list[ConversationResult]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from cli.console import out
+    from simplemem.cli.console import out
 
     console = out if out.is_terminal else Console(width=160)  # a file or pipe gets the whole table
     table = Table(title="chat set: expected strings in the context, PII leaks, context size")
@@ -323,7 +323,7 @@ def main() -> None:
     except ValueError as exc:
         ap.error(str(exc))
     store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-chat-"))
-    from cli.errors import CliError
+    from simplemem.cli.errors import CliError
 
     try:
         results = run(settings, store, convs)

@@ -1,7 +1,7 @@
 """The chat set (``bench/data/chat/``): conversations written for this project, in the golden format.
 
 One JSON file per conversation, ``{"description", "events", "queries"}`` as ``../shared/golden``: events
-are chat events (``schemas/events.py``), each conversation in a tenant of its own; a query is a
+are chat events (``simplemem/schemas/events.py``), each conversation in a tenant of its own; a query is a
 ``query --batch`` request (``id``, ``tenant_id``, ``query``, ``as_of``) plus ``expected`` (strings the
 returned context must hold to answer it: for a fact that changed, the current value; ISO dates match
 any spelling), ``absent`` (raw PII of the conversation that must appear in no output and no store

@@ -10,8 +10,8 @@ from pathlib import Path
 import orjson
 
 from bench.locomo_data import DEFAULT_DIR, Conversation, Question, load_all
-from processors.retrieval import Retriever
-from schemas.query import QueryRequest
+from simplemem.processors.retrieval.retriever import Retriever
+from simplemem.schemas.query import QueryRequest
 
 
 def parser(doc: str | None, limit: int | None) -> argparse.ArgumentParser:
@@ -24,7 +24,7 @@ def parser(doc: str | None, limit: int | None) -> argparse.ArgumentParser:
 def conversations(args: argparse.Namespace) -> list[Conversation]:
     """Load the conversations and prepare the process (offline models, quiet third-party logs)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from cli.console import quiet_libraries
+    from simplemem.cli.console import quiet_libraries
 
     quiet_libraries()
     return load_all(args.data, args.limit)

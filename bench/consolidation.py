@@ -21,9 +21,9 @@ from bench.common import conversations, event_lines, parser
 from bench.locomo import CATEGORIES
 from bench.locomo_data import Conversation
 from bench.metrics import answer_recall
-from schemas.memory import MemoryStatus
-from schemas.query import QueryRequest
-from schemas.settings import Settings
+from simplemem.schemas.memory import MemoryStatus
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings
 
 MAX_RECALL_DROP = 0.01
 
@@ -57,7 +57,7 @@ def main() -> None:
     ap = parser(__doc__, None)
     ap.add_argument("--store", type=Path, default=None, help="store folder (default: a fresh temporary one)")
     args = ap.parse_args()
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     convs = conversations(args)
     store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-consolidation-"))

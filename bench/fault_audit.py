@@ -2,7 +2,7 @@
 duplicate memories in the stores, and latency outside the fault windows.
 
 A memory's content is (tenant, kind, text, source message ids): ids are a hash of it
-(schemas.memory.memory_id), so one content stored under two ids, or one id stored twice, is a
+(simplemem.schemas.memory.memory_id), so one content stored under two ids, or one id stored twice, is a
 duplicate. The units topic lists every unit the workers indexed; each store is compared with it.
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 import orjson
 
 from bench.fault_load import MALFORMED_KINDS, Record
-from schemas.settings import Settings
+from simplemem.schemas.settings import Settings
 
 Turn = tuple[str, str]  # (tenant, message id)
 Content = tuple[str, str, str, tuple[str, ...]]

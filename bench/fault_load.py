@@ -20,10 +20,10 @@ import orjson
 from aiokafka import AIOKafkaProducer
 
 from bench.locomo_data import Conversation
-from schemas.keys import SessionKey
-from schemas.settings import Settings
-from streams.kafka_io import record_key
-from streams.topics import MAX_RECORD_BYTES
+from simplemem.schemas.keys import SessionKey
+from simplemem.schemas.settings import Settings
+from simplemem.streams.kafka_io import record_key
+from simplemem.streams.topics import MAX_RECORD_BYTES
 
 # What frontends get wrong, and the share of malformed events of each kind (the huge blob is rare:
 # ~900 KB each). Every kind is published at least once.

@@ -15,14 +15,14 @@ import asyncio
 
 from bench import fault_audit as audit
 from bench.stream import bench_env
-from schemas.settings import settings_for
+from simplemem.schemas.settings import settings_for
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", help="the run's tag, as bench.faults printed it (faults-xxxxxx)")
     args = ap.parse_args()
-    from streams.kafka_io import read_topic
+    from simplemem.streams.kafka_io import read_topic
 
     s = settings_for(bench_env(args.run))
     units = audit.units_on_topic((m.key, m.value) for m in asyncio.run(read_topic(s, s.topic(s.units_topic))))

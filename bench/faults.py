@@ -2,7 +2,7 @@
 
     python -m bench.faults [--duration 600] [--rate 120] [--tenants 20] [--seed 7]
 
-The services must be up (simplemem infra up) and are stopped and started through infra.services, so
+The services must be up (simplemem infra up) and are stopped and started through simplemem.infra.stack, so
 the SIMPLEMEM_* ports and SIMPLEMEM_INFRA_DIR of this process choose which ones. Two workers run in
 fresh topics, index, collection and Redis prefix (bench.stream.bench_env) while LoCoMo turns from
 ``--tenants`` tenants are published at ``--rate`` turns/s with 1% malformed events
@@ -48,10 +48,10 @@ from aiokafka.admin import AIOKafkaAdminClient
 from bench import fault_audit as audit
 from bench.common import conversations, event_lines, parser
 from bench.fault_load import MALFORMED_KINDS, Publisher, load
+from bench.harness.workers import WorkerProcess
 from bench.stream import bench_env, fact_turns
-from infra import services
-from infra.workers import WorkerProcess
-from schemas.settings import REPO_ROOT, Settings, settings_for
+from simplemem.infra import stack
+from simplemem.schemas.settings import REPO_ROOT, Settings, settings_for
 
 SERVICE_FAULTS = ("opensearch", "milvus", "kafka")
 
@@ -79,7 +79,7 @@ class Follower:
         tps = [TopicPartition(t, p) for t in topics for p in range(s.topic_partitions)]
         consumer = AIOKafkaConsumer(bootstrap_servers=s.kafka_endpoint, enable_auto_commit=False)
         await consumer.start()
-        await asyncio.sleep(0)  # see streams.kafka_io._started_consumer
+        await asyncio.sleep(0)  # see simplemem.streams.kafka_io._started_consumer
         try:
             consumer.assign(tps)
             await consumer.seek_to_beginning(*tps)
@@ -108,7 +108,7 @@ class BufferWatcher:
     ``RedisBuffer.recent`` would decode every buffered vector of every tenant ten times a second."""
 
     def __init__(self, settings: Settings, publisher: Publisher, seen: dict[audit.Turn, float]) -> None:
-        from processors.buffer import RedisBuffer
+        from simplemem.processors.retrieval.buffer import RedisBuffer
 
         self.buffer = RedisBuffer(
             settings.redis_endpoint,
@@ -302,7 +302,7 @@ async def inject(fault: Fault, ctx: Context) -> None:
             fault.note = f"worker {slot}; replacement not ready: {exc}"
     else:
         try:
-            await asyncio.to_thread(services.down, [fault.kind], ctx.infra)
+            await asyncio.to_thread(stack.down, [fault.kind], ctx.infra)
             say(ctx.t0, f"{fault.kind} stopped")
             if fault.kind != "kafka":
                 await asyncio.sleep(ctx.outage)
@@ -322,9 +322,9 @@ async def restart(name: str, ctx: Context, attempts: int = 3) -> str:
     """Start a stopped service again; a start that times out (a loaded machine) is tried again."""
     for attempt in range(1, attempts + 1):
         try:
-            await asyncio.to_thread(services.up, [name], ctx.infra)
+            await asyncio.to_thread(stack.up, [name], ctx.infra)
             return f"up at attempt {attempt}"
-        except services.InfraError as exc:
+        except stack.InfraError as exc:
             say(ctx.t0, f"{name} did not start (attempt {attempt}): {str(exc).splitlines()[0]}")
     raise RuntimeError(f"{name} did not start after {attempts} attempts; the run cannot go on")
 
@@ -422,7 +422,7 @@ def print_report(
     faults: list[Fault],
 ) -> int:
     """Print every number; returns the exit status."""
-    from streams.kafka_io import read_topic
+    from simplemem.streams.kafka_io import read_topic
 
     s = ctx.settings
     f = audit.fates(publisher.records, follower.outcomes, follower.letters, s.topic(s.turns_topic))
@@ -569,7 +569,7 @@ def _seconds(lat: dict[str, float]) -> str:
 def create_topics(settings: Settings) -> None:
     """The run's topics. Verified again after a moment if their configuration cannot be read yet:
     right after creation the broker may not describe a new topic (ensure_topics then raises)."""
-    from streams.topics import TopicMismatch, ensure_topics
+    from simplemem.streams.topics import TopicMismatch, ensure_topics
 
     for attempt in range(10):
         try:
@@ -616,12 +616,12 @@ def main() -> None:
     args.out = args.out or REPO_ROOT / "bench" / "results" / f"{tag}.json"
     settings = settings_for(env)
     infra = Settings()  # this process's SIMPLEMEM_* ports and infra dir: the services to stop
-    for st in services.status(None, infra):
+    for st in stack.status(None, infra):
         if st.state != "running":
             sys.exit(f"{st.name} is {st.state} at {st.endpoint}: start the services first")
     create_topics(settings)
     logs = Path(tempfile.mkdtemp(prefix="simplemem-bench-faults-"))
-    print(f"run {tag}: services {', '.join(st.endpoint for st in services.status(None, infra))}")
+    print(f"run {tag}: services {', '.join(st.endpoint for st in stack.status(None, infra))}")
     print(f"worker logs in {logs}", flush=True)
     workers = Workers(env, logs, args.workers)
     try:
@@ -654,7 +654,7 @@ def main() -> None:
         status = print_report(args, ctx, publisher, follower, faults)
     finally:
         if not args.keep:
-            from processors.stores.cleanup import drop_namespace
+            from bench.harness.cleanup import drop_namespace
 
             drop_namespace(settings)
     sys.exit(status)

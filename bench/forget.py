@@ -30,8 +30,8 @@ from bench.forget_data import (
     lines,
     stored_bytes,
 )
-from schemas.settings import Settings
-from schemas.stream import DeletionRequest
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest
 
 TENANT = "bench-forget"
 
@@ -45,7 +45,7 @@ def _left(rt: Any, store: Path) -> list[str]:
 
 
 def run_mode(settings: Settings, backdrop: list[tuple[str, bytes]], locomo_tenant: str) -> None:
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     with tempfile.TemporaryDirectory() as tmp:
         store = Path(tmp)
@@ -75,7 +75,7 @@ def run_mode(settings: Settings, backdrop: list[tuple[str, bytes]], locomo_tenan
         finally:
             rt.close()
             if settings.mode == "services":
-                from processors.stores.cleanup import drop_namespace
+                from bench.harness.cleanup import drop_namespace
 
                 drop_namespace(settings)
 

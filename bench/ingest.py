@@ -16,7 +16,7 @@ import numpy as np
 import psutil
 
 from bench.common import conversations, event_lines, parser, warm_latencies_ms
-from schemas.settings import Settings
+from simplemem.schemas.settings import Settings
 
 
 def main() -> None:
@@ -24,7 +24,7 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=300)
     args = ap.parse_args()
     convs = conversations(args)
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(Settings(), Path(tempfile.mkdtemp(prefix="simplemem-bench-")))
     t = time.perf_counter()

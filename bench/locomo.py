@@ -27,11 +27,11 @@ import orjson
 from bench.common import conversations, event_lines, parser
 from bench.locomo_data import Conversation, Question, Turn
 from bench.metrics import answer_recall, content_tokens, evidence_recall
-from processors.embedding import Embedder
-from processors.tokens import count_tokens
-from schemas.accounting import IngestReport
-from schemas.query import QueryRequest
-from schemas.settings import Settings
+from simplemem.processors.ingest.embedding import Embedder
+from simplemem.processors.language.tokens import count_tokens
+from simplemem.schemas.accounting import IngestReport
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings
 
 METHODS = ("simplemem", "full-context", "bm25-top10", "minilm-top10")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--details", type=Path, default=None, help="one JSON line per question (pipeline)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
     args = ap.parse_args()
-    from processors.runtime import open_runtime, store_exists
+    from simplemem.runtime import open_runtime, store_exists
 
     if args.reuse and args.store is None:
         ap.error("--reuse needs --store DIR")

@@ -29,10 +29,10 @@ import orjson
 from bench.common import conversations, parser
 from bench.locomo import CATEGORIES
 from bench.metrics import answer_recall, evidence_recall
-from processors.retrieval import Retriever
-from schemas.memory import MemoryStatus
-from schemas.query import QueryRequest
-from schemas.settings import Settings
+from simplemem.processors.retrieval.retriever import Retriever
+from simplemem.schemas.memory import MemoryStatus
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings
 
 # Above any fused score plus every boost (each of those is at most 1): a promoted memory stays ahead
 # through the selection's re-sorting.
@@ -72,7 +72,7 @@ def main() -> None:
     )
     ap.add_argument("--out", type=Path, default=None, help="the table as JSON")
     args = ap.parse_args()
-    from processors.runtime import open_runtime, store_exists
+    from simplemem.runtime import open_runtime, store_exists
 
     if not store_exists(args.store):
         ap.error(f"no store in {args.store}: fill it with python -m bench.locomo --store {args.store}")

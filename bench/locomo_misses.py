@@ -32,11 +32,11 @@ import orjson
 from bench.common import conversations, parser
 from bench.locomo import CATEGORIES
 from bench.metrics import answer_recall
-from processors.retrieval import SELECT_HEAD_FACTOR, Retriever, near_duplicate
-from processors.stores.protocols import SymbolicFilter
-from schemas.memory import MemoryStatus
-from schemas.query import QueryRequest
-from schemas.settings import Settings
+from simplemem.processors.retrieval.retriever import SELECT_HEAD_FACTOR, Retriever, near_duplicate
+from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.schemas.memory import MemoryStatus
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings
 
 BUCKETS = ("not stored", "cited", "time filtered", "not in pool", "near duplicate", "below k")
 
@@ -105,7 +105,7 @@ def main() -> None:
     ap.add_argument("--category", action="append", default=None, choices=list(CATEGORIES.values())[:4])
     ap.add_argument("--out", type=Path, default=None, help="one JSON line per missed gold message")
     args = ap.parse_args()
-    from processors.runtime import open_runtime, store_exists
+    from simplemem.runtime import open_runtime, store_exists
 
     if not store_exists(args.store):
         ap.error(f"no store in {args.store}: fill it with python -m bench.locomo --store {args.store}")

@@ -13,8 +13,8 @@ import calendar
 import re
 from datetime import date
 
-from processors.temporal import MONTH_ABBR, find_anchors
-from processors.text import STOPWORDS
+from simplemem.processors.language.temporal import MONTH_ABBR, find_anchors
+from simplemem.processors.language.text import STOPWORDS
 
 _TOKEN = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|[a-z0-9]+")
 STOP = STOPWORDS | frozenset({"also", "just", "very"})
@@ -66,7 +66,7 @@ def _month_names(month: int) -> str:
 
 def date_spellings(iso: str) -> re.Pattern[str]:
     """The ways a context may write a day ("2026-01-11", "January 11", "Jan 11th", "11 January 2026")
-    or a month ("2026-07", "July 2026"). Written here, not taken from processors.temporal: the grader
+    or a month ("2026-07", "July 2026"). Written here, not taken from simplemem.processors.language.temporal: the grader
     is not the code it grades."""
     if month := _ISO_MONTH.fullmatch(iso):
         year, names = month.group(1), _month_names(int(month.group(2)))

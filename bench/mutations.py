@@ -69,7 +69,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "embedded lexical search matches every tenant's memories (FTS tenant token and join dropped)",
         (
             Variant(
-                "processors/stores/sqlite_lexical.py",
+                "simplemem/processors/stores/sqlite_lexical.py",
                 (
                     (
                         "match = f\"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})\"",
@@ -88,7 +88,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "vector search filter no longer names the tenant",
         (
             _one(
-                "processors/stores/milvus_vectors.py",
+                "simplemem/processors/stores/milvus_vectors.py",
                 'expr = [f"tenant_id == {_lit(tenant_id)}"]',
                 "expr = ['tenant_id != \"\"']",
             ),
@@ -99,7 +99,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "PiiScrubber.scrub returns its input unchanged",
         (
             _one(
-                "processors/pii.py",
+                "simplemem/processors/pii/scrubber.py",
                 "        if not text.strip():\n            return Scrubbed(text, [])\n",
                 "        return Scrubbed(text, [])\n",
             ),
@@ -108,14 +108,20 @@ MUTATIONS: tuple[Mutation, ...] = (
     Mutation(
         "entropy-inverted",
         "entropy filter keeps the windows below the threshold and drops the rest",
-        (_one("processors/entropy.py", "kept=score >= self.threshold,", "kept=score < self.threshold,"),),
+        (
+            _one(
+                "simplemem/processors/ingest/entropy.py",
+                "kept=score >= self.threshold,",
+                "kept=score < self.threshold,",
+            ),
+        ),
     ),
     Mutation(
         "retrieval-archived",
         "retrieval asks the stores for archived memories too (active_only off, sibling check gone)",
         (
             Variant(
-                "processors/retrieval.py",
+                "simplemem/processors/retrieval/retriever.py",
                 (
                     ("stated_before=as_of)", "stated_before=as_of, active_only=False)"),
                     (
@@ -131,7 +137,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         '"yesterday" resolves to the day it was said',
         (
             _one(
-                "processors/temporal.py",
+                "simplemem/processors/language/temporal.py",
                 '    if name == "yesterday":\n        return _day(ref - timedelta(days=1))',
                 '    if name == "yesterday":\n        return _day(ref)',
             ),
@@ -142,7 +148,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "memory id hash leaves the tenant out (two tenants' equal facts share an id)",
         (
             _one(
-                "schemas/memory.py",
+                "simplemem/schemas/memory.py",
                 "for part in (tenant_id, str(kind),",
                 "for part in (str(kind),",
             ),
@@ -152,11 +158,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         "event-tenant-unchecked",
         "ChatEvent accepts any non-empty tenant_id (blank, spaces, control characters)",
         (
-            # after: the id rule lives in schemas.keys.check_id
-            _one("schemas/events.py", "        return check_id(value, tenant=True)", "        return value"),
+            # after: the id rule lives in simplemem.schemas.keys.check_id
+            _one(
+                "simplemem/schemas/events.py",
+                "        return check_id(value, tenant=True)",
+                "        return value",
+            ),
             # before: one blank check for the ids and the speaker
             _one(
-                "schemas/events.py",
+                "simplemem/schemas/events.py",
                 '@field_validator("tenant_id", "session_id", "message_id", "speaker")',
                 '@field_validator("session_id", "message_id", "speaker")',
             ),
@@ -167,7 +177,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "split_code finds no code: code is decomposed as prose",
         (
             _one(
-                "processors/code_blocks.py",
+                "simplemem/processors/language/code_blocks.py",
                 '    blocks: list[str] = []\n    if "```" in text:',
                 '    return CodeSplit([], text)\n    blocks: list[str] = []\n    if "```" in text:',
             ),
@@ -178,7 +188,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "each window after the first carries stride - 1 new messages (one more of context)",
         (
             _one(
-                "processors/windowing.py",
+                "simplemem/processors/ingest/windowing.py",
                 "keep = self.window_size - self.stride\n",
                 "keep = self.window_size - self.stride + 1\n",
             ),

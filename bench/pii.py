@@ -20,9 +20,9 @@ from pathlib import Path
 
 import orjson
 
-from processors.analysis import NlpPreparer
-from schemas.events import ChatEvent
-from schemas.settings import REPO_ROOT, Settings
+from simplemem.processors.ingest.analysis import NlpPreparer
+from simplemem.schemas.events import ChatEvent
+from simplemem.schemas.settings import REPO_ROOT, Settings
 
 DEFAULT_CASES = REPO_ROOT / "tests" / "data" / "pii_cases.jsonl"
 HARMLESS = "NONE"
@@ -120,8 +120,8 @@ def main() -> None:
     ap.add_argument("--misses", type=int, default=50, help="print at most this many misses")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from cli.console import quiet_libraries
-    from processors.runtime import open_runtime
+    from simplemem.cli.console import quiet_libraries
+    from simplemem.runtime import open_runtime
 
     quiet_libraries()
     runtime = open_runtime(Settings(), Path(tempfile.mkdtemp(prefix="simplemem-bench-")))

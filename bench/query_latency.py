@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import conversations, event_lines, parser, warm_latencies_ms
-from schemas.settings import Settings
+from simplemem.schemas.settings import Settings
 
 
 def main() -> None:
     ap = parser(__doc__, 2)
     args = ap.parse_args()
     convs = conversations(args)
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     lines = event_lines(convs)
     questions = [q for c in convs for q in c.questions]

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import conversations, event_lines, parser
+from bench.harness.serving import ServeProcess
+from bench.harness.workers import WorkerProcess
 from bench.locomo_data import Conversation
-from infra.serving import ServeProcess
-from infra.workers import WorkerProcess
-from processors.embedding import model_dimension
-from schemas.settings import Settings, settings_for
+from simplemem.processors.ingest.embedding import model_dimension
+from simplemem.schemas.settings import Settings, settings_for
 
 ADMIN = f"bench-admin-{uuid.uuid4().hex}"
 SCALE_CLIENTS = 10
@@ -153,7 +153,7 @@ def make_keys(url: str, tenants: list[str]) -> dict[str, str]:
 
 
 def drop(settings: Settings) -> None:
-    from processors.stores.cleanup import drop_namespace
+    from bench.harness.cleanup import drop_namespace
 
     drop_namespace(settings)
     asyncio.run(_drop_topics(settings))
@@ -181,7 +181,7 @@ def generated_units(settings: Settings, tenants: int, units: int, seed: int = 7)
 
     Batches are written ``WRITERS`` at a time: each OpenSearch bulk waits for the index's next
     refresh, so one writer at a time spends most of its time waiting (about 1,200 units/s)."""
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings)
     dim = model_dimension(settings.embedding_model_dir)
@@ -209,7 +209,7 @@ def generated_batches(
     tenants: int, units: int, dim: int, seed: int
 ) -> Iterator[tuple[list[Any], np.ndarray]]:
     """Per tenant ``gen0000``..., batches of templated units about a few persons with random unit vectors."""
-    from schemas.memory import MemoryKind, MemoryUnit
+    from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
     rng = random.Random(seed)
     vec_rng = np.random.default_rng(seed)
@@ -277,7 +277,7 @@ def tenants_of(convs: list[Conversation], count: int) -> list[Conversation]:
 
 # --- the measures ---------------------------------------------------------------------------------
 def concurrency_run(args: Any, folder: Path) -> None:
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     convs = tenants_of(conversations(args), args.locomo_tenants)
     env = namespace(uuid.uuid4().hex[:8], folder, args.serve_workers, args.milvus_partitions)

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import psutil
 
+from bench.harness.workers import WorkerProcess
 from bench.stream import bench_env
-from infra.workers import WorkerProcess
-from schemas.codec import dumps
-from schemas.events import Role
-from schemas.settings import Settings, settings_for
-from schemas.stream import SourceRef, StageRecord
-from schemas.window import AnalyzedMessage
+from simplemem.schemas.codec import dumps
+from simplemem.schemas.events import Role
+from simplemem.schemas.settings import Settings, settings_for
+from simplemem.schemas.stream import SourceRef, StageRecord
+from simplemem.schemas.window import AnalyzedMessage
 
 STEP_SESSIONS = 5_000
 
@@ -54,7 +54,7 @@ def records(first: int, count: int, turns: int, tenant: str) -> list[tuple[bytes
 
 
 async def publish(settings: Settings, batch: list[tuple[bytes, bytes]]) -> None:
-    from streams.kafka_io import producer
+    from simplemem.streams.kafka_io import producer
 
     prod = producer(settings)
     await prod.start()
@@ -83,7 +83,7 @@ def main() -> None:
         "SIMPLEMEM_SESSION_STATE_GRACE_SECONDS": "5",
     }
     settings = settings_for(env)
-    from streams.topics import ensure_topics
+    from simplemem.streams.topics import ensure_topics
 
     asyncio.run(ensure_topics(settings))
     worker = WorkerProcess(env, Path(tempfile.mkdtemp(prefix=f"{tag}-")) / "worker.log").start()

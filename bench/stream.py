@@ -28,8 +28,8 @@ import numpy as np
 import orjson
 
 from bench.common import conversations, event_lines, parser
-from infra.workers import WorkerProcess
-from schemas.settings import Settings, settings_for
+from bench.harness.workers import WorkerProcess
+from simplemem.schemas.settings import Settings, settings_for
 
 
 def bench_env(tag: str) -> dict[str, str]:
@@ -73,7 +73,7 @@ class Queryable:
     """Watches when turns become queryable: seen in the Redis buffer, or with an outcome."""
 
     def __init__(self, settings: Settings, tenants: set[str]) -> None:
-        from processors.buffer import RedisBuffer
+        from simplemem.processors.retrieval.buffer import RedisBuffer
 
         self.settings = settings
         self.tenants = tenants
@@ -97,7 +97,7 @@ class Queryable:
     async def follow_outcomes(self) -> None:
         from aiokafka import AIOKafkaConsumer, TopicPartition
 
-        from streams.kafka_io import partitions_of
+        from simplemem.streams.kafka_io import partitions_of
 
         topic = self.settings.topic(self.settings.outcomes_topic)
         tps = [TopicPartition(topic, p) for p in await partitions_of(self.settings, topic)]
@@ -120,7 +120,7 @@ class Queryable:
 
 
 async def publish_paced(settings: Settings, lines: list[bytes], rate: float) -> dict[tuple[str, str], float]:
-    from streams.kafka_io import producer, record_key
+    from simplemem.streams.kafka_io import producer, record_key
 
     sent: dict[tuple[str, str], float] = {}
     prod = producer(settings)
@@ -142,8 +142,8 @@ async def publish_paced(settings: Settings, lines: list[bytes], rate: float) -> 
 
 def fact_turns(lines: list[bytes]) -> set[tuple[str, str]]:
     """(tenant, message id) of the turns with at least one informative sentence."""
-    from processors.runtime import open_runtime
-    from schemas.events import ChatEvent
+    from simplemem.runtime import open_runtime
+    from simplemem.schemas.events import ChatEvent
 
     events = [ChatEvent.model_validate_json(raw) for raw in lines]
     prepared = open_runtime(Settings(), Path(tempfile.mkdtemp())).nlp_preparer.prepare(events)
@@ -160,8 +160,8 @@ def percentiles(values: list[float], prefix: str) -> dict[str, float]:
 
 
 def run(n_workers: int, lines: list[bytes], logs: Path, facts: set[tuple[str, str]]) -> dict[str, Any]:
-    from streams.kafka_io import publish
-    from streams.topics import ensure_topics
+    from simplemem.streams.kafka_io import publish
+    from simplemem.streams.topics import ensure_topics
 
     tag = f"bench-{n_workers}w-{uuid.uuid4().hex[:6]}"
     env = bench_env(tag)
@@ -236,7 +236,7 @@ def run(n_workers: int, lines: list[bytes], logs: Path, facts: set[tuple[str, st
     finally:
         for w in workers:
             w.stop()
-        from processors.stores.cleanup import drop_namespace
+        from bench.harness.cleanup import drop_namespace
 
         drop_namespace(settings)
 

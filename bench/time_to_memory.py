@@ -17,8 +17,8 @@ from typing import Any
 
 import httpx
 
-from cli.golden import percentile
-from infra.serving import ServeProcess
+from bench.harness.serving import ServeProcess
+from simplemem.cli.golden import percentile
 
 FACTS = ["teal", "mango", "cello", "Lisbon", "kayaking", "Brompton", "oolong", "tabby", "Porto", "sourdough"]
 

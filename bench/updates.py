@@ -1,5 +1,5 @@
 """Knowledge updates: how often the current value ranks above the old one, before and after the
-offline supersession rule (processors/updates.py).
+offline supersession rule (simplemem/processors/lifecycle/updates.py).
 
     python -m bench.updates [--data bench/data/knowledge_updates.jsonl]
 
@@ -65,7 +65,7 @@ class Judged:
 
 
 def judge(rt: Any, case: dict[str, str]) -> Judged:
-    from schemas.query import QueryRequest
+    from simplemem.schemas.query import QueryRequest
 
     result = rt.retriever.query(
         QueryRequest(tenant_id=tenant_of(case), query=case["question"], as_of=ASKED_AT)
@@ -78,7 +78,7 @@ def judge(rt: Any, case: dict[str, str]) -> Judged:
 
 def run(rt: Any, cases: list[dict[str, str]]) -> tuple[dict[str, Judged], dict[str, Judged], int]:
     """Judge every case before and after the rule; returns both and the memories it rewrote."""
-    from processors.updates import update_tenant
+    from simplemem.processors.lifecycle.updates import update_tenant
 
     rt.pipeline.ingest([(e["message_id"], orjson.dumps(e)) for c in cases for e in events(c)])
     before = {c["id"]: judge(rt, c) for c in cases}
@@ -104,9 +104,9 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DATA)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from cli.console import quiet_libraries
-    from processors.runtime import open_runtime
-    from schemas.settings import Settings
+    from simplemem.cli.console import quiet_libraries
+    from simplemem.runtime import open_runtime
+    from simplemem.schemas.settings import Settings
 
     quiet_libraries()
     cases = load(args.data)

@@ -29,21 +29,21 @@ def outside_data(path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def settings():  # type: ignore[no-untyped-def]
-    from schemas.settings import Settings
+    from simplemem.schemas.settings import Settings
 
     return Settings()
 
 
 @pytest.fixture(scope="session")
 def nlp(settings):  # type: ignore[no-untyped-def]
-    from processors.nlp import load_pipeline
+    from simplemem.processors.language.nlp import load_pipeline
 
     return load_pipeline(settings.spacy_model)
 
 
 @pytest.fixture(scope="session")
 def scrubber(nlp, settings):  # type: ignore[no-untyped-def]
-    from processors.pii import PiiScrubber
+    from simplemem.processors.pii.scrubber import PiiScrubber
 
     return PiiScrubber(nlp, settings.pii_entities, settings.pii_score_threshold)
 
@@ -57,7 +57,7 @@ def golden() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def golden_runtime(tmp_path_factory, settings, golden) -> Iterator[Any]:  # type: ignore[no-untyped-def]
     """A store with the golden events ingested through the whole embedded pipeline."""
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     store = tmp_path_factory.mktemp("golden-store")
     rt = open_runtime(settings, store)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from schemas.events import Role
-from schemas.window import AnalyzedMessage
+from simplemem.schemas.events import Role
+from simplemem.schemas.window import AnalyzedMessage
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

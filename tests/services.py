@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from infra.workers import WorkerProcess
-from schemas.settings import Settings, settings_for
+from bench.harness.workers import WorkerProcess
+from simplemem.schemas.settings import Settings, settings_for
 
 
 def unreachable(settings: Settings, kafka: bool = False) -> str | None:
@@ -25,7 +25,7 @@ def unreachable(settings: Settings, kafka: bool = False) -> str | None:
         MilvusClient(settings.milvus_server_uri, timeout=3).list_collections()
         redis.Redis.from_url(settings.redis_endpoint, socket_timeout=3).ping()
         if kafka:
-            from infra.services import kafka_metadata
+            from simplemem.infra.stack import kafka_metadata
 
             kafka_metadata(int(settings.kafka_endpoint.rsplit(":", 1)[1]), 3)
     except Exception as exc:
@@ -44,7 +44,7 @@ def require(settings: Settings, kafka: bool = False) -> None:
 
 def drop_stores(settings: Settings) -> None:
     """Delete what a test wrote: its OpenSearch index, Milvus collection and Redis keys."""
-    from processors.stores.cleanup import drop_namespace
+    from bench.harness.cleanup import drop_namespace
 
     drop_namespace(settings)
 
@@ -109,7 +109,7 @@ async def delete_topics(settings: Settings) -> None:
 
 def running_worker(env: dict[str, str], log_dir: Path) -> Iterator[WorkerProcess]:
     """A stream worker (``bin/simplemem worker``) on the module's topics, made first, until the end."""
-    from streams.topics import ensure_topics
+    from simplemem.streams.topics import ensure_topics
 
     asyncio.run(ensure_topics(settings_for(env)))
     worker = WorkerProcess(env, log_dir / "worker.log").start()

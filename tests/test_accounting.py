@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from processors.decompose import Decomposition, OfflineDecomposer
-from processors.pipeline import Pipeline
-from schemas.accounting import IngestReport, Outcome
-from schemas.settings import Settings
-from schemas.window import Window
+from simplemem.processors.ingest.decompose import Decomposition, OfflineDecomposer
+from simplemem.processors.ingest.pipeline import Pipeline
+from simplemem.schemas.accounting import IngestReport, Outcome
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.window import Window
 from tests.helpers import message
 
 

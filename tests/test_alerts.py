@@ -1,4 +1,4 @@
-"""infra/prometheus/alerts.yml: valid PromQL, only metrics the workers export, the agreed thresholds."""
+"""simplemem/infra/prometheus/alerts.yml: valid PromQL, only metrics the workers export, the agreed thresholds."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-ALERTS = ROOT / "infra" / "prometheus" / "alerts.yml"
+ALERTS = ROOT / "simplemem" / "infra" / "prometheus" / "alerts.yml"
 
 
 def rules() -> list[dict]:
@@ -20,7 +20,7 @@ def exported_names() -> set[str]:
     """Every sample name the worker's registry can produce (counters add _total, histograms _bucket...)."""
     from prometheus_client import REGISTRY
 
-    import streams.metrics  # noqa: F401  (registers the worker's metrics)
+    import simplemem.streams.metrics  # noqa: F401  (registers the worker's metrics)
 
     names: set[str] = set()
     for family in REGISTRY.collect():
@@ -59,9 +59,9 @@ def test_the_agreed_alerts_are_there() -> None:
 
 
 def test_prometheus_loads_the_alerts_and_scrapes_the_worker_port() -> None:
-    from schemas.settings import Settings
+    from simplemem.schemas.settings import Settings
 
-    config = yaml.safe_load((ROOT / "infra" / "prometheus" / "prometheus.yml").read_text())
+    config = yaml.safe_load((ROOT / "simplemem" / "infra" / "prometheus" / "prometheus.yml").read_text())
     assert "/etc/prometheus/alerts.yml" in config["rule_files"]
     worker = next(j for j in config["scrape_configs"] if j["job_name"] == "simplemem-worker")
     assert worker["dns_sd_configs"][0]["port"] == Settings().worker_web_port

@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from processors.buffer import InMemoryBuffer
-from schemas.accounting import IngestReport
-from schemas.events import ChatEvent
-from schemas.query import QueryRequest
-from schemas.window import BufferedTurn
+from simplemem.processors.retrieval.buffer import InMemoryBuffer
+from simplemem.schemas.accounting import IngestReport
+from simplemem.schemas.events import ChatEvent
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.window import BufferedTurn
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ def test_tenants_that_never_ask_again_do_not_stay_in_the_buffer() -> None:
 
 
 def test_fresh_fact_answered_from_buffer_then_from_memory(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings, tmp_path)
     try:
@@ -102,7 +102,7 @@ def said_by_ana(text: str) -> ChatEvent:
 
 
 def test_a_code_block_said_a_moment_ago_is_answered_from_the_buffer(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings, tmp_path)
     try:
@@ -122,7 +122,7 @@ def test_a_turn_still_buffered_after_it_was_indexed_is_answered_from_memory_only
     """A stream worker indexes a window before it discards the window's turns from the buffer: in
     between, the turn (two statements, so no near-duplicate of either memory) must not come back
     a second time, from the buffer."""
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings, tmp_path)
     try:

@@ -8,8 +8,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from cli.errors import ExitCode
-from cli.main import app
+from simplemem.cli.errors import ExitCode
+from simplemem.cli.main import app
 
 pytestmark = pytest.mark.slow
 runner = CliRunner()
@@ -91,7 +91,7 @@ def test_malformed_lines_are_rejected_and_the_rest_ingested(tmp_path: Path) -> N
 def test_lazy_migration_on_first_query_in_embedded_mode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from schemas.settings import get_settings
+    from simplemem.schemas.settings import get_settings
 
     legacy = tmp_path / "legacy"
     legacy.mkdir()

@@ -11,8 +11,8 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from cli.errors import ExitCode
-from cli.main import app
+from simplemem.cli.errors import ExitCode
+from simplemem.cli.main import app
 from tests.test_cli import event
 
 pytestmark = pytest.mark.slow
@@ -95,7 +95,7 @@ def test_nothing_ingested_is_an_exit_code_of_its_own(tmp_path: Path) -> None:
 
 
 def test_failed_messages_are_not_success(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from processors.decompose import OfflineDecomposer
+    from simplemem.processors.ingest.decompose import OfflineDecomposer
 
     def broken(self: object, window: object) -> None:
         raise RuntimeError("decomposer down")

@@ -11,9 +11,9 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from cli.errors import ExitCode
-from cli.main import app
-from schemas.query import QueryResult
+from simplemem.cli.errors import ExitCode
+from simplemem.cli.main import app
+from simplemem.schemas.query import QueryResult
 from tests.test_cli_store import empty_store
 from tests.test_query_bounds import LONG_QUERY
 
@@ -74,7 +74,7 @@ def test_a_batch_error_line_keeps_the_callers_id_and_a_bom_loses_no_line(tmp_pat
 
 
 def test_control_characters_of_memories_are_escaped_on_a_terminal() -> None:
-    from cli.report import print_answer
+    from simplemem.cli.report import print_answer
 
     hostile = "Dana's title is \x1b]0;pwned\x07 and \x1b[2J\x9b31m done.\nNext line\tkept."
     result = QueryResult(
@@ -96,12 +96,12 @@ def test_control_characters_of_memories_are_escaped_on_a_terminal() -> None:
 def test_tune_threshold_takes_thresholds_in_0_1_only(
     thresholds: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import processors.runtime
+    import simplemem.runtime
 
     def no_models(*args: object, **kwargs: object) -> None:
         raise AssertionError("models loaded for invalid thresholds")
 
-    monkeypatch.setattr(processors.runtime, "open_runtime", no_models)
+    monkeypatch.setattr(simplemem.runtime, "open_runtime", no_models)
     events = tmp_path / "events.jsonl"
     events.write_bytes(b"{}\n")
     result = runner.invoke(app, ["tune-threshold", "--thresholds", thresholds, str(events)])

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.errors import ExitCode
-from cli.main import app
-from cli.store import store_lock
-from processors.runtime import LEXICAL_FILE
-from processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.cli.errors import ExitCode
+from simplemem.cli.main import app
+from simplemem.cli.store import store_lock
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.runtime import LEXICAL_FILE
 from tests.test_cli import event
 
 pytestmark = pytest.mark.slow
@@ -31,12 +31,12 @@ def empty_store(folder: Path) -> Path:
 def test_a_busy_store_is_said_in_one_line_before_any_model_loads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import processors.runtime
+    import simplemem.runtime
 
     def no_models(*args: object, **kwargs: object) -> None:
         raise AssertionError("the runtime was opened on a busy store")
 
-    monkeypatch.setattr(processors.runtime, "open_runtime", no_models)
+    monkeypatch.setattr(simplemem.runtime, "open_runtime", no_models)
     store = empty_store(tmp_path / "store")
     new = tmp_path / "new"  # being created by an ingest: only its lock so far
     new.mkdir()
@@ -63,7 +63,7 @@ def test_a_query_never_creates_a_store(tmp_path: Path) -> None:
 
 
 def test_tune_threshold_writes_no_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from schemas.settings import get_settings
+    from simplemem.schemas.settings import get_settings
 
     events = tmp_path / "events.jsonl"
     events.write_bytes(b"".join(event(i, f"I moved to city number {i}.") + b"\n" for i in range(3)))

@@ -1,6 +1,6 @@
 """Code-block bypass detection."""
 
-from processors.code_blocks import split_code
+from simplemem.processors.language.code_blocks import split_code
 
 FENCED = "Here is the script:\n```python\ndef backup(src, dst):\n    shutil.copytree(src, dst)\n```\nThanks!"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from schemas.settings import Settings
+from simplemem.schemas.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +59,7 @@ def test_every_simplemem_command_the_compose_file_runs_exists() -> None:
     """Each `simplemem ...` a service runs resolves to a command of the CLI, with its options."""
     import typer.main
 
-    from cli.main import app
+    from simplemem.cli.main import app
 
     group = typer.main.get_command(app)
     runs = [

@@ -17,12 +17,12 @@ from typer.testing import CliRunner
 
 from bench.consolidation_data import CAFE, order_ids, stream
 from bench.forget_data import files_holding
-from cli.main import app
-from processors.consolidate import cluster, summarise
-from schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
-from schemas.query import QueryRequest
-from schemas.settings import Settings
-from schemas.stream import ConsolidationAction, DeletionRequest
+from simplemem.cli.main import app
+from simplemem.processors.lifecycle.consolidate import cluster, summarise
+from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import ConsolidationAction, DeletionRequest
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 
@@ -108,7 +108,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def rt(store: Path, settings: Any) -> Iterator[Any]:
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     runtime = open_runtime(settings, store)
     runtime.pipeline.ingest([(e["message_id"], orjson.dumps(e)) for e in stream(TENANT, ORDERS)])
@@ -132,8 +132,8 @@ def ask(rt: Any, query: str, include_archived: bool = False) -> Any:
 def test_a_planned_run_writes_nothing_until_applied_and_applying_it_again_changes_nothing(
     tmp_path: Path, settings: Any
 ) -> None:
-    """The stream stage publishes a plan before it applies it (streams.worker.ConsolidateStep)."""
-    from processors.runtime import open_runtime
+    """The stream stage publishes a plan before it applies it (simplemem.streams.worker.ConsolidateStep)."""
+    from simplemem.runtime import open_runtime
 
     tenant = "planned"
     rt = open_runtime(settings, tmp_path)

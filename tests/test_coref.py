@@ -1,10 +1,10 @@
-"""Who a window names, on given tags: the rules of :mod:`processors.coref` without the NER model's
+"""Who a window names, on given tags: the rules of :mod:`simplemem.processors.language.coref` without the NER model's
 moods (the decomposition tests run the same rules on the model's own tags)."""
 
 from __future__ import annotations
 
-from processors.coref import PeopleTracker
-from schemas.window import Token
+from simplemem.processors.language.coref import PeopleTracker
+from simplemem.schemas.window import Token
 
 
 def tokens(*words: str) -> list[Token]:

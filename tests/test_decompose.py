@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from processors.code_blocks import split_code
-from processors.decompose import OfflineDecomposer, is_informative, third_person
-from processors.nlp import doc_sentences
-from schemas.events import Role
-from schemas.memory import MemoryKind
-from schemas.window import AnalyzedMessage, Window
+from simplemem.processors.ingest.decompose import OfflineDecomposer, is_informative, third_person
+from simplemem.processors.language.code_blocks import split_code
+from simplemem.processors.language.nlp import doc_sentences
+from simplemem.schemas.events import Role
+from simplemem.schemas.memory import MemoryKind
+from simplemem.schemas.window import AnalyzedMessage, Window
 
 pytestmark = pytest.mark.slow
 T0 = datetime(2026, 1, 12, 20, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.demo import DEMO, history_events
+from simplemem.cli.demo import DEMO, history_events
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]

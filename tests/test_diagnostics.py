@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from faust.types import TP
 
-from streams.diagnostics import await_chain, partition_states
+from simplemem.streams.diagnostics import await_chain, partition_states
 
 
 async def _batches() -> AsyncIterator[int]:

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from processors.sessions import LocalSessions
-from processors.windowing import Windower
-from schemas.query import QueryRequest
+from simplemem.processors.ingest.sessions import LocalSessions
+from simplemem.processors.ingest.windowing import Windower
+from simplemem.schemas.query import QueryRequest
 from tests.helpers import message
 
 FILLER = [
@@ -69,7 +69,7 @@ def assert_only_the_edit_is_remembered(rt) -> None:  # type: ignore[no-untyped-d
 
 @pytest.mark.slow
 def test_an_edit_sent_later_replaces_the_memories_of_the_old_version(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     first = [event(0, "Hello!"), event(1, ORIGINAL), *[event(i + 2, t) for i, t in enumerate(FILLER)]]
     rt = open_runtime(settings, tmp_path)
@@ -85,7 +85,7 @@ def test_an_edit_sent_later_replaces_the_memories_of_the_old_version(tmp_path, s
 
 @pytest.mark.slow
 def test_an_edit_in_the_same_input_keeps_only_the_last_version(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     events = [event(0, "Hello!"), event(1, ORIGINAL), event(2, FILLER[0]), event(3, EDITED, message_id="m1")]
     events += [event(i + 4, t) for i, t in enumerate(FILLER[1:])]
@@ -104,7 +104,7 @@ def test_an_edit_in_the_same_input_keeps_only_the_last_version(tmp_path, setting
 def test_an_edit_decided_in_the_same_batch_as_its_original_keeps_only_the_edit(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
     """The original's window and the edit's window close in one batch: nothing is in the stores
     yet to replace, so the batch itself must drop the original's units."""
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     events = [event(0, "Hello!"), event(1, ORIGINAL), *[event(i + 2, t) for i, t in enumerate(FILLER[:10])]]
     events += [event(12, EDITED, message_id="m1"), *[event(i + 13, t) for i, t in enumerate(FILLER)]]

@@ -2,8 +2,8 @@
 
 import pytest
 
-from processors.entropy import EntropyFilter, SessionHistory
-from schemas.window import Sentence, Window
+from simplemem.processors.ingest.entropy import EntropyFilter, SessionHistory
+from simplemem.schemas.window import Sentence, Window
 from tests.helpers import message
 
 

@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 from aiokafka.partitioner import DefaultPartitioner
 
-from schemas.keys import SessionKey, turn_key
-from schemas.settings import Settings
-from schemas.stream import DeletionRequest, StageRecord
-from schemas.window import AnalyzedMessage
-from streams.erasure import request_tombstones, roll_markers, turn_output, turn_tombstones
+from simplemem.schemas.keys import SessionKey, turn_key
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest, StageRecord
+from simplemem.schemas.window import AnalyzedMessage
+from simplemem.streams.erasure import request_tombstones, roll_markers, turn_output, turn_tombstones
 
 SETTINGS = Settings(topic_partitions=8)
 

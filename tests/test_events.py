@@ -5,8 +5,8 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from schemas.events import EventRejected, parse_event
-from schemas.keys import SessionKey
+from simplemem.schemas.events import EventRejected, parse_event
+from simplemem.schemas.keys import SessionKey
 
 GOOD = {
     "tenant_id": "t1",

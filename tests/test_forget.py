@@ -24,12 +24,12 @@ from bench.forget_data import (
     files_holding,
     lines,
 )
-from cli.errors import ExitCode
-from cli.main import app
-from processors.pipeline import FORGOTTEN_REASON
-from schemas.memory import MemoryUnit
-from schemas.query import QueryRequest
-from schemas.stream import DeletionRequest
+from simplemem.cli.errors import ExitCode
+from simplemem.cli.main import app
+from simplemem.processors.ingest.pipeline import FORGOTTEN_REASON
+from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.stream import DeletionRequest
 
 pytestmark = pytest.mark.slow
 AS_OF = "2026-03-01T00:00:00Z"
@@ -42,7 +42,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def rt(store: Path, settings: Any) -> Iterator[Any]:
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     runtime = open_runtime(settings, store)
     yield runtime

@@ -20,9 +20,9 @@ from bench.forget_data import (
     lines,
     stored_bytes,
 )
-from processors.pipeline import FORGOTTEN_REASON
-from schemas.settings import Settings
-from schemas.stream import DeletionRequest
+from simplemem.processors.ingest.pipeline import FORGOTTEN_REASON
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest
 from tests.services import store_settings
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def services_settings() -> Iterator[Settings]:
 
 @pytest.fixture(scope="module")
 def rt(services_settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     runtime = open_runtime(services_settings, tmp_path_factory.mktemp("services"))
     yield runtime
@@ -107,8 +107,8 @@ def test_consolidation_and_forgetting_its_sources_in_the_service_stores(rt: Any)
     """Orders become one abstract in OpenSearch and Milvus; forgetting one recomputes it, forgetting
     all removes it and every trace of the orders; a replay brings none back."""
     from bench.consolidation_data import CAFE, order_ids, stream
-    from schemas.memory import MemoryKind, MemoryStatus
-    from schemas.stream import ConsolidationAction
+    from simplemem.schemas.memory import MemoryKind, MemoryStatus
+    from simplemem.schemas.stream import ConsolidationAction
 
     tenant, orders = "consolidate-services", 12
     events = stream(tenant, orders)

@@ -24,9 +24,9 @@ from bench.forget_data import (
     files_holding,
     stored_bytes,
 )
-from infra.workers import WorkerProcess
-from schemas.settings import Settings
-from schemas.stream import DeletionRequest
+from bench.harness.workers import WorkerProcess
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest
 from tests.services import drop_stream_env, require, running_worker, stream_env
 from tests.test_streams import (
     kcat_publish,
@@ -63,7 +63,7 @@ def worker(env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 def units_tombstones(settings: Settings) -> set[str]:
-    from streams.kafka_io import read_topic
+    from simplemem.streams.kafka_io import read_topic
 
     records = asyncio.run(read_topic(settings, settings.topic(settings.units_topic)))
     return {r.key.decode() for r in records if r.value is None and r.key}
@@ -71,7 +71,7 @@ def units_tombstones(settings: Settings) -> set[str]:
 
 def latest_outcomes(settings: Settings) -> Any:
     """(message id, latest value) per key of the outcomes topic (None: a tombstone)."""
-    from streams.kafka_io import read_topic
+    from simplemem.streams.kafka_io import read_topic
 
     latest: dict[str, bytes | None] = {}
     for r in asyncio.run(read_topic(settings, settings.topic(settings.outcomes_topic))):
@@ -84,8 +84,8 @@ def latest_outcomes(settings: Settings) -> Any:
 def test_a_deletion_on_the_topic_reaches_every_store_and_survives_replays(
     env: dict[str, str], worker: WorkerProcess, tmp_path: Path
 ) -> None:
-    from processors.runtime import open_runtime
-    from streams.deletions import publish_deletion
+    from simplemem.runtime import open_runtime
+    from simplemem.streams.deletions import publish_deletion
 
     settings = settings_of(env)
     turns = [orjson.dumps(e) for e in conversation(TENANT)]
@@ -141,9 +141,9 @@ def test_the_consolidation_timer_and_agent_publish_their_decisions(
     env: dict[str, str], worker: WorkerProcess
 ) -> None:
     from bench.consolidation_data import order_ids, stream
-    from processors.runtime import open_runtime
-    from schemas.stream import ConsolidationDecision
-    from streams.kafka_io import read_topic
+    from simplemem.runtime import open_runtime
+    from simplemem.schemas.stream import ConsolidationDecision
+    from simplemem.streams.kafka_io import read_topic
 
     settings = settings_of(env)
     tenant, orders = "consolidate-stream", 8
@@ -161,7 +161,7 @@ def test_the_consolidation_timer_and_agent_publish_their_decisions(
     decision = covering()[-1]
     rt = open_runtime(settings)
     try:
-        # published before it is applied (streams.worker.ConsolidateStep): the stores follow
+        # published before it is applied (simplemem.streams.worker.ConsolidateStep): the stores follow
         def stored() -> list[Any]:
             return rt.lexical.get(tenant, [decision.abstract_id or ""])
 
@@ -174,8 +174,8 @@ def test_the_consolidation_timer_and_agent_publish_their_decisions(
 
 def scrubbed_turns(settings: Settings) -> dict[str, set[str]]:
     """Tenant -> message ids of the turns with a record (not a tombstone) on the scrubbed topic."""
-    from schemas.stream import StageRecord
-    from streams.kafka_io import read_topic
+    from simplemem.schemas.stream import StageRecord
+    from simplemem.streams.kafka_io import read_topic
 
     found: dict[str, set[str]] = {}
     for r in asyncio.run(read_topic(settings, settings.topic(settings.scrubbed_topic))):
@@ -190,7 +190,7 @@ def test_forgotten_turns_are_erased_from_the_kept_scrubbed_history(
 ) -> None:
     """The scrubbed topic is kept for replay: a forgotten message's record there is erased by Kafka's
     compaction (its tombstone), a forgotten tenant's every record, and nothing else goes."""
-    from streams.deletions import publish_deletion
+    from simplemem.streams.deletions import publish_deletion
 
     settings = settings_of(env)
     one, whole, kept = "erase-messages", "erase-tenant", "erase-kept"

@@ -1,4 +1,4 @@
-"""Golden-query check (the project's golden set, cli/data/golden.json): expected strings in the context, PII nowhere, code verbatim."""
+"""Golden-query check (the project's golden set, simplemem/cli/data/golden.json): expected strings in the context, PII nowhere, code verbatim."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from schemas.query import QueryRequest
+from simplemem.schemas.query import QueryRequest
 
 pytestmark = pytest.mark.slow
 
 
 def date_spellings(iso_day: str) -> re.Pattern[str]:
     """The ways a context may write a day ("2026-01-11", "January 11", "Jan 11th", "11 January
-    2026"). Written here, not taken from processors.temporal: the grader is not the code it grades."""
+    2026"). Written here, not taken from simplemem.processors.language.temporal: the grader is not the code it grades."""
     day = date.fromisoformat(iso_day)
     months = f"(?:{calendar.month_name[day.month]}|{calendar.month_abbr[day.month]}\\.?)"
     d = f"0?{day.day}(?:st|nd|rd|th)?"
@@ -89,7 +89,7 @@ def test_other_tenants_see_nothing(golden_runtime, golden) -> None:  # type: ign
 
 
 def test_replay_is_idempotent(golden_runtime, golden) -> None:  # type: ignore[no-untyped-def]
-    from processors.pipeline import Pipeline
+    from simplemem.processors.ingest.pipeline import Pipeline
 
     before = golden_runtime.lexical.count("golden"), golden_runtime.vectors.count("golden")
     fresh = Pipeline(

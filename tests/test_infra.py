@@ -1,4 +1,4 @@
-"""The launcher of the local services (infra/), tested for what it promises: `up` is idempotent and waits
+"""The launcher of the local services (simplemem/infra/), tested for what it promises: `up` is idempotent and waits
 for readiness, `down` stops only what `up` started, a stale pid file is not a running service, a taken
 port or a server that dies is a clear error, and each real service runs as the launcher configured it.
 
@@ -23,12 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from infra import process, services
-from infra.errors import InfraError
-from infra.kafka_service import kafka_metadata
-from infra.service import Launch, Service
-from schemas.settings import LOCAL_HOST as HOST
-from schemas.settings import REPO_ROOT, Settings
+from simplemem.infra import process, stack
+from simplemem.infra.daemon import Launch, Service
+from simplemem.infra.errors import InfraError
+from simplemem.infra.kafka_service import kafka_metadata
+from simplemem.schemas.settings import LOCAL_HOST as HOST
+from simplemem.schemas.settings import REPO_ROOT, Settings
 
 REQUIRED = os.environ.get("SIMPLEMEM_INTEGRATION") == "1"
 
@@ -89,12 +89,12 @@ def register(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[No
     """Stops the stand-in after the test, while `use` still has it registered (monkeypatch is set up
     before this fixture, so it is undone after it)."""
     yield
-    if "standin" in services.SERVICE_CLASSES:
-        services.down(["standin"], settings)
+    if "standin" in stack.SERVICE_CLASSES:
+        stack.down(["standin"], settings)
 
 
 def use(monkeypatch: pytest.MonkeyPatch, cls: type[Service]) -> type[Service]:
-    monkeypatch.setitem(services.SERVICE_CLASSES, "standin", cls)
+    monkeypatch.setitem(stack.SERVICE_CLASSES, "standin", cls)
     return cls
 
 
@@ -130,13 +130,13 @@ def process_listens(port: int) -> bool:
 @pytest.mark.usefixtures("register")
 def test_up_twice_starts_nothing_new(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
     cls = use(monkeypatch, stand_in(free_port()))
-    [first] = services.up(["standin"], settings)
+    [first] = stack.up(["standin"], settings)
     assert first.state == "running" and first.pid is not None
     assert json.loads(cls(settings).pid_file.read_text())["pid"] == first.pid
-    [again] = services.up(["standin"], settings)
+    [again] = stack.up(["standin"], settings)
     assert (again.state, again.pid) == ("running", first.pid)
     assert cls.launches == 1  # type: ignore[attr-defined]
-    [stopped] = services.down(["standin"], settings)
+    [stopped] = stack.down(["standin"], settings)
     assert (stopped.state, stopped.pid) == ("stopped", None)
     assert not process.is_alive(first.pid)
     assert not cls(settings).pid_file.exists()
@@ -153,9 +153,9 @@ def test_down_leaves_alone_what_up_did_not_start(
     svc.root.mkdir(parents=True)
     # ...even with a pid file naming it, when the process is not the one the file recorded (reused pid)
     svc.pid_file.write_text(json.dumps({"pid": other.pid, "created": time.time() - 3600}))
-    [row] = services.status(["standin"], settings)
+    [row] = stack.status(["standin"], settings)
     assert (row.state, row.pid) == ("stopped", None)
-    services.down(["standin"], settings)
+    stack.down(["standin"], settings)
     assert other.poll() is None, "down signalled a process that up did not start"
     assert process_listens(port)
 
@@ -178,9 +178,9 @@ def test_stale_pid_file_is_not_a_running_service(
     ):
         svc.pid_file.write_text(json.dumps(record))
         assert svc.running_pid() is None, record
-        [row] = services.status(["standin"], settings)
+        [row] = stack.status(["standin"], settings)
         assert (row.state, row.pid) == ("stopped", None)
-    [row] = services.up(["standin"], settings)  # starts a server of its own instead
+    [row] = stack.up(["standin"], settings)  # starts a server of its own instead
     assert row.state == "running" and row.pid not in (dead.pid, bystander.pid)
     assert cls.launches == 1  # type: ignore[attr-defined]
     assert bystander.poll() is None
@@ -203,7 +203,7 @@ def test_a_taken_port_is_a_clear_error(
     cls = use(monkeypatch, stand_in(port))
     serve_foreign(port, foreign)
     with pytest.raises(InfraError) as caught:
-        services.up(["standin"], settings)
+        stack.up(["standin"], settings)
     message = str(caught.value)
     assert "standin" in message and str(port) in message and "already in use" in message
     assert cls.launches == 0  # type: ignore[attr-defined]
@@ -218,7 +218,7 @@ def test_a_server_that_dies_while_starting_is_a_clear_error(
     cls = use(monkeypatch, stand_in(free_port(), argv))
     began = time.monotonic()
     with pytest.raises(InfraError) as caught:
-        services.up(["standin"], settings)
+        stack.up(["standin"], settings)
     assert time.monotonic() - began < 10, "a dead server is noticed, not waited for until the timeout"
     message = str(caught.value)
     assert "standin: exited while starting" in message
@@ -231,8 +231,8 @@ def test_not_ready_in_time_is_stopped_again(monkeypatch: pytest.MonkeyPatch, tmp
     settings = Settings(infra_dir=tmp_path / "infra", infra_stop_grace=2.0, infra_ready_timeout=1.0)
     cls = use(monkeypatch, stand_in(free_port(), ["sleep", "300"]))  # runs, never serves
     with pytest.raises(InfraError, match=r"standin: not ready after 1 s \(stopped it again\)"):
-        services.up(["standin"], settings)
-    [row] = services.status(["standin"], settings)
+        stack.up(["standin"], settings)
+    [row] = stack.status(["standin"], settings)
     assert row.state == "stopped"
     assert not cls(settings).pid_file.exists()
 
@@ -276,7 +276,7 @@ def test_status_json_from_the_command_line(tmp_path: Path) -> None:
         timeout=120,
     )
     rows = json.loads(out.stdout)
-    assert [r["name"] for r in rows] == list(services.SERVICE_NAMES)
+    assert [r["name"] for r in rows] == list(stack.SERVICE_NAMES)
     for row in rows:
         assert set(row) == {"name", "endpoint", "pid", "state"}
         assert (row["state"], row["pid"]) == ("stopped", None)
@@ -295,7 +295,7 @@ def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Pa
     assert settings.redis_port == 16379
     assert settings.kafka_port == 9092
     assert settings.infra_ready_timeout == 7
-    assert services.Redis(settings).pid_file == tmp_path.resolve() / "redis" / "redis.pid"
+    assert stack.Redis(settings).pid_file == tmp_path.resolve() / "redis" / "redis.pid"
 
 
 def test_kafka_metadata_gives_up_in_time() -> None:
@@ -321,7 +321,7 @@ def real() -> Settings:
 
 def require(name: str, settings: Settings) -> Service:
     """The running service, else skip (or, with SIMPLEMEM_INTEGRATION=1, fail)."""
-    svc = services.SERVICE_CLASSES[name](settings)
+    svc = stack.SERVICE_CLASSES[name](settings)
     if svc.running_pid() is not None and svc.probe(timeout=5.0):
         return svc
     message = f"{name} is not running at {svc.endpoint} (start it: simplemem infra up {name})"
@@ -335,16 +335,16 @@ def test_status_reports_running_services(real: Settings) -> None:
     """With SIMPLEMEM_INTEGRATION=1 every service must be up *and* recorded by `up` (its pid file)."""
     if not REQUIRED:
         pytest.skip("only with SIMPLEMEM_INTEGRATION=1")
-    rows = services.status(None, real)
-    assert {r.name: r.state for r in rows} == dict.fromkeys(services.SERVICE_NAMES, "running")
+    rows = stack.status(None, real)
+    assert {r.name: r.state for r in rows} == dict.fromkeys(stack.SERVICE_NAMES, "running")
     assert all(r.pid is not None for r in rows)
 
 
 @pytest.mark.integration
 def test_up_on_running_services_is_a_no_op(real: Settings) -> None:
-    pids = {name: require(name, real).running_pid() for name in services.SERVICE_NAMES}
+    pids = {name: require(name, real).running_pid() for name in stack.SERVICE_NAMES}
     began = time.monotonic()
-    rows = services.up(None, real)
+    rows = stack.up(None, real)
     assert time.monotonic() - began < 30
     assert {r.name: r.pid for r in rows} == pids
     assert {r.state for r in rows} == {"running"}
@@ -358,10 +358,10 @@ def test_another_infra_dir_neither_stops_nor_doubles_the_services(real: Settings
     other = real.model_copy(update={"infra_dir": tmp_path / "other"})
     (tmp_path / "other" / "kafka").mkdir(parents=True)
     (tmp_path / "other" / "redis").mkdir(parents=True)
-    services.down(["kafka", "redis"], other)
+    stack.down(["kafka", "redis"], other)
     assert all(svc.probe(timeout=5.0) for svc in svcs)
     with pytest.raises(InfraError, match="already in use by a process that `up` did not start"):
-        services.up(["kafka", "redis"], other)
+        stack.up(["kafka", "redis"], other)
     assert [svc.running_pid() for svc in svcs] == pids
     assert all(svc.probe(timeout=5.0) for svc in svcs)
 
@@ -440,10 +440,10 @@ def test_redis_as_configured_and_restartable(real: Settings) -> None:
     finally:
         client.close()
     before = svc.running_pid()
-    [row] = services.down(["redis"], real)
+    [row] = stack.down(["redis"], real)
     assert (row.state, row.pid) == ("stopped", None)
     assert not process_listens(real.redis_port)
-    [row] = services.up(["redis"], real)
+    [row] = stack.up(["redis"], real)
     assert row.state == "running" and row.pid not in (None, before)
 
 
@@ -469,7 +469,7 @@ def test_milvus_counts_as_up_only_when_its_own_health_check_says_ok(
     import http.server
     import threading
 
-    from infra.milvus_service import Milvus
+    from simplemem.infra.milvus_service import Milvus
 
     class Health(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:

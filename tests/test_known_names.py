@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from processors.coref import PeopleTracker
+from simplemem.processors.language.coref import PeopleTracker
 from tests.test_coref import tokens
 
 pytestmark = pytest.mark.slow
@@ -39,7 +39,7 @@ def line(i: int, session: str, text: str, day: int, tenant: str = "names") -> tu
 
 
 def test_a_name_from_an_earlier_session_is_a_referent_in_lower_case(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings, tmp_path)
     try:

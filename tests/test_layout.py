@@ -9,17 +9,26 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("schemas", "processors", "streams", "service", "cli", "infra", "bench")
-# what each layer may import from the project (itself included)
+PACKAGES = ("simplemem", "bench")
+# what each layer may import from the project (itself included); a layer is a sub-package of simplemem/
+# (``runtime`` is the composition root: it builds the processors' stages and stores from the settings)
 ALLOWED = {
     "schemas": {"schemas"},
     "processors": {"schemas", "processors"},
-    "streams": {"schemas", "processors", "streams"},
-    "service": {"schemas", "processors", "streams", "service"},
-    "cli": {"schemas", "processors", "streams", "service", "cli", "infra"},
+    "runtime": {"schemas", "processors", "runtime"},
+    "streams": {"schemas", "processors", "runtime", "streams"},
+    "api": {"schemas", "processors", "runtime", "streams", "api"},
+    "cli": {"schemas", "processors", "runtime", "streams", "api", "cli", "infra"},
     "infra": {"schemas", "infra"},
-    "bench": {"schemas", "processors", "streams", "service", "cli", "infra", "bench"},
+    "bench": {"schemas", "processors", "runtime", "streams", "api", "cli", "infra", "bench"},
+    "simplemem": set(),
 }
+
+
+def layer(module: str) -> str:
+    """``simplemem.processors.ingest.pipeline`` -> ``processors``; ``bench.locomo`` -> ``bench``."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "simplemem" and len(parts) > 1 else parts[0]
 
 
 def _module(path: Path) -> str:
@@ -48,7 +57,7 @@ def test_layers_import_only_downwards() -> None:
         f"{mod} imports {dep}"
         for mod, deps in project_imports().items()
         for dep in deps
-        if dep.split(".")[0] not in ALLOWED[mod.split(".")[0]]
+        if layer(dep) not in ALLOWED[layer(mod)]
     ]
     assert wrong == []
 
@@ -71,9 +80,32 @@ def test_no_import_cycles() -> None:
 
 @pytest.mark.parametrize("package", ["processors", "schemas"])
 def test_no_kafka_below_the_streams(package: str) -> None:
-    for path in (ROOT / package).rglob("*.py"):
+    for path in (ROOT / "simplemem" / package).rglob("*.py"):
         text = path.read_text()
         tree = ast.parse(text)
         names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
         names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
         assert not {n for n in names if n.split(".")[0] in {"faust", "aiokafka"}}, path
+
+
+def test_each_processors_group_is_used_through_its_entry_points() -> None:
+    """The PII group's helpers (recognizers, cues, secrets, addresses) sit behind its scrubber."""
+    outside = {
+        dep
+        for mod, deps in project_imports().items()
+        if not mod.startswith("simplemem.processors.pii")
+        for dep in deps
+        if dep.startswith("simplemem.processors.pii.")
+    }
+    assert {d.rsplit(".", 1)[0] if d.count(".") > 3 else d for d in outside} <= {
+        "simplemem.processors.pii.scrubber"
+    }
+
+
+def test_one_top_level_package_is_installed() -> None:
+    from setuptools import find_packages
+
+    found = find_packages(str(ROOT), include=["simplemem*"])
+    assert found and all(p == "simplemem" or p.startswith("simplemem.") for p in found)
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'include = ["simplemem*"]' in text

@@ -9,9 +9,9 @@ from __future__ import annotations
 import httpx
 import orjson
 
-from processors.llm import LlmDecomposer
-from schemas.settings import Settings
-from schemas.window import Sentence, Window
+from simplemem.processors.ingest.llm_decompose import LlmDecomposer
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.window import Sentence, Window
 from tests.helpers import message
 
 

@@ -18,14 +18,14 @@ import numpy.typing as npt
 import orjson
 import pytest
 
-from processors.consolidate import consolidate_tenant, summarise
-from processors.forget import Stores
-from processors.llm_summary import LlmSummariser, invented
-from processors.llm_updates import LlmUpdateJudge
-from processors.stores.sqlite_lexical import SqliteLexicalStore
-from processors.updates import update_tenant
-from schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
-from schemas.settings import Settings
+from simplemem.processors.lifecycle.consolidate import consolidate_tenant, summarise
+from simplemem.processors.lifecycle.forget import Stores
+from simplemem.processors.lifecycle.llm_summary import LlmSummariser, invented
+from simplemem.processors.lifecycle.llm_updates import LlmUpdateJudge
+from simplemem.processors.lifecycle.updates import update_tenant
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
+from simplemem.schemas.settings import Settings
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 Reply = Callable[[str], str]  # the user prompt -> the model's content
@@ -267,8 +267,8 @@ def test_the_kept_verdicts_are_bounded(lexical: SqliteLexicalStore) -> None:
 
 
 def test_the_settings_choose_the_llm_steps_and_the_offline_ones_by_default(tmp_path: Path) -> None:
-    from processors.consolidate import offline_summariser
-    from processors.runtime import Runtime
+    from simplemem.processors.lifecycle.consolidate import offline_summariser
+    from simplemem.runtime import Runtime
 
     offline = Runtime(Settings(), tmp_path)
     assert offline.summariser is offline_summariser and offline.update_judge is None

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from bench.locomo_ceiling import Oracle, promote
-from processors.retrieval import Boosts, Retriever
-from schemas.settings import Settings
+from simplemem.processors.retrieval.retriever import Boosts, Retriever
+from simplemem.schemas.settings import Settings
 from tests.test_ranking import Units, unit
 
 

@@ -11,14 +11,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from processors.migration import (
+from simplemem.processors.lifecycle.migration import (
     FileMigrationRegistry,
     LazyMigration,
     MigrationRegistry,
     MigrationState,
     RedisMigrationRegistry,
 )
-from schemas.settings import Settings
+from simplemem.schemas.settings import Settings
 from tests.services import require
 
 LEASE = 60.0

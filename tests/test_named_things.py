@@ -5,14 +5,14 @@ from typing import Any
 
 import pytest
 
-from schemas.events import ChatEvent
+from simplemem.schemas.events import ChatEvent
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def preparer(nlp: Any, scrubber: Any) -> Any:
-    from processors.analysis import NlpPreparer
+    from simplemem.processors.ingest.analysis import NlpPreparer
 
     return NlpPreparer(nlp, scrubber)
 

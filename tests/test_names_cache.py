@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from processors.names import TenantNames
-from processors.stores.protocols import names_matching
-from processors.stores.sqlite_lexical import SqliteLexicalStore
-from schemas.settings import Settings
+from simplemem.processors.retrieval.names import TenantNames
+from simplemem.processors.stores.protocols import names_matching
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.schemas.settings import Settings
 from tests.test_stores import unit
 
 pytestmark = pytest.mark.slow

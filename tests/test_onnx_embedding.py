@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from processors.embedding import MiniLMEmbedder, shipped_model_dir
-from processors.onnx_embedding import OnnxMiniLMEmbedder, model_key
-from schemas.settings import Settings
+from simplemem.processors.ingest.embedding import MiniLMEmbedder, shipped_model_dir
+from simplemem.processors.ingest.onnx_embedding import OnnxMiniLMEmbedder, model_key
+from simplemem.schemas.settings import Settings
 
 pytestmark = pytest.mark.slow
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from processors.pii_address import StreetAddressRecognizer
+from simplemem.processors.pii.address import StreetAddressRecognizer
 
 
 def found(text: str) -> list[str]:

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.slow
 
 def test_pii_bench_meets_its_targets(settings: Any, tmp_path: Path) -> None:
     from bench.pii import evaluate, load_cases
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     report = evaluate(open_runtime(settings, tmp_path).nlp_preparer, load_cases())
     assert report.failed_targets() == [], [case.text for case, _ in report.misses]

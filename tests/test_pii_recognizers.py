@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from schemas.events import ChatEvent
+from simplemem.schemas.events import ChatEvent
 
 pytestmark = pytest.mark.slow
 
@@ -137,7 +137,7 @@ def _event(i: int, speaker: str, text: str) -> ChatEvent:
 
 @pytest.fixture(scope="module")
 def preparer(nlp: Any, scrubber: Any) -> Any:
-    from processors.analysis import NlpPreparer
+    from simplemem.processors.ingest.analysis import NlpPreparer
 
     return NlpPreparer(nlp, scrubber)
 

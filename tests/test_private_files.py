@@ -6,8 +6,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from processors.stores.sqlite_lexical import SqliteLexicalStore
-from service.keys import SqliteKeyStore
+from simplemem.api.keys import SqliteKeyStore
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 
 
 def mode(path: Path) -> int:

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from processors.retrieval import Retriever
-from processors.stores.protocols import Hit, SymbolicFilter
-from processors.stores.sqlite_lexical import SqliteLexicalStore
-from schemas.memory import MemoryKind, MemoryUnit
-from schemas.query import QueryRequest
-from schemas.settings import Settings, get_settings
+from simplemem.processors.retrieval.retriever import Retriever
+from simplemem.processors.stores.protocols import Hit, SymbolicFilter
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings, get_settings
 
 # About 1,000 capitalised words: each is a name candidate and a search term (issue 15).
 LONG_QUERY = " ".join(f"Visitor{i} Sparrow{i}" for i in range(500)) + " Dana pilot?"

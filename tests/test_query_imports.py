@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from cli.demo import AS_OF, QUESTIONS, history_lines
-from schemas.query import QueryRequest
+from simplemem.cli.demo import AS_OF, QUESTIONS, history_lines
+from simplemem.schemas.query import QueryRequest
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
@@ -20,7 +20,7 @@ INGESTION_ONLY = ("torch", "spacy", "thinc", "presidio_analyzer", "transformers"
 # Runs the CLI in a fresh interpreter and reports, last on stderr, which ingestion modules it imported.
 PROBE = f"""
 import sys, orjson
-from cli.main import app
+from simplemem.cli.main import app
 try:
     app(prog_name="simplemem")
 except SystemExit as exc:
@@ -31,9 +31,9 @@ sys.exit(code)
 
 
 def test_a_query_imports_no_ingestion_model_and_answers_as_the_full_runtime(tmp_path: Path, settings) -> None:  # type: ignore[no-untyped-def]
-    from processors.embedding import shipped_model_dir
-    from processors.onnx_embedding import int8_model_path
-    from processors.runtime import open_runtime
+    from simplemem.processors.ingest.embedding import shipped_model_dir
+    from simplemem.processors.ingest.onnx_embedding import int8_model_path
+    from simplemem.runtime import open_runtime
 
     int8_model_path(shipped_model_dir(), settings.model_cache_dir)  # built once per machine, with torch
     store = tmp_path / "store"

@@ -1,11 +1,11 @@
-"""Ranking rules of ``processors/retrieval.py`` as pure functions (no store, no model)."""
+"""Ranking rules of ``simplemem/processors/retrieval/retriever.py`` as pure functions (no store, no model)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from processors.retrieval import Boosts, favour_within
-from schemas.memory import MemoryKind, MemoryUnit
+from simplemem.processors.retrieval.retriever import Boosts, favour_within
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 
 def unit(
@@ -73,8 +73,8 @@ class Units:
 def test_a_boost_reaches_a_memory_ranked_well_below_k() -> None:
     """The selection reads ``SELECT_HEAD_FACTOR`` * k candidates: a dated memory ranked 8th of a
     question about time still makes a top 2."""
-    from processors.retrieval import Retriever
-    from schemas.settings import Settings
+    from simplemem.processors.retrieval.retriever import Retriever
+    from simplemem.schemas.settings import Settings
 
     units = [unit(f"u{i}", text=f"a different statement number {i} about topic {i}") for i in range(7)]
     units.append(unit("dated", "2026-02-28", text="the boat trip happened on the last day of February"))

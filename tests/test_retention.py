@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from infra.workers import WorkerProcess
-from schemas.accounting import MessageOutcome
-from schemas.settings import Settings, settings_for
+from bench.harness.workers import WorkerProcess
+from simplemem.schemas.accounting import MessageOutcome
+from simplemem.schemas.settings import Settings, settings_for
 from tests.services import drop_stream_env, require, stream_env
 from tests.test_streams import kcat_publish, replay, wait_for
 
@@ -61,7 +61,7 @@ async def every_retained_record(settings: Settings) -> list[bytes]:
     """Keys and values of every record in every topic of this deployment (Faust's included)."""
     from aiokafka.admin import AIOKafkaAdminClient
 
-    from streams.kafka_io import read_topic
+    from simplemem.streams.kafka_io import read_topic
 
     admin = AIOKafkaAdminClient(bootstrap_servers=settings.kafka_endpoint)
     await admin.start()
@@ -81,7 +81,7 @@ async def every_retained_record(settings: Settings) -> list[bytes]:
 
 
 def test_no_raw_pii_is_retained_after_the_raw_retention(env: dict[str, str], tmp_path: Path) -> None:
-    from streams.topics import ensure_topics
+    from simplemem.streams.topics import ensure_topics
 
     settings = settings_for(env)
     asyncio.run(ensure_topics(settings))

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from schemas.accounting import IngestReport
-from schemas.events import ChatEvent
-from schemas.query import QueryRequest
+from simplemem.schemas.accounting import IngestReport
+from simplemem.schemas.events import ChatEvent
+from simplemem.schemas.query import QueryRequest
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +40,7 @@ def ingest_turns(rt) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("siblings", [0, 6])
 def test_siblings_follow_the_chosen_memory(tmp_path, settings, siblings: int) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(
         settings.model_copy(update={"k_min": 1, "k_max": 1, "sibling_units": siblings}), tmp_path
@@ -64,7 +64,7 @@ def test_siblings_follow_the_chosen_memory(tmp_path, settings, siblings: int) ->
 def test_a_date_that_matches_nothing_is_dropped_not_obeyed(tmp_path, settings, date_boost: float) -> None:  # type: ignore[no-untyped-def]
     """The query's date restricts (``date_boost`` 0) or favours (a boost) the memories in it; either
     way a date that matches nothing does not empty the answer."""
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     update = {"k_min": 1, "sibling_units": 0, "date_boost": date_boost}
     rt = open_runtime(settings.model_copy(update=update), tmp_path)
@@ -89,7 +89,7 @@ def test_a_date_that_matches_nothing_is_dropped_not_obeyed(tmp_path, settings, d
 
 
 def fact(text: str, persons: list[str], minute: int):  # type: ignore[no-untyped-def]
-    from schemas.memory import MemoryKind, MemoryUnit
+    from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
     return MemoryUnit.build(
         tenant_id="t",
@@ -105,9 +105,9 @@ def fact(text: str, persons: list[str], minute: int):  # type: ignore[no-untyped
 def test_a_person_named_in_the_query_favours_memories_without_excluding_the_rest(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
     """NER tags a name in one sentence and not the next: "Tomas landed at noon" lists no Tomas, and
     "She brought Sam a bowl" names nobody. Neither may be lost to a query about the person."""
-    from processors.decompose import DraftUnit
-    from processors.pipeline import Indexer
-    from processors.runtime import open_runtime
+    from simplemem.processors.ingest.decompose import DraftUnit
+    from simplemem.processors.ingest.pipeline import Indexer
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings.model_copy(update={"k_min": 3, "k_max": 3, "sibling_units": 0}), tmp_path)
     try:
@@ -134,8 +134,8 @@ def test_api_filters_narrow_the_answer(tmp_path, settings) -> None:  # type: ign
     comes back, without touching the answer when absent."""
     from datetime import date
 
-    from processors.runtime import open_runtime
-    from schemas.query import QueryFilters
+    from simplemem.runtime import open_runtime
+    from simplemem.schemas.query import QueryFilters
 
     rt = open_runtime(settings, tmp_path)
     try:

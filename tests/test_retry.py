@@ -11,7 +11,7 @@ import redis
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from pymilvus import MilvusException
 
-from processors.retry import StoreRetry, WriteCancelled, connect, is_outage
+from simplemem.processors.stores.retry import StoreRetry, WriteCancelled, connect, is_outage
 
 
 class Flaky:
@@ -122,7 +122,7 @@ def test_a_store_answering_503_is_an_outage_not_a_refusal() -> None:
     dead-lettered (the real outage test saw it once)."""
     from opensearchpy.exceptions import TransportError
 
-    from processors.retry import is_outage
+    from simplemem.processors.stores.retry import is_outage
 
     assert is_outage(TransportError(503, "search_phase_execution_exception", {}))
     assert not is_outage(TransportError(400, "mapper_parsing_exception", {}))

@@ -14,8 +14,8 @@ import httpx
 import orjson
 import pytest
 
-from infra.serving import ServeProcess
-from schemas.settings import REPO_ROOT
+from bench.harness.serving import ServeProcess
+from simplemem.schemas.settings import REPO_ROOT
 from tests.conftest import GOLDEN
 from tests.service_server import ADMIN, LEGACY_TENANT, admin, key_for
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from service.keys import SqliteKeyStore, authenticate, new_key, split_key
+from simplemem.api.keys import SqliteKeyStore, authenticate, new_key, split_key
 
 
 def test_a_key_authenticates_as_its_tenant_and_only_its_hash_is_stored(tmp_path: Path) -> None:

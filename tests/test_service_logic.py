@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from fastapi import HTTPException
 
-from cli.golden import ended_sessions, found_in, percentile
-from service.app import _event_list
-from service.directory import Scope
-from service.mem0 import scope_of
+from simplemem.api.app import _event_list
+from simplemem.api.directory import Scope
+from simplemem.api.mem0 import scope_of
+from simplemem.cli.golden import ended_sessions, found_in, percentile
 
 
 def test_mem0_filters_become_a_scope() -> None:

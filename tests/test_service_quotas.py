@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from schemas.settings import Settings
-from service.quotas import Quota, Quotas
+from simplemem.api.quotas import Quota, Quotas
+from simplemem.schemas.settings import Settings
 from tests.services import require
 
 

@@ -16,12 +16,12 @@ import httpx
 import orjson
 import pytest
 
-from infra.errors import log_tail
-from infra.serving import ServeProcess
-from infra.workers import WorkerProcess
-from schemas.keys import SessionKey, tenant_key
-from schemas.settings import REPO_ROOT, settings_for
-from schemas.stream import DeletionRequest
+from bench.harness.serving import ServeProcess
+from bench.harness.workers import WorkerProcess
+from simplemem.infra.errors import log_tail
+from simplemem.schemas.keys import SessionKey, tenant_key
+from simplemem.schemas.settings import REPO_ROOT, settings_for
+from simplemem.schemas.stream import DeletionRequest
 from tests.conftest import GOLDEN
 from tests.services import drop_stream_env, require, stream_env
 
@@ -78,7 +78,7 @@ def admin() -> dict[str, str]:
 
 
 def records(env: dict[str, str], name: str) -> list[tuple[bytes | None, bytes]]:
-    from streams.kafka_io import read_topic
+    from simplemem.streams.kafka_io import read_topic
 
     settings = settings_for(env)
     return [(r.key, r.value) for r in asyncio.run(read_topic(settings, settings.topic(name))) if r.value]
@@ -167,7 +167,7 @@ def test_a_replica_started_before_its_stores_answer_waits_for_them(
 ) -> None:
     """A replica whose Milvus does not answer at start (compose starting both, a restart, a slow
     server) waits for it instead of exiting: it served nothing in CI once when Milvus was slow."""
-    from infra.services import down, up
+    from simplemem.infra.stack import down, up
 
     late = ServeProcess(env, tmp_path / "late.log")
     down(["milvus"])

@@ -1,4 +1,4 @@
-"""Services mode against the real OpenSearch, Milvus server and Redis started by infra/.
+"""Services mode against the real OpenSearch, Milvus server and Redis started by simplemem/infra/.
 
 Skipped when the services are not reachable, unless SIMPLEMEM_INTEGRATION=1 (as in CI), where an
 unreachable service fails the run.
@@ -13,8 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from schemas.query import QueryRequest
-from schemas.settings import Settings
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings
 from tests.conftest import outside_data
 from tests.services import store_settings
 from tests.test_streams import wait_for
@@ -31,7 +31,7 @@ def services_settings() -> Iterator[Settings]:
 
 @pytest.fixture(scope="module")
 def services_runtime(services_settings, tmp_path_factory, golden) -> Iterator[Any]:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(services_settings, tmp_path_factory.mktemp("services"))
     rt.report = rt.pipeline.ingest([(str(i), orjson.dumps(e)) for i, e in enumerate(golden["events"])])
@@ -96,7 +96,7 @@ def test_tenant_isolation_in_both_stores(services_runtime) -> None:  # type: ign
     result = rt.retriever.query(request)
     assert result.memories and all(m.source_ids == ["x1"] for m in result.memories)
     qvec = rt.embedder.encode(["favorite color blue"])[0]
-    from processors.stores.protocols import SymbolicFilter
+    from simplemem.processors.stores.protocols import SymbolicFilter
 
     golden_ids = _all_ids(rt, "golden")
     assert not {h.id for h in rt.vectors.search("intruder", qvec, 100, SymbolicFilter())} & golden_ids
@@ -137,8 +137,8 @@ def test_pii_is_absent_from_the_stores(services_runtime, golden) -> None:  # typ
 def test_redis_buffer_trims_discards_and_scopes_by_tenant(services_settings) -> None:  # type: ignore[no-untyped-def]
     from datetime import UTC, datetime
 
-    from processors.buffer import RedisBuffer
-    from schemas.window import BufferedTurn
+    from simplemem.processors.retrieval.buffer import RedisBuffer
+    from simplemem.schemas.window import BufferedTurn
 
     buf = RedisBuffer(
         services_settings.redis_endpoint, turns=2, ttl_seconds=60, prefix=services_settings.redis_key_prefix
@@ -166,7 +166,7 @@ def test_redis_buffer_trims_discards_and_scopes_by_tenant(services_settings) -> 
 
 @pytest.mark.parametrize(("one", "other"), COLLIDING)
 def test_redis_buffer_keeps_colliding_sessions_apart(services_settings, one, other) -> None:  # type: ignore[no-untyped-def]
-    from processors.buffer import RedisBuffer
+    from simplemem.processors.retrieval.buffer import RedisBuffer
 
     prefix = f"{services_settings.redis_key_prefix}-{uuid.uuid4().hex[:6]}"
     buf = RedisBuffer(services_settings.redis_endpoint, turns=5, ttl_seconds=60, prefix=prefix)
@@ -181,7 +181,7 @@ def test_redis_buffer_keeps_colliding_sessions_apart(services_settings, one, oth
 
 
 def test_services_pipeline_keeps_colliding_tenants_apart(services_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(services_settings, tmp_path)
     try:
@@ -194,7 +194,7 @@ def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_fact
     """A whole LoCoMo conversation: the same memory, and the same best memory for each question."""
     from bench.common import event_lines
     from bench.locomo_data import DEFAULT_DIR, load_conversation
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     conv = load_conversation(outside_data(DEFAULT_DIR / "30.json"))
     lines = event_lines([conv])
@@ -239,8 +239,8 @@ def test_locomo_conversation_same_in_both_modes(services_settings, tmp_path_fact
 def test_every_unit_of_a_message_comes_back_however_many_it_has(services_runtime) -> None:  # type: ignore[no-untyped-def]
     """A lookup by message asks OpenSearch for a few units per message first, and for all of them
     when there are more."""
-    from processors.stores.opensearch_lexical import UNITS_PER_MESSAGE_GUESS
-    from schemas.memory import MemoryKind, MemoryUnit
+    from simplemem.processors.stores.opensearch_lexical import UNITS_PER_MESSAGE_GUESS
+    from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
     many = UNITS_PER_MESSAGE_GUESS * 3
     units = [
@@ -274,7 +274,7 @@ def test_opensearch_lists_a_tenants_names_up_to_a_limit(services_runtime) -> Non
 
 
 def test_an_edit_replaces_the_old_version_in_opensearch_and_milvus(services_settings, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
     from tests.test_edits import EDITED, FILLER, ORIGINAL, assert_only_the_edit_is_remembered, event, lines
 
     first = [event(0, "Hello!"), event(1, ORIGINAL), *[event(i + 2, t) for i, t in enumerate(FILLER)]]
@@ -294,12 +294,12 @@ def test_a_store_that_refuses_a_write_dead_letters_the_turns_after_the_retries(
     wrapper gives up after its attempts and the turns become dead letters with the reason."""
     import time
 
-    from processors.retry import StoreRetry
-    from processors.runtime import open_runtime
-    from processors.streaming import MemoryStage
-    from schemas.accounting import Outcome
-    from schemas.events import ChatEvent
-    from schemas.stream import DeadLetterStage, SourceRef, StageRecord
+    from simplemem.processors.ingest.streaming import MemoryStage
+    from simplemem.processors.stores.retry import StoreRetry
+    from simplemem.runtime import open_runtime
+    from simplemem.schemas.accounting import Outcome
+    from simplemem.schemas.events import ChatEvent
+    from simplemem.schemas.stream import DeadLetterStage, SourceRef, StageRecord
     from tests.test_edits import FILLER, event
 
     rt = open_runtime(services_settings, tmp_path)
@@ -339,7 +339,7 @@ def test_the_milvus_store_waits_for_the_index_of_a_collection_another_process_is
 
     from pymilvus import DataType, MilvusClient
 
-    from processors.stores.milvus_vectors import MilvusVectorStore
+    from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 
     name = f"{services_settings.milvus_collection}_ix"
     other = MilvusClient(services_settings.milvus_server_uri)
@@ -367,9 +367,9 @@ def test_the_milvus_store_loads_a_collection_the_server_no_longer_has_loaded(ser
     loads it and goes on."""
     import numpy as np
 
-    from processors.stores.milvus_vectors import MilvusVectorStore
-    from processors.stores.protocols import SymbolicFilter
-    from schemas.memory import MemoryKind, MemoryUnit
+    from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
+    from simplemem.processors.stores.protocols import SymbolicFilter
+    from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
     store = MilvusVectorStore(
         services_settings.milvus_server_uri, f"{services_settings.milvus_collection}_rl", 4
@@ -409,7 +409,7 @@ def test_the_milvus_store_loads_a_collection_the_server_no_longer_has_loaded(ser
 
 
 def test_a_new_collection_gets_the_configured_number_of_tenant_partitions(services_settings) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     settings = services_settings.model_copy(
         update={"milvus_partitions": 8, "milvus_collection": f"{services_settings.milvus_collection}_p8"}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from streams.stall import StallWatch
+from simplemem.streams.stall import StallWatch
 
 TP = ("t.scrubbed", 0)
 

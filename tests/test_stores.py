@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from pymilvus import MilvusException
 
-from processors.stores.milvus_vectors import MilvusVectorStore
-from processors.stores.protocols import SymbolicFilter
-from processors.stores.sqlite_lexical import SqliteLexicalStore
-from schemas.memory import MemoryKind, MemoryUnit
+from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
+from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 pytestmark = pytest.mark.slow
 

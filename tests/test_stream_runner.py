@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from processors.streaming import SessionState
-from processors.windowing import SessionBuffer
-from schemas.keys import SessionKey
-from schemas.stream import SourceRef
-from streams.batching import Batcher
-from streams.gaps import GapGuard, Item
-from streams.ownership import Ownership
-from streams.runner import AgentRunner, Batch, Handled, Output
-from streams.worker import SessionTable
+from simplemem.processors.ingest.streaming import SessionState
+from simplemem.processors.ingest.windowing import SessionBuffer
+from simplemem.schemas.keys import SessionKey
+from simplemem.schemas.stream import SourceRef
+from simplemem.streams.batching import Batcher
+from simplemem.streams.gaps import GapGuard, Item
+from simplemem.streams.ownership import Ownership
+from simplemem.streams.runner import AgentRunner, Batch, Handled, Output
+from simplemem.streams.worker import SessionTable
 from tests.helpers import message
 
 
@@ -120,7 +120,7 @@ def test_a_batch_cut_short_by_shutdown_is_neither_stored_nor_acknowledged() -> N
 
 
 def test_a_batch_whose_partition_went_to_another_worker_writes_no_state_and_is_not_acknowledged() -> None:
-    """A zombie's state write would reach the changelog after the new owner's (streams/ownership.py)."""
+    """A zombie's state write would reach the changelog after the new owner's (simplemem/streams/ownership.py)."""
     tp = ("turns", 0)
 
     async def scenario(lose_during_delivery: bool) -> list[str]:
@@ -294,9 +294,9 @@ def test_a_restarted_worker_learns_its_sessions_from_the_table() -> None:
 def test_the_gap_guard_reports_what_it_re_read_as_the_refetched_metric() -> None:
     import anyio
 
-    from schemas.stream import SourceRef
-    from streams.gaps import GapGuard, Item
-    from streams.metrics import REFETCHED
+    from simplemem.schemas.stream import SourceRef
+    from simplemem.streams.gaps import GapGuard, Item
+    from simplemem.streams.metrics import REFETCHED
 
     async def committed(topic: str, partition: int) -> int | None:
         return 0

@@ -8,15 +8,15 @@ from collections.abc import Callable, Sequence
 import orjson
 import pytest
 
-from processors.decompose import OfflineDecomposer
-from processors.pipeline import Pipeline
-from processors.streaming import MemoryStage, ScrubStage, SessionState
-from schemas.accounting import Outcome
-from schemas.events import ChatEvent
-from schemas.keys import SessionKey
-from schemas.settings import Settings
-from schemas.stream import DeadLetterStage, SourceRef, StageRecord
-from schemas.window import AnalyzedMessage
+from simplemem.processors.ingest.decompose import OfflineDecomposer
+from simplemem.processors.ingest.pipeline import Pipeline
+from simplemem.processors.ingest.streaming import MemoryStage, ScrubStage, SessionState
+from simplemem.schemas.accounting import Outcome
+from simplemem.schemas.events import ChatEvent
+from simplemem.schemas.keys import SessionKey
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeadLetterStage, SourceRef, StageRecord
+from simplemem.schemas.window import AnalyzedMessage
 from tests.helpers import message
 from tests.test_accounting import RecordingIndexer
 
@@ -139,9 +139,9 @@ def test_a_turn_that_ends_its_session_is_decided_at_once_and_closes_the_session(
 
 
 def test_a_dead_letter_quotes_at_most_its_share_of_a_huge_record() -> None:
-    from processors.streaming import raw_dead_letter
-    from schemas.codec import dumps
-    from streams.topics import DLQ_RECORD_BYTES
+    from simplemem.processors.ingest.streaming import raw_dead_letter
+    from simplemem.schemas.codec import dumps
+    from simplemem.streams.topics import DLQ_RECORD_BYTES
 
     settings = Settings()
     huge = b"{" + b"x" * 900_000
@@ -172,8 +172,8 @@ def test_state_round_trips_through_its_table_encoding() -> None:
 
 @pytest.fixture(scope="module")
 def scrub(nlp, scrubber) -> ScrubStage:  # type: ignore[no-untyped-def]
-    from processors.analysis import NlpPreparer
-    from processors.buffer import InMemoryBuffer
+    from simplemem.processors.ingest.analysis import NlpPreparer
+    from simplemem.processors.retrieval.buffer import InMemoryBuffer
 
     def embed(messages: list[AnalyzedMessage]) -> list[AnalyzedMessage]:
         for m in messages:

@@ -1,4 +1,4 @@
-"""The Kafka/Faust path against the real Kafka, OpenSearch, Milvus and Redis (infra/).
+"""The Kafka/Faust path against the real Kafka, OpenSearch, Milvus and Redis (simplemem/infra/).
 
 Turns are published with `kcat` (not our code); workers are `simplemem worker` processes. Each test
 module run uses its own topics, consumer group, index, collection and Redis prefix.
@@ -21,14 +21,14 @@ from typing import Any
 import orjson
 import pytest
 
-from infra.errors import log_tail
-from infra.workers import WorkerProcess
-from schemas.accounting import MessageOutcome
-from schemas.keys import SessionKey
-from schemas.memory import MemoryUnit
-from schemas.query import QueryRequest
-from schemas.settings import Settings, settings_for
-from schemas.stream import DeadLetter
+from bench.harness.workers import WorkerProcess
+from simplemem.infra.errors import log_tail
+from simplemem.schemas.accounting import MessageOutcome
+from simplemem.schemas.keys import SessionKey
+from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.settings import Settings, settings_for
+from simplemem.schemas.stream import DeadLetter
 from tests.services import delete_topics, drop_stream_env, require, running_worker, stream_env
 
 pytestmark = pytest.mark.integration
@@ -52,7 +52,7 @@ def settings_of(env: dict[str, str]) -> Settings:
 
 def kcat_publish(settings: Settings, lines: list[bytes]) -> None:
     """Publish with kcat, keyed by session (Java's murmur2 partitioner, like every client)."""
-    from infra.services import ensure_kcat
+    from simplemem.infra.stack import ensure_kcat
 
     payload = b""
     for raw in lines:
@@ -68,7 +68,7 @@ def kcat_publish(settings: Settings, lines: list[bytes]) -> None:
 
 
 def read(settings: Settings, name: str) -> list[bytes]:
-    from streams.kafka_io import read_topic
+    from simplemem.streams.kafka_io import read_topic
 
     return [r.value for r in asyncio.run(read_topic(settings, settings.topic(name))) if r.value]
 
@@ -92,7 +92,7 @@ def wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def ensure_topics(settings: Settings) -> None:
-    from streams.topics import ensure_topics as create
+    from simplemem.streams.topics import ensure_topics as create
 
     asyncio.run(create(settings))
 
@@ -147,7 +147,7 @@ def test_turns_published_by_kcat_become_memory_and_bad_ones_dead_letters(
     naive = next(d for d in letters if b"naive" in base64.b64decode(d.original or ""))
     assert "ts" in naive.reason
 
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings)
     try:
@@ -286,7 +286,7 @@ def replay(env: dict[str, str], tenant: str, store: Path) -> subprocess.Complete
 def test_replay_rederives_a_tenant_into_a_fresh_store(
     env: dict[str, str], sample: dict[str, Any], tmp_path: Path
 ) -> None:
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     fresh = tmp_path / "rebuilt"
     proc = replay(env, "demo", fresh)
@@ -303,7 +303,7 @@ def test_replay_rederives_a_tenant_into_a_fresh_store(
 
 async def garbage_on_every_partition(settings: Settings) -> None:
     """An unreadable record on each partition of the scrubbed topic (keyed: the topic is compacted)."""
-    from streams.kafka_io import producer
+    from simplemem.streams.kafka_io import producer
 
     prod = producer(settings)
     await prod.start()
@@ -376,8 +376,8 @@ def test_a_worker_starts_from_an_empty_directory_with_default_paths(
 def test_an_edit_through_kafka_replaces_the_old_version_and_tombstones_its_units(
     env: dict[str, str], worker: WorkerProcess
 ) -> None:
-    from processors.runtime import open_runtime
-    from streams.kafka_io import read_topic
+    from simplemem.runtime import open_runtime
+    from simplemem.streams.kafka_io import read_topic
     from tests.test_edits import EDITED, FILLER, ORIGINAL, assert_only_the_edit_is_remembered, event
 
     settings = settings_of(env)
@@ -410,7 +410,7 @@ COLLIDING_SESSIONS = (("a", "b|c"), ("a|b", "c"))
 def test_colliding_tenants_stay_apart_through_kafka(env: dict[str, str], worker: WorkerProcess) -> None:
     """Tenant ``a`` session ``b|c`` and tenant ``a|b`` session ``c``, interleaved on the turns topic:
     separate windows, histories, table rows and memories."""
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
     from tests.test_tenant_keys import assert_units_apart, colliding_events
 
     settings = settings_of(env)
@@ -513,7 +513,7 @@ def test_sigkill_mid_stream_then_restart_reconciles(
     units = [MemoryUnit.model_validate_json(v) for v in read(settings, settings.units_topic)]
     mine = [u for u in units if u.tenant_id == tenant]
     ids = {u.id for u in mine}
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings)
     try:
@@ -546,7 +546,7 @@ def test_a_store_outage_pauses_the_stream_and_loses_nothing(
 ) -> None:
     """The real service stopped: the stage waits (the gauge names the store), nothing is decided
     or dead-lettered meanwhile, and everything is decided once it is back."""
-    from infra.services import down, up
+    from simplemem.infra.stack import down, up
 
     settings = settings_of(env)
     tenant = f"outage-{store}"
@@ -581,7 +581,7 @@ def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_n
 ) -> None:
     """SIGTERM during an outage: the write waiting for the store is cancelled, the worker exits, the
     batch stays unacknowledged and the next worker decides it. (Stops the module's worker: last.)"""
-    from infra.services import down, up
+    from simplemem.infra.stack import down, up
 
     settings = settings_of(env)
     events = [orjson.loads(line) for line in SAMPLE.read_bytes().splitlines() if line.strip()][:12]
@@ -615,7 +615,7 @@ def test_a_worker_waiting_for_a_store_stops_on_sigterm_and_its_successor_loses_n
         try:
             wait_for(decided_or_stopped, 300, "every turn decided by the next worker")
         except AssertionError:
-            os.kill(proc.pid, signal.SIGUSR2)  # where each task waits (streams.diagnostics)
+            os.kill(proc.pid, signal.SIGUSR2)  # where each task waits (simplemem.streams.diagnostics)
             time.sleep(3)
         decided = ids & set(outcomes(settings))
         assert proc.poll() is None and decided == ids, (

@@ -4,8 +4,8 @@ from datetime import date, datetime
 
 import pytest
 
-from processors.temporal import anchor_text, find_anchors
-from processors.timespan import iso_span
+from simplemem.processors.language.temporal import anchor_text, find_anchors
+from simplemem.processors.language.timespan import iso_span
 
 REF = datetime(2026, 1, 14, 10, 0)  # a Wednesday
 

@@ -13,11 +13,11 @@ from datetime import UTC, datetime, timedelta
 import orjson
 import pytest
 
-from processors.buffer import InMemoryBuffer
-from schemas.events import EventRejected, parse_event
-from schemas.keys import SessionKey, message_key
-from schemas.query import QueryRequest
-from schemas.window import BufferedTurn
+from simplemem.processors.retrieval.buffer import InMemoryBuffer
+from simplemem.schemas.events import EventRejected, parse_event
+from simplemem.schemas.keys import SessionKey, message_key
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.window import BufferedTurn
 
 # pairs of (tenant, session) that a "|" or ":" join would merge
 COLLIDING = [(("a|b", "c"), ("a", "b|c")), (("a:b", "x"), ("a", "b:x")), (("acme", "x"), ("acme|x", "x"))]
@@ -134,7 +134,7 @@ def colliding_events(one: tuple[str, str], other: tuple[str, str]) -> list[dict[
 
 @pytest.mark.slow
 def test_embedded_pipeline_keeps_colliding_tenants_apart(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings, tmp_path)
     try:
@@ -167,7 +167,7 @@ def test_two_tenants_with_the_same_history_each_keep_all_of_it(tmp_path, setting
     """Two frontends replaying the same conversation (same session and message ids, same words) under
     two tenants: each tenant keeps its own full memory in both stores, and neither write replaces the
     other's (a memory's id depends on its tenant; stores write by id)."""
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings, tmp_path)
     try:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from processors.buffer import InMemoryBuffer
-from processors.stores.tombstones import SqliteTombstones, forgotten_among
-from schemas.stream import DeletionRecord, DeletionRequest
-from schemas.window import BufferedTurn
+from simplemem.processors.retrieval.buffer import InMemoryBuffer
+from simplemem.processors.stores.tombstones import SqliteTombstones, forgotten_among
+from simplemem.schemas.stream import DeletionRecord, DeletionRequest
+from simplemem.schemas.window import BufferedTurn
 
 T = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -68,8 +68,8 @@ FlakyRedis.__module__ = "redis.exceptions"
 
 def test_stream_stages_wait_out_an_outage_of_the_tombstone_store(tmp_path: Path) -> None:
     """A look-up while Redis is down waits (the outage gauge names it) instead of failing the batch."""
-    from processors.retry import StoreRetry
-    from processors.stores.tombstones import RetriedTombstones
+    from simplemem.processors.stores.retry import StoreRetry
+    from simplemem.processors.stores.tombstones import RetriedTombstones
 
     inner = SqliteTombstones(tmp_path / "t.sqlite")
     inner.add(DeletionRequest(tenant_id="a", message_ids=["m1"], requested_at=T))

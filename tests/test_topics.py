@@ -7,8 +7,8 @@ import uuid
 
 import pytest
 
-from schemas.settings import Settings
-from streams.topics import TopicMismatch, ensure_topics, topic_specs
+from simplemem.schemas.settings import Settings
+from simplemem.streams.topics import TopicMismatch, ensure_topics, topic_specs
 from tests.services import require
 
 pytestmark = pytest.mark.integration

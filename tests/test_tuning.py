@@ -1,7 +1,7 @@
 """Threshold sweep: the same scores, judged at several thresholds."""
 
-from processors.tuning import sweep
-from schemas.window import EntropyScore, Window
+from simplemem.processors.ingest.tuning import sweep
+from simplemem.schemas.window import EntropyScore, Window
 from tests.helpers import message
 
 

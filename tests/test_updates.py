@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from bench.updates import ASKED_AT, load, report, run, tenant_of
-from processors.updates import claim_of, claims, rewritten, supersessions
-from schemas.memory import MemoryKind, MemoryUnit
-from schemas.query import QueryRequest
-from schemas.stream import DeletionRequest
+from simplemem.processors.lifecycle.updates import claim_of, claims, rewritten, supersessions
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.stream import DeletionRequest
 
 T0 = datetime(2026, 1, 5, tzinfo=UTC)
 
@@ -85,7 +85,7 @@ def test_a_changed_value_supersedes_and_a_restatement_does_not() -> None:
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory: pytest.TempPathFactory, settings: Any) -> Iterator[tuple[Any, Any, Any, Any]]:
-    from processors.runtime import open_runtime
+    from simplemem.runtime import open_runtime
 
     rt = open_runtime(settings, tmp_path_factory.mktemp("updates"))
     cases = load()

@@ -1,9 +1,9 @@
 """Windowing edge cases: full windows, stride context, idle gaps, session ends, isolation of sessions."""
 
-from processors.sessions import LocalSessions
-from processors.windowing import Windower
-from schemas.keys import SessionKey
-from schemas.window import CloseReason
+from simplemem.processors.ingest.sessions import LocalSessions
+from simplemem.processors.ingest.windowing import Windower
+from simplemem.schemas.keys import SessionKey
+from simplemem.schemas.window import CloseReason
 from tests.helpers import message
 
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from processors.consolidate import ConsolidationRun
-from processors.streaming import MemoryResult
-from schemas.settings import Settings
-from schemas.stream import ConsolidationAction, ConsolidationDecision, DeletionRequest
-from streams.runner import Output
-from streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, SessionTable, Worker
+from simplemem.processors.ingest.streaming import MemoryResult
+from simplemem.processors.lifecycle.consolidate import ConsolidationRun
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import ConsolidationAction, ConsolidationDecision, DeletionRequest
+from simplemem.streams.runner import Output
+from simplemem.streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, SessionTable, Worker
 
 WAIT = 5.0  # seconds: far longer than any of these steps takes when it is not blocked
 

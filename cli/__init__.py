@@ -1,1 +1,0 @@
-"""The ``simplemem`` command line (Typer): a client of processors/ and streams/, imported by neither."""

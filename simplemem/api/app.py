@@ -1,0 +1,360 @@
+"""The query service's ASGI app: the memory over HTTP, per-tenant keys and quotas.
+
+Every route resolves the caller from its key first; the tenant of a request is the key's. Blocking
+work (retrieval, the embedded pipeline) runs in worker threads; the models and store clients are
+loaded once, when the app starts, and shared by all requests.
+"""
+
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import anyio
+import orjson
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, status
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+
+from simplemem.api.auth import Caller, identify, require_admin, tenant_of
+from simplemem.api.backends import MemoryBackend
+from simplemem.api.feedback import FeedbackLog
+from simplemem.api.keys import KeyStore, new_key
+from simplemem.api.limits_asgi import body_limit
+from simplemem.api.metrics import ServiceMetrics
+from simplemem.api.quotas import Quota, Quotas
+from simplemem.schemas.api import (
+    MAX_PAGE_OFFSET,
+    Accepted,
+    EventError,
+    EventsAccepted,
+    FeedbackBody,
+    FeedbackRecord,
+    KeyCreate,
+    MemoryPage,
+    QueryBody,
+)
+from simplemem.schemas.events import ChatEvent, EventRejected, describe_errors, event_object, parse_event
+from simplemem.schemas.keys import id_problem
+from simplemem.schemas.query import QueryFilters, QueryRequest
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest
+
+API_TITLE = "simplemem query service"
+
+
+@dataclass
+class Service:
+    """What the routes share: settings, the memory, keys, quotas, feedback and metrics."""
+
+    settings: Settings
+    backend: MemoryBackend
+    keys: KeyStore
+    quotas: Quotas
+    feedback: FeedbackLog
+    metrics: ServiceMetrics
+
+    @property
+    def admin_key(self) -> str | None:
+        key = self.settings.admin_key
+        return key.get_secret_value() if key is not None else None
+
+    def caller(self, request: Request) -> Caller:
+        return identify(request, self.keys, self.admin_key)
+
+    def take(self, quota: Quota, tenant_id: str, cost: int = 1) -> None:
+        verdict = self.quotas.take(quota, tenant_id, cost)
+        if not verdict.allowed:
+            raise HTTPException(
+                status.HTTP_429_TOO_MANY_REQUESTS,
+                f"the tenant's {quota.value} quota is used up; retry in {verdict.retry_after} s",
+                headers={"Retry-After": str(verdict.retry_after)},
+            )
+
+    def query_request(self, tenant_id: str, body: QueryBody, as_of: datetime | None = None) -> QueryRequest:
+        try:
+            return QueryRequest(id=body.id, tenant_id=tenant_id, query=body.query, as_of=as_of or body.as_of)
+        except ValidationError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors(exc)) from None
+
+    async def accept_events(self, caller: Caller, payload: Any) -> EventsAccepted:
+        """Validate each event on its own: a bad event gets its error, the rest goes on."""
+        tenant = tenant_of(caller)
+        raw = _event_list(payload)
+        limit = self.settings.api_max_batch_events
+        if len(raw) > limit:
+            raise HTTPException(
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                f"{len(raw)} events, over the batch limit of {limit} (SIMPLEMEM_API_MAX_BATCH_EVENTS)",
+            )
+        answer = EventsAccepted()
+        events: list[ChatEvent] = []
+        for index, item in enumerate(raw):
+            try:
+                event = self._event_of(item, tenant)
+            except EventRejected as exc:
+                answer.rejected.append(
+                    EventError(index=index, message_id=_message_id(item), reason=exc.reason)
+                )
+                continue
+            tenant_of(caller, event.tenant_id)
+            events.append(event)
+        if events:
+            self.take(Quota.INGEST, tenant, len(events))
+            await self.backend.ingest(events)
+        answer.accepted = [e.message_id for e in events]
+        self.metrics.events.labels("accepted").inc(len(answer.accepted))
+        self.metrics.events.labels("rejected").inc(len(answer.rejected))
+        return answer
+
+    def _event_of(self, item: Any, tenant: str) -> ChatEvent:
+        """One batch item as an event of the caller's tenant when it names none. The tenant is checked
+        by the caller on the parsed event, so no shape of item (object, JSON string, ...) escapes it."""
+        data = event_object(item)
+        data.setdefault("tenant_id", tenant)
+        return parse_event(
+            data, max_text_chars=self.settings.max_text_chars, max_id_chars=self.settings.max_id_chars
+        )
+
+    async def delete(self, request: DeletionRequest) -> Accepted:
+        outcome = await self.backend.forget(request)
+        scope: dict[str, Any] = {"tenant_id": request.tenant_id, "routed": outcome}
+        if request.message_ids:
+            scope["message_ids"] = request.message_ids
+        else:
+            scope["whole_tenant"] = True
+        return Accepted(detail=scope)
+
+
+def valid_path_id(value: str, field: str, *, tenant: bool = False) -> None:
+    """422 naming ``field`` for an id in a path that no store could hold."""
+    problem = id_problem(value, tenant=tenant)
+    if problem is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{field}: {problem}")
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _message_id(item: Any) -> str | None:
+    return _str(item.get("message_id")) if isinstance(item, dict) else None
+
+
+def _event_list(payload: Any) -> list[Any]:
+    """One event, a JSON array of events, or ``{"events": [...]}``."""
+    if isinstance(payload, list):
+        return payload
+    if isinstance(payload, dict) and isinstance(payload.get("events"), list) and "message_id" not in payload:
+        return list(payload["events"])
+    if isinstance(payload, dict):
+        return [payload]
+    raise HTTPException(
+        status.HTTP_422_UNPROCESSABLE_CONTENT, "send an event, a list of events or {events: [...]}"
+    )
+
+
+def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
+    """The ASGI app; ``extra`` are routers and mounts added by the compatibility layers."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await service.backend.start()
+        try:
+            async with _nested(app.state.lifespans):
+                yield
+        finally:
+            await service.backend.stop()
+
+    app = FastAPI(title=API_TITLE, version="1", lifespan=lifespan, responses=REFUSALS, redirect_slashes=False)
+    app.state.service = service
+    app.state.lifespans = []
+    CallerDep = Annotated[Caller, Depends(service.caller)]
+
+    @app.post("/v1/events", status_code=status.HTTP_202_ACCEPTED, response_model=EventsAccepted)
+    async def post_events(request: Request, caller: CallerDep) -> EventsAccepted:
+        """One event, or a batch: each event accepted or rejected with its reason."""
+        try:
+            payload = orjson.loads(await request.body())
+        except orjson.JSONDecodeError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"invalid JSON: {exc}") from None
+        return await service.accept_events(caller, payload)
+
+    @app.post("/v1/query")
+    async def post_query(body: QueryBody, caller: CallerDep) -> dict[str, object]:
+        """The memories and context for a question: the contract of ``simplemem query --json``."""
+        tenant = tenant_of(caller, body.tenant_id)
+        request = service.query_request(tenant, body)
+        service.take(Quota.QUERY, tenant)
+        filters = QueryFilters.model_validate(body.model_dump(include=set(QueryFilters.model_fields)))
+        result = await anyio.to_thread.run_sync(service.backend.query, request, filters)
+        return result.to_json()
+
+    @app.post("/v1/feedback")
+    async def post_feedback(body: FeedbackBody, caller: CallerDep) -> dict[str, object]:
+        """Log a wrong answer as a classifier miss and answer again at ``k_max``."""
+        tenant = tenant_of(caller)
+        request = service.query_request(tenant, QueryBody(query=body.query, as_of=body.as_of))
+        service.take(Quota.QUERY, tenant)
+        k_max = service.settings.k_max
+        retry = await anyio.to_thread.run_sync(service.backend.query, request, QueryFilters(k=k_max))
+        scrubbed = await anyio.to_thread.run_sync(service.backend.scrub, body.query)
+        record = FeedbackRecord(
+            tenant_id=tenant,
+            query=scrubbed,
+            as_of=body.as_of,
+            complexity=body.complexity if body.complexity is not None else retry.complexity,
+            k=body.k if body.k is not None else retry.k,
+            retried_k=k_max,
+            note=await anyio.to_thread.run_sync(service.backend.scrub, body.note) if body.note else None,
+            logged_at=datetime.now(UTC),
+        )
+        await anyio.to_thread.run_sync(service.feedback.add, record)
+        return {"logged": True, "retry": retry.to_json()}
+
+    @app.get("/v1/memories", response_model=MemoryPage)
+    async def get_memories(
+        caller: CallerDep,
+        offset: Annotated[int, Query(ge=0, le=MAX_PAGE_OFFSET)] = 0,
+        limit: Annotated[int | None, Query(ge=1)] = None,
+    ) -> MemoryPage:
+        """What the tenant's memory holds, with provenance (source messages, session, time)."""
+        tenant = tenant_of(caller)
+        service.take(Quota.QUERY, tenant)
+        size = min(limit or service.settings.api_page_size, service.settings.api_max_page_size)
+        units, total = await anyio.to_thread.run_sync(service.backend.memories, tenant, offset, size)
+        following = offset + len(units)
+        return MemoryPage(
+            memories=units,
+            offset=offset,
+            next_offset=following if units and following < total else None,
+            total=total,
+        )
+
+    @app.delete("/v1/messages/{message_id}", status_code=status.HTTP_202_ACCEPTED)
+    async def delete_message(message_id: str, caller: CallerDep) -> Accepted:
+        """Forget a message and everything derived from it (routed to the forget path)."""
+        tenant = tenant_of(caller)
+        valid_path_id(message_id, "message id")
+        service.take(Quota.FORGET, tenant)
+        request = DeletionRequest(
+            tenant_id=tenant,
+            message_ids=[message_id],
+            requested_by=caller.key_id,
+            requested_at=datetime.now(UTC),
+        )
+        return await service.delete(request)
+
+    @app.delete("/v1/tenants/{tenant_id}", status_code=status.HTTP_202_ACCEPTED)
+    async def delete_tenant(tenant_id: str, caller: CallerDep) -> Accepted:
+        """Forget a whole tenant and revoke its keys (admin)."""
+        require_admin(caller)
+        valid_path_id(tenant_id, "tenant id", tenant=True)
+        request = DeletionRequest(
+            tenant_id=tenant_id, whole_tenant=True, requested_by="admin", requested_at=datetime.now(UTC)
+        )
+        accepted = await service.delete(request)
+        revoked = await anyio.to_thread.run_sync(_revoke_all, service.keys, tenant_id)
+        accepted.detail["revoked_keys"] = revoked
+        return accepted
+
+    @app.post("/v1/admin/keys", status_code=status.HTTP_201_CREATED)
+    async def create_key(body: KeyCreate, caller: CallerDep) -> dict[str, str]:
+        """A new key for a tenant (admin); the key is shown only in this answer."""
+        require_admin(caller)
+        key, record = new_key(body.tenant_id)
+        await anyio.to_thread.run_sync(service.keys.add, record)
+        return {"key_id": record.key_id, "tenant_id": record.tenant_id, "key": key}
+
+    @app.get("/v1/admin/keys")
+    async def list_keys(caller: CallerDep, tenant_id: str | None = None) -> list[dict[str, object]]:
+        require_admin(caller)
+        records = await anyio.to_thread.run_sync(service.keys.list, tenant_id)
+        return [r.public() for r in records]
+
+    @app.delete("/v1/admin/keys/{key_id}")
+    async def revoke_key(key_id: str, caller: CallerDep) -> dict[str, object]:
+        require_admin(caller)
+        if not await anyio.to_thread.run_sync(service.keys.revoke, key_id):
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "no such key")
+        return {"key_id": key_id, "revoked": True}
+
+    @app.get("/healthz")
+    async def healthz() -> JSONResponse:
+        """Each store with its state; 503 when one is down."""
+        stores = await service.backend.health()
+        ok = all(s["state"] == "up" for s in stores.values())
+        body = {"status": "ok" if ok else "degraded", "mode": service.backend.mode, "stores": stores}
+        return JSONResponse(body, status_code=200 if ok else 503)
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        data, content_type = service.metrics.exposition()
+        return Response(data, media_type=content_type)
+
+    app.add_exception_handler(RequestValidationError, _invalid_request)
+    for item in extra or []:
+        item(app)
+    app.add_middleware(_Wrapped, wrap=lambda inner: body_limit(inner, service.settings.api_max_body_bytes))
+    app.add_middleware(_Wrapped, wrap=service.metrics.middleware)
+    return app
+
+
+async def _invalid_request(request: Request, exc: Exception) -> Response:
+    """A 422 as every other refusal: one line naming each failing field. The offending input is not
+    echoed back (text that is not UTF-8, a lone surrogate, could not be encoded), and the line is
+    ASCII-escaped, so any message encodes."""
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    parts = []
+    for error in errors:
+        loc = [str(p) for p in error.get("loc", ()) if p != "body"] or ["body"]
+        parts.append(f"{'.'.join(loc)}: {error.get('msg', 'invalid')}")
+    body = json.dumps({"detail": "; ".join(parts) or "invalid request"}, ensure_ascii=True)
+    return Response(body, status_code=status.HTTP_422_UNPROCESSABLE_CONTENT, media_type="application/json")
+
+
+class Refusal(BaseModel):
+    """The body of every 4xx: what was wrong, naming the field."""
+
+    detail: str
+
+
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    code: {"model": Refusal, "description": text}
+    for code, text in {
+        401: "no key, or an unknown or revoked one",
+        403: "the key may not do this (another tenant, not the admin)",
+        404: "no such memory",
+        413: "over a size limit (named)",
+        422: "a field is invalid (named)",
+        429: "the tenant's quota is used up (Retry-After)",
+    }.items()
+}
+
+
+class _Wrapped:
+    """Adapts a function-style ASGI middleware to Starlette's ``add_middleware``."""
+
+    def __init__(self, app: Any, wrap: Any) -> None:
+        self._app = wrap(app)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self._app(scope, receive, send)
+
+
+def _revoke_all(keys: KeyStore, tenant_id: str) -> int:
+    return sum(keys.revoke(r.key_id) for r in keys.list(tenant_id) if not r.revoked)
+
+
+@asynccontextmanager
+async def _nested(contexts: list[Any]) -> AsyncIterator[None]:
+    """Enter the lifespans the compatibility layers registered (the MCP session manager)."""
+    from contextlib import AsyncExitStack
+
+    async with AsyncExitStack() as stack:
+        for make in contexts:
+            await stack.enter_async_context(make())
+        yield

@@ -1,0 +1,286 @@
+"""The two ways the service reaches the memory, behind one small protocol.
+
+Embedded: this process owns the store (Milvus Lite serves its folder to one process), runs the
+pipeline on the events it receives and answers from the same runtime; one lock serialises the
+store's users, and a timer closes the windows of sessions gone silent. Services: events and
+deletions go to their topics (the workers derive the memory), queries go to OpenSearch, Milvus and
+Redis through the same retriever; nothing is kept in the process, so replicas are interchangeable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+import anyio
+import orjson
+
+from simplemem.api.forgetting import Forgetter
+from simplemem.processors.lifecycle.migration import LazyMigration, MigrationState
+from simplemem.runtime import Runtime
+from simplemem.schemas.accounting import IngestReport
+from simplemem.schemas.events import ChatEvent
+from simplemem.schemas.keys import tenant_key
+from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult
+from simplemem.schemas.stream import DeletionRequest
+from simplemem.streams.lazy import lazy_migration
+
+log = logging.getLogger(__name__)
+
+Health = dict[str, dict[str, str]]
+
+
+class MemoryBackend(Protocol):
+    mode: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    async def ingest(self, events: list[ChatEvent]) -> None: ...
+
+    async def forget(self, request: DeletionRequest) -> str: ...
+
+    async def health(self) -> Health: ...
+
+    def query(self, request: QueryRequest, filters: QueryFilters | None = None) -> QueryResult: ...
+
+    def memories(self, tenant_id: str, offset: int, limit: int) -> tuple[list[MemoryUnit], int]: ...
+
+    def units(self, tenant_id: str, ids: list[str]) -> list[MemoryUnit]: ...
+
+    def units_of_messages(self, tenant_id: str, message_ids: list[str]) -> list[MemoryUnit]: ...
+
+    def scrub(self, text: str) -> str: ...
+
+
+def _event_line(event: ChatEvent) -> bytes:
+    return orjson.dumps(event.model_dump(mode="json", exclude_none=True))
+
+
+def _check(name: str, probe: Callable[[], object]) -> dict[str, str]:
+    try:
+        probe()
+    except Exception as exc:  # a health check reports, it does not fail
+        return {"state": "down", "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return {"state": "up"}
+
+
+class _RuntimeReads:
+    """Reads shared by both modes, straight from the runtime's stores."""
+
+    rt: Runtime
+    _lock: threading.RLock | contextlib.nullcontext[None]
+    migration: LazyMigration | None = None
+
+    def query(self, request: QueryRequest, filters: QueryFilters | None = None) -> QueryResult:
+        """A tenant's first query starts its lazy migration (``SIMPLEMEM_LEGACY_HISTORY_DIR``), as the
+        CLI's does: answered from what is there, marked ``migration: in_progress`` meanwhile."""
+        state = self.migration.ensure(request.tenant_id) if self.migration is not None else None
+        with self._lock:
+            result = self.rt.retriever.query(request, filters)
+        if state == MigrationState.IN_PROGRESS:
+            result.migration = state.value
+        return result
+
+    async def _finish_migrations(self) -> None:
+        """An import under way at shutdown finishes first (else its claim lapses and it starts over)."""
+        if self.migration is not None:
+            await anyio.to_thread.run_sync(self.migration.wait)
+
+    def memories(self, tenant_id: str, offset: int, limit: int) -> tuple[list[MemoryUnit], int]:
+        with self._lock:
+            lexical = self.rt.lexical
+            return lexical.page(tenant_id, offset, limit), lexical.count(tenant_id)
+
+    def units(self, tenant_id: str, ids: list[str]) -> list[MemoryUnit]:
+        with self._lock:
+            return self.rt.lexical.get(tenant_id, ids)
+
+    def units_of_messages(self, tenant_id: str, message_ids: list[str]) -> list[MemoryUnit]:
+        """The memories derived from these messages (what a caller knows is the message id)."""
+        with self._lock:
+            return self.rt.lexical.units_from_sources(tenant_id, message_ids)
+
+    def scrub(self, text: str) -> str:
+        """PII-free text for durable logs (spaCy and Presidio load on the first call)."""
+        with self._lock:
+            return self.rt.nlp_preparer.scrubber.scrub(text).text
+
+
+class EmbeddedBackend(_RuntimeReads):
+    mode = "embedded"
+
+    def __init__(self, rt: Runtime, forgetter: Forgetter) -> None:
+        self.rt = rt
+        self.forgetter = forgetter
+        self._lock = threading.RLock()
+        self._closer: asyncio.Task[None] | None = None
+        self.migration = lazy_migration(rt, self._lock)
+
+    async def start(self) -> None:
+        await anyio.to_thread.run_sync(self._warm_up)
+        self._closer = asyncio.create_task(self._close_idle_sessions())
+
+    def _warm_up(self) -> None:
+        with self._lock:
+            self.rt.retriever  # noqa: B018  (loads MiniLM)
+            self.rt.pipeline.warm_up()
+
+    async def stop(self) -> None:
+        if self._closer is not None:
+            self._closer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._closer
+        await self._finish_migrations()
+        await anyio.to_thread.run_sync(self._close_all)
+
+    async def ingest(self, events: list[ChatEvent]) -> None:
+        await anyio.to_thread.run_sync(self._ingest, events)
+
+    def _ingest(self, events: list[ChatEvent]) -> None:
+        lines = [(e.message_id, _event_line(e)) for e in events]
+        with self._lock:
+            # More of the same conversations will come: open windows wait for them, their turns
+            # answerable from the recent-turn buffer meanwhile.
+            self.rt.pipeline.ingest(lines, close_sessions=False)
+
+    async def _close_idle_sessions(self) -> None:
+        every = self.rt.settings.api_idle_check_seconds
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await anyio.to_thread.run_sync(self.close_idle, time.time())
+            except Exception:
+                log.exception("closing idle sessions failed")
+
+    def close_idle(self, now: float) -> int:
+        """Decide the tails of sessions silent for the pause, close those silent for the idle time
+        (wall clock); returns how many windows that decided."""
+        s = self.rt.settings
+        with self._lock:
+            pipeline = self.rt.pipeline
+            sessions = pipeline.sessions
+            windows = []
+            for key, buf in list(sessions.buffers.items()):
+                kept, decided = pipeline.windower.on_silence(
+                    buf, now - buf.last_seen, s.pause_seconds, s.wall_clock_idle_seconds
+                )
+                if kept is None:
+                    del sessions.buffers[key]
+                else:
+                    sessions.buffers[key] = kept
+                windows += decided
+            if windows:
+                pipeline.run_windows(windows, IngestReport())
+                pipeline.indexer.vectors.flush()
+            sessions.forget_closed()
+            return len(windows)
+
+    def _close_all(self) -> None:
+        with self._lock:
+            if "pipeline" in self.rt.__dict__:
+                self.rt.pipeline.flush(IngestReport())
+
+    async def forget(self, request: DeletionRequest) -> str:
+        def run() -> str:
+            with self._lock:
+                return self.forgetter.forget(request)
+
+        return await anyio.to_thread.run_sync(run)
+
+    async def health(self) -> Health:
+        def probe() -> Health:
+            with self._lock:
+                return {
+                    "lexical": _check("lexical", lambda: self.rt.lexical.count("healthz")),
+                    "vectors": _check("vectors", lambda: self.rt.vectors.count("healthz")),
+                }
+
+        return await anyio.to_thread.run_sync(probe)
+
+
+class ServicesBackend(_RuntimeReads):
+    mode = "services"
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self._lock = contextlib.nullcontext()  # the store clients are safe to share between threads
+        self._producer: object | None = None
+        self.migration = lazy_migration(rt)  # publishes the history; the workers derive the memory
+
+    async def start(self) -> None:
+        from simplemem.streams.kafka_io import producer
+        from simplemem.streams.topics import ensure_topics
+
+        s = self.rt.settings
+        await ensure_topics(s)
+        prod = producer(s)
+        await prod.start()
+        self._producer = prod
+        await anyio.to_thread.run_sync(lambda: self.rt.retriever)  # loads MiniLM, connects the stores
+
+    async def stop(self) -> None:
+        await self._finish_migrations()
+        if self._producer is not None:
+            await self._producer.stop()  # type: ignore[attr-defined]
+
+    async def _send(self, topic: str, pairs: list[tuple[bytes | None, bytes]]) -> None:
+        prod = self._producer
+        assert prod is not None, "the backend is not started"
+        futures = [await prod.send(topic, value, key=key) for key, value in pairs]  # type: ignore[attr-defined]
+        await asyncio.gather(*futures)
+
+    async def ingest(self, events: list[ChatEvent]) -> None:
+        from simplemem.streams.kafka_io import record_key
+
+        s = self.rt.settings
+        lines = [_event_line(e) for e in events]
+        # Keyed exactly as `simplemem publish` keys a line: the session's byte key.
+        await self._send(s.topic(s.turns_topic), [(record_key(raw), raw) for raw in lines])
+
+    async def forget(self, request: DeletionRequest) -> str:
+        s = self.rt.settings
+        value = request.model_dump_json().encode()
+        await self._send(s.topic(s.deletions_topic), [(tenant_key(request.tenant_id), value)])
+        return "published"
+
+    async def health(self) -> Health:
+        s = self.rt.settings
+
+        def probe() -> Health:
+            from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
+            from simplemem.processors.stores.opensearch_lexical import OpenSearchLexicalStore
+
+            lexical, vectors, buffer = self.rt.lexical, self.rt.vectors, self.rt.buffer
+            assert isinstance(lexical, OpenSearchLexicalStore) and isinstance(vectors, MilvusVectorStore)
+            return {
+                "opensearch": _check("opensearch", lexical.client.cluster.health),
+                "milvus": _check("milvus", vectors.client.list_collections),
+                "redis": _check("redis", lambda: buffer.recent("healthz")),
+            }
+
+        found = await anyio.to_thread.run_sync(probe)
+        found["kafka"] = await _async_check(self._kafka_probe(s.topic(s.turns_topic)))
+        return found
+
+    async def _kafka_probe(self, topic: str) -> None:
+        prod = self._producer
+        assert prod is not None
+        partitions = await asyncio.wait_for(prod.partitions_for(topic), timeout=5)  # type: ignore[attr-defined]
+        if not partitions:
+            raise RuntimeError(f"no partitions for {topic}")
+
+
+async def _async_check(probe: Awaitable[None]) -> dict[str, str]:
+    try:
+        await probe
+    except Exception as exc:
+        return {"state": "down", "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
+    return {"state": "up"}

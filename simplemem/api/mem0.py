@@ -1,0 +1,321 @@
+"""mem0-compatible endpoints: what ``mem0ai``'s ``MemoryClient`` (2.2.1) calls, under ``/mem0``.
+
+``MemoryClient(api_key=<a tenant key>, host="http://<service>/mem0")`` works unmodified for its
+start-up key check, ``add``, ``search``, ``get_all``, ``get``, ``update``, ``delete``, ``delete_all``
+and ``history``. Everything happens inside the key's tenant; ``user_id``/``agent_id``/``run_id``
+name a session there (:mod:`simplemem.api.directory`). Differences, by design:
+
+- ``add`` stores the messages as chat events; memories are derived from them by the pipeline (mem0's
+  ``infer``, custom instructions and categories are ignored). Until their window is decided, turns
+  are answerable from the recent-turn buffer (ids ``buffer:<message id>``, not gettable).
+- A memory's id is the unit's id. ``update`` re-sends the message the memory came from with the new
+  text (an edit: every memory of that message is replaced). ``delete`` forgets that message and
+  everything derived from it; ``delete_all`` the messages of the matching sessions (a scope is
+  required). Both go to the forget path, as the API's DELETE routes do.
+- ``history`` holds one ADD entry (the memory as derived); expiration dates, metadata updates,
+  projects, webhooks, exports and entities are not supported (404).
+"""
+
+import uuid
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import anyio
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, status
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from simplemem.api.app import Service, valid_path_id
+from simplemem.api.auth import Caller, tenant_of
+from simplemem.api.directory import SCOPE_FIELDS, Scope, SessionDirectory
+from simplemem.api.quotas import Quota
+from simplemem.schemas.api import QueryBody
+from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.query import QueryFilters
+from simplemem.schemas.stream import DeletionRequest
+from simplemem.schemas.timebounds import check_time
+
+PREFIX = "/mem0"
+ORG_ID = "simplemem"
+DEFAULT_TOP_K = 10
+ROLES = {"user", "assistant", "system", "tool"}
+
+
+class Mem0Message(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: str = "user"
+    content: str
+
+
+class AddBody(BaseModel):
+    model_config = ConfigDict(extra="allow")  # mem0's options we do not use are accepted, ignored
+
+    messages: list[Mem0Message]
+    user_id: str | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    timestamp: int | float | None = Field(None, description="Unix time in seconds")
+    metadata: dict[str, Any] | None = None
+
+    @field_validator("timestamp")
+    @classmethod
+    def _bounded(cls, value: float | None) -> float | None:
+        if value is not None:
+            try:
+                when = datetime.fromtimestamp(value, UTC)
+            except (OverflowError, OSError, ValueError):
+                raise ValueError("not a Unix time in seconds within the calendar") from None
+            check_time(when)
+        return value
+
+
+class SearchBody(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    query: str = Field(min_length=1)
+    filters: dict[str, Any] | None = None
+    top_k: int | None = Field(None, ge=1)
+    threshold: float | None = None
+
+
+class ListBody(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    filters: dict[str, Any] | None = None
+
+
+class UpdateBody(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    text: str | None = None
+
+
+def scope_of(filters: dict[str, Any] | None) -> Scope:
+    """The scope a mem0 filter names: flat fields or an ``AND`` of them (other operators: 422)."""
+    if not filters:
+        return Scope()
+    found: dict[str, Any] = {}
+    parts = filters.get("AND", []) if isinstance(filters, dict) else None
+    if not isinstance(parts, list):
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "filters: an object or {AND: [...]}")
+    flat = {key: value for key, value in filters.items() if key != "AND"}
+    parts = [*parts, flat] if flat else parts
+    for part in parts:
+        if not isinstance(part, dict):
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "filters: each condition is an object")
+        for key, value in part.items():
+            if key not in SCOPE_FIELDS or not isinstance(value, str):
+                raise HTTPException(
+                    status.HTTP_422_UNPROCESSABLE_CONTENT,
+                    f"filters: only {', '.join(SCOPE_FIELDS)} with a string value are supported",
+                )
+            if found.setdefault(key, value) != value:
+                raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"filters: two values for {key}")
+    return Scope(**found)
+
+
+def as_mem0(
+    unit: MemoryUnit, scopes: dict[str, Scope], score: float | None = None, default: Scope | None = None
+) -> dict[str, Any]:
+    """A unit as mem0 shows a memory; ``default`` is the scope of a recent turn (not yet a stored
+    unit, so its session is unknown here): the search's own filter, which it passed."""
+    scope = scopes.get(unit.session_id or "", default or Scope())
+    item: dict[str, Any] = {
+        "id": unit.id,
+        "memory": unit.text,
+        **scope.model_dump(),
+        "metadata": {"kind": unit.kind.value, "event_time": unit.event_time, "source_ids": unit.source_ids},
+        "categories": [],
+        "created_at": unit.stated_at,
+        "updated_at": unit.stated_at,
+    }
+    if score is not None:
+        item["score"] = score
+    return item
+
+
+def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
+    """A callable adding the mem0 routes to the app (``create_app``'s ``extra``)."""
+    router = APIRouter(prefix=PREFIX, tags=["mem0-compatible"])
+    CallerDep = Annotated[Caller, Depends(service.caller)]
+
+    async def run(fn: Any, *args: Any) -> Any:
+        return await anyio.to_thread.run_sync(fn, *args)
+
+    async def unit_or_404(tenant: str, memory_id: str, quota: Quota = Quota.QUERY) -> MemoryUnit:
+        valid_path_id(memory_id, "memory_id")
+        service.take(quota, tenant)
+        found = await run(service.backend.units, tenant, [memory_id])
+        if not found:  # the id add returned is a message's: a memory derived from it answers
+            derived = await run(service.backend.units_of_messages, tenant, [memory_id])
+            found = sorted(derived, key=lambda u: (u.superseded_by is not None, u.id))
+        if not found:
+            raise HTTPException(status.HTTP_404_NOT_FOUND, "Memory not found")
+        unit: MemoryUnit = found[0]
+        return unit
+
+    async def scoped_units(tenant: str, scope: Scope) -> tuple[list[MemoryUnit], dict[str, Scope]]:
+        scopes = await run(directory.sessions, tenant, Scope())
+        wanted = {sid for sid, s in scopes.items() if s.matches(scope)}
+        units: list[MemoryUnit] = []
+        offset, size = 0, service.settings.api_max_page_size
+        while True:
+            page, total = await run(service.backend.memories, tenant, offset, size)
+            units += [u for u in page if scope.empty or u.session_id in wanted]
+            offset += len(page)
+            if not page or offset >= total:
+                return units, scopes
+
+    @router.get("/v1/ping/")
+    async def ping(caller: CallerDep) -> dict[str, Any]:
+        # The client insists on an organisation and a project: the deployment and the key's tenant.
+        tenant = tenant_of(caller)
+        return {"status": "ok", "org_id": ORG_ID, "project_id": tenant, "user_email": None}
+
+    @router.post("/v3/memories/add/")
+    async def add(body: AddBody, caller: CallerDep) -> dict[str, Any]:
+        tenant = tenant_of(caller)
+        scope = Scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+        session = await run(directory.record, tenant, scope)
+        ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp else datetime.now(UTC)
+        events = []
+        for message in body.messages:
+            role = message.role if message.role in ROLES else "user"
+            speaker = (body.user_id if role == "user" else body.agent_id) or str(role)
+            events.append(
+                {
+                    "tenant_id": tenant,
+                    "session_id": session,
+                    "message_id": f"mem0-{uuid.uuid4().hex}",
+                    "speaker": speaker,
+                    "role": role,
+                    "text": message.content,
+                    "ts": ts.isoformat(),
+                }
+            )
+        if events:  # mem0's add is a complete exchange: decided now, not after a pause
+            events[-1]["ends_exchange"] = True
+        answer = await service.accept_events(caller, events)
+        if answer.rejected:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)
+        results = [
+            {"id": mid, "event": "ADD", "memory": e["text"], "status": "PENDING"}
+            for mid, e in zip(answer.accepted, events, strict=True)
+        ]
+        return {"results": results, "status": "PENDING"}
+
+    @router.post("/v3/memories/search/")
+    async def search(body: SearchBody, caller: CallerDep) -> dict[str, Any]:
+        tenant = tenant_of(caller)
+        scope = scope_of(body.filters)
+        scopes = await run(directory.sessions, tenant, Scope())
+        wanted = [sid for sid, s in scopes.items() if s.matches(scope)]
+        if not scope.empty and not wanted:
+            return {"results": []}
+        request = service.query_request(tenant, QueryBody(query=body.query))
+        service.take(Quota.QUERY, tenant)
+        top_k = body.top_k or DEFAULT_TOP_K
+        filters = QueryFilters(k=top_k, sessions=[] if scope.empty else wanted)
+        result = await run(service.backend.query, request, filters)
+        by_id = {u.id: u for u in await run(service.backend.units, tenant, [m.id for m in result.memories])}
+        hits = []
+        for m in result.memories[:top_k]:
+            if body.threshold is not None and m.score < body.threshold:
+                continue
+            unit = by_id.get(m.id) or MemoryUnit(
+                id=m.id, tenant_id=tenant, text=m.text, source_ids=m.source_ids, stated_at=m.stated_at
+            )
+            hits.append(as_mem0(unit, scopes, m.score, default=scope))
+        return {"results": hits}
+
+    @router.post("/v3/memories/")
+    async def get_all(
+        body: ListBody,
+        caller: CallerDep,
+        page: Annotated[int, Query(ge=1)] = 1,
+        page_size: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> dict[str, Any]:
+        tenant = tenant_of(caller)
+        service.take(Quota.QUERY, tenant)
+        units, scopes = await scoped_units(tenant, scope_of(body.filters))
+        chosen = units[(page - 1) * page_size : page * page_size]
+        more = page * page_size < len(units)
+        return {
+            "count": len(units),
+            "next": f"?page={page + 1}&page_size={page_size}" if more else None,
+            "previous": f"?page={page - 1}&page_size={page_size}" if page > 1 else None,
+            "results": [as_mem0(u, scopes) for u in chosen],
+        }
+
+    @router.get("/v1/memories/{memory_id}/")
+    async def get_one(memory_id: str, caller: CallerDep) -> dict[str, Any]:
+        tenant = tenant_of(caller)
+        unit = await unit_or_404(tenant, memory_id)
+        return as_mem0(unit, await run(directory.sessions, tenant, Scope()))
+
+    @router.get("/v1/memories/{memory_id}/history/")
+    async def history(memory_id: str, caller: CallerDep) -> list[dict[str, Any]]:
+        tenant = tenant_of(caller)
+        unit = await unit_or_404(tenant, memory_id)
+        entry = {"id": unit.id, "memory_id": unit.id, "event": "ADD", "old_memory": None}
+        return [{**entry, "new_memory": unit.text, "created_at": unit.stated_at}]
+
+    @router.put("/v1/memories/{memory_id}/")
+    async def update(memory_id: str, body: UpdateBody, caller: CallerDep) -> dict[str, Any]:
+        tenant = tenant_of(caller)
+        unit = await unit_or_404(tenant, memory_id)
+        if body.text is None:
+            raise HTTPException(
+                status.HTTP_422_UNPROCESSABLE_CONTENT, "only the text of a memory can be updated"
+            )
+        if len(unit.source_ids) != 1 or unit.session_id is None:
+            raise HTTPException(status.HTTP_409_CONFLICT, "this memory comes from several messages")
+        edit = {
+            "tenant_id": tenant,
+            "session_id": unit.session_id,
+            "message_id": unit.source_ids[0],
+            "speaker": unit.speaker or "user",
+            "role": "user",
+            "text": body.text,
+            "ts": unit.stated_at,
+        }
+        answer = await service.accept_events(caller, [edit])
+        if answer.rejected:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)
+        return {"id": memory_id, "message": "Memory updated: its message was re-sent with the new text"}
+
+    @router.delete("/v1/memories/{memory_id}/")
+    async def delete(memory_id: str, caller: CallerDep) -> dict[str, Any]:
+        tenant = tenant_of(caller)
+        unit = await unit_or_404(tenant, memory_id, Quota.FORGET)
+        await service.delete(_forget(tenant, unit.source_ids, caller))
+        return {"message": "Memory deleted successfully!"}
+
+    @router.delete("/v1/memories/")
+    async def delete_all(
+        caller: CallerDep,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+    ) -> dict[str, Any]:
+        tenant = tenant_of(caller)
+        scope = Scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+        if scope.empty:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "name user_id, agent_id or run_id")
+        service.take(Quota.FORGET, tenant)
+        units, _ = await scoped_units(tenant, scope)
+        sources = sorted({s for u in units for s in u.source_ids})
+        if sources:
+            await service.delete(_forget(tenant, sources, caller))
+        return {"message": "Memories deleted successfully!"}
+
+    def add_to(app: FastAPI) -> None:
+        app.include_router(router)
+
+    return add_to
+
+
+def _forget(tenant: str, message_ids: list[str], caller: Caller) -> DeletionRequest:
+    return DeletionRequest(
+        tenant_id=tenant, message_ids=message_ids, requested_by=caller.key_id, requested_at=datetime.now(UTC)
+    )

@@ -1,0 +1,3 @@
+from simplemem.cli.main import main
+
+main()

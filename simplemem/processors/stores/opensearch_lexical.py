@@ -1,0 +1,351 @@
+"""OpenSearch lexical + symbolic store (services mode), behind the same protocol as the SQLite one.
+
+Tenant isolation: one shared index, every document routed by ``tenant_id`` (a tenant's memory lives
+on one shard) and every request carries a mandatory ``tenant_id`` term filter plus that routing.
+An index per tenant would give physical isolation but costs a shard set per tenant: past a few
+hundred tenants the cluster state and heap grow with the tenant count. Routing keeps the shard
+count fixed; its limit is a very large tenant, which would make its shard hot (then give that
+tenant an index of its own, or use routing partitions: ``index.routing_partition_size``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from datetime import date
+from typing import Any
+
+import orjson
+from opensearchpy import JSONSerializer, OpenSearch, RequestError, helpers
+
+from simplemem.processors.language.text import query_terms
+from simplemem.processors.stores.protocols import (
+    MIN_NAME_PREFIX,
+    Hit,
+    SymbolicFilter,
+    day_range,
+    index_names,
+    names_matching,
+)
+from simplemem.schemas.memory import MemoryStatus, MemoryUnit
+
+REQUEST_TIMEOUT_SECONDS = 30  # a request slower than this is an outage (the stage waits it out)
+MAX_KNOWN_NAMES = 1000  # person names matched per query: far more than any question names
+MAX_TENANTS_LISTED = 10_000  # an operator's listing of tenants (one aggregation)
+MAX_RESULT_WINDOW = 10_000  # OpenSearch's default index.max_result_window: one request's most hits
+# Units a message usually yields: a lookup by message ids asks for this many per id first (a request
+# sized for 10,000 hits costs OpenSearch that many queue slots, each time) and asks again when the
+# count says there are more.
+UNITS_PER_MESSAGE_GUESS = 8
+
+MAPPING: dict[str, Any] = {
+    "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}},
+    "mappings": {
+        "dynamic": "strict",
+        "properties": {
+            "tenant_id": {"type": "keyword"},
+            "text": {"type": "text", "analyzer": "english"},
+            "context": {"type": "text", "analyzer": "english"},
+            "keywords": {"type": "text", "analyzer": "english"},
+            "kind": {"type": "keyword"},
+            "status": {"type": "keyword"},
+            "persons": {"type": "keyword"},
+            "person_names": {"type": "keyword"},
+            "entities": {"type": "keyword"},
+            "source_ids": {"type": "keyword"},
+            "context_ids": {"type": "keyword"},
+            "event_time": {"type": "keyword"},
+            "event_start": {"type": "date", "format": "strict_date"},
+            "event_end": {"type": "date", "format": "strict_date"},
+            "stated_at": {"type": "date"},
+            "doc": {"type": "object", "enabled": False},
+        },
+    },
+}
+
+
+def _about(names: Sequence[str]) -> dict[str, Any]:
+    """Memories about one of ``names``: in their persons, or named in their own text (where the NER
+    model may not have tagged the name); the searched context (the question answered) does not count."""
+    lowered = [n.lower() for n in names]
+    should: list[dict[str, Any]] = [{"terms": {"person_names": lowered}}]
+    should += [{"match_phrase": {"text": n}} for n in lowered]
+    return {"bool": {"should": should, "minimum_should_match": 1}}
+
+
+# Fields added after the first release: put into an existing index's mapping when it is opened.
+NEW_FIELDS: dict[str, Any] = {"context_ids": {"type": "keyword"}}
+
+
+class OrjsonSerializer(JSONSerializer):
+    """Responses parsed with orjson: a query reads up to a few hundred memories' documents, and the
+    standard library's parser was a tenth of the query service's Python time."""
+
+    def loads(self, s: str) -> Any:
+        return orjson.loads(s)
+
+
+def _day(ordinal: int) -> str:
+    return date.fromordinal(ordinal).isoformat()
+
+
+class OpenSearchLexicalStore:
+    def __init__(
+        self,
+        url: str,
+        index: str,
+        *,
+        client: OpenSearch | None = None,
+        refresh_interval: str = "1s",
+        pool_connections: int | None = None,
+    ) -> None:
+        # urllib3 keeps one connection by default: concurrent queries (the query service's threads)
+        # would open and drop a connection each.
+        self.client = client or OpenSearch(
+            hosts=[url],
+            timeout=REQUEST_TIMEOUT_SECONDS,
+            pool_maxsize=pool_connections,
+            serializer=OrjsonSerializer(),
+        )
+        self.index = index
+        if not self.client.indices.exists(index=index):
+            body = {**MAPPING, "settings": {"index": {**MAPPING["settings"]["index"]}}}
+            body["settings"]["index"]["refresh_interval"] = refresh_interval
+            try:
+                self.client.indices.create(index=index, body=body)
+            except RequestError as exc:  # another worker created it between the check and here
+                if exc.error != "resource_already_exists_exception":
+                    raise
+        else:  # an index made before a field was added to the mapping: add it (new fields only)
+            self.client.indices.put_mapping(index=index, body={"properties": NEW_FIELDS})
+
+    # --- writes ---------------------------------------------------------------------------------
+    def upsert(self, units: Sequence[MemoryUnit]) -> None:
+        if not units:
+            return
+        actions = []
+        for u in units:
+            start, end = day_range(u)
+            actions.append(
+                {
+                    "_op_type": "index",
+                    "_index": self.index,
+                    "_id": u.id,
+                    "_routing": u.tenant_id,
+                    "_source": {
+                        "tenant_id": u.tenant_id,
+                        "text": u.text,
+                        "context": u.context or "",
+                        "keywords": " ".join(u.keywords),
+                        "kind": u.kind.value,
+                        "status": u.status.value,
+                        "persons": u.persons,
+                        "person_names": index_names(u),
+                        "entities": u.entities,
+                        "source_ids": u.source_ids,
+                        "context_ids": u.context_ids,
+                        "event_time": u.event_time,
+                        "event_start": _day(start),
+                        "event_end": _day(end),
+                        "stated_at": u.stated_at,
+                        "doc": u.model_dump(mode="json"),
+                    },
+                }
+            )
+        # refresh=wait_for: a write is visible to the next query, without forcing a refresh per call;
+        # it returns at the index's next scheduled refresh (``refresh_interval``).
+        helpers.bulk(self.client, actions, refresh="wait_for")
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        actions = [{"_op_type": "delete", "_index": self.index, "_id": i, "_routing": tenant_id} for i in ids]
+        helpers.bulk(self.client, actions, refresh="wait_for", raise_on_error=False)
+
+    # --- reads ----------------------------------------------------------------------------------
+    def _filters(self, tenant_id: str, flt: SymbolicFilter | None = None) -> list[dict[str, Any]]:
+        filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
+        if flt is None:
+            return filters
+        if flt.active_only:
+            filters.append({"term": {"status": MemoryStatus.ACTIVE.value}})
+        if flt.first_day is not None and flt.last_day is not None:
+            filters.append({"range": {"event_end": {"gte": flt.first_day.isoformat()}}})
+            filters.append({"range": {"event_start": {"lte": flt.last_day.isoformat()}}})
+        if flt.stated_before is not None:
+            filters.append({"range": {"stated_at": {"lte": flt.stated_before.isoformat()}}})
+        if flt.names:
+            filters.append(_about(flt.names))
+        return filters
+
+    def _search(self, tenant_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self.client.search(index=self.index, body=body, routing=tenant_id)
+        return result
+
+    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]:
+        terms = query_terms(query)
+        if not terms:
+            return []
+        body = {
+            "size": limit,
+            "_source": False,
+            "query": {
+                "bool": {
+                    "must": {
+                        "multi_match": {
+                            "query": " ".join(terms),
+                            "fields": ["text", "context", "keywords"],
+                            "type": "most_fields",
+                            "operator": "or",
+                        }
+                    },
+                    "filter": self._filters(tenant_id, flt),
+                }
+            },
+        }
+        hits = self._search(tenant_id, body)["hits"]["hits"]
+        return [Hit(h["_id"], float(h["_score"])) for h in hits]
+
+    def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]:
+        if not ids:
+            return []
+        body = {
+            "size": len(ids),
+            "_source": ["doc"],
+            "query": {"bool": {"filter": [*self._filters(tenant_id), {"ids": {"values": list(ids)}}]}},
+        }
+        found = {
+            h["_id"]: MemoryUnit.model_validate(h["_source"]["doc"])
+            for h in self._search(tenant_id, body)["hits"]["hits"]
+        }
+        return [found[i] for i in ids if i in found]
+
+    def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
+        lowered = sorted({c.lower() for c in candidates if c.strip()})
+        if not lowered:
+            return []
+        should: list[dict[str, Any]] = [{"terms": {"person_names": lowered}}]
+        should += [{"prefix": {"person_names": c}} for c in lowered if len(c) >= MIN_NAME_PREFIX]
+        body = {
+            "size": 0,
+            "query": {
+                "bool": {"filter": self._filters(tenant_id), "should": should, "minimum_should_match": 1}
+            },
+            "aggs": {"names": {"terms": {"field": "person_names", "size": MAX_KNOWN_NAMES}}},
+        }
+        buckets = self._search(tenant_id, body)["aggregations"]["names"]["buckets"]
+        return names_matching([b["key"] for b in buckets], lowered)
+
+    def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
+        body = {
+            "size": 0,
+            "query": {"bool": {"filter": self._filters(tenant_id)}},
+            "aggs": {"names": {"terms": {"field": "person_names", "size": limit + 1}}},
+        }
+        buckets = self._search(tenant_id, body)["aggregations"]["names"]["buckets"]
+        return None if len(buckets) > limit else sorted(b["key"] for b in buckets)
+
+    def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
+        if not ids or not names:
+            return set()
+        body = {
+            "size": len(ids),
+            "_source": False,
+            "query": {
+                "bool": {
+                    "filter": [
+                        *self._filters(tenant_id),
+                        {"ids": {"values": list(ids)}},
+                        _about(names),
+                    ]
+                }
+            },
+        }
+        return {h["_id"] for h in self._search(tenant_id, body)["hits"]["hits"]}
+
+    def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]:
+        if not source_ids:
+            return []
+        query = {"bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": list(source_ids)}}]}}
+        return self._all_units(tenant_id, query, len(source_ids) * UNITS_PER_MESSAGE_GUESS)
+
+    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
+        """One aggregation over the messages' ids: no document is read."""
+        ids = sorted(set(source_ids))
+        if not ids:
+            return set()
+        body = {
+            "size": 0,
+            "query": {"bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": ids}}]}},
+            "aggs": {"sources": {"terms": {"field": "source_ids", "include": ids, "size": len(ids)}}},
+        }
+        buckets = self._search(tenant_id, body)["aggregations"]["sources"]["buckets"]
+        return {b["key"] for b in buckets}
+
+    def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
+        if not message_ids:
+            return []
+        query = {
+            "bool": {"filter": [*self._filters(tenant_id), {"terms": {"context_ids": list(message_ids)}}]}
+        }
+        return self._all_units(tenant_id, query, len(message_ids) * UNITS_PER_MESSAGE_GUESS)
+
+    def _all_units(self, tenant_id: str, query: dict[str, Any], guess: int) -> list[MemoryUnit]:
+        """Every unit matching ``query`` (up to the result window), asking for ``guess`` first."""
+        size = max(1, min(guess, MAX_RESULT_WINDOW))
+        while True:
+            body = {"size": size, "_source": ["doc"], "track_total_hits": MAX_RESULT_WINDOW, "query": query}
+            hits = self._search(tenant_id, body)["hits"]
+            if len(hits["hits"]) >= hits["total"]["value"] or size == MAX_RESULT_WINDOW:
+                return [MemoryUnit.model_validate(h["_source"]["doc"]) for h in hits["hits"]]
+            size = min(int(hits["total"]["value"]), MAX_RESULT_WINDOW)
+
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        """A page of the tenant's units; pages end at OpenSearch's result window (10,000 units)."""
+        size = max(0, min(limit, MAX_RESULT_WINDOW - offset))
+        if size == 0:
+            return []
+        body = {
+            "from": offset,
+            "size": size,
+            "_source": ["doc"],
+            "sort": [{"stated_at": "asc"}, {"_id": "asc"}],
+            "query": {"bool": {"filter": self._filters(tenant_id)}},
+        }
+        return [
+            MemoryUnit.model_validate(h["_source"]["doc"])
+            for h in self._search(tenant_id, body)["hits"]["hits"]
+        ]
+
+    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
+        """A scroll over the tenant's documents (a consistent snapshot, ``batch`` per page)."""
+        hits = helpers.scan(
+            self.client,
+            index=self.index,
+            query={"query": {"bool": {"filter": self._filters(tenant_id)}}, "_source": ["doc"]},
+            routing=tenant_id,
+            size=batch,
+        )
+        page: list[MemoryUnit] = []
+        for h in hits:
+            page.append(MemoryUnit.model_validate(h["_source"]["doc"]))
+            if len(page) == batch:
+                yield page
+                page = []
+        if page:
+            yield page
+
+    def tenants(self) -> list[str]:
+        body = {"size": 0, "aggs": {"tenants": {"terms": {"field": "tenant_id", "size": MAX_TENANTS_LISTED}}}}
+        result = self.client.search(index=self.index, body=body)
+        return sorted(b["key"] for b in result["aggregations"]["tenants"]["buckets"])
+
+    def expunge(self) -> None:
+        """Deleted documents stay in Lucene segments until merged: merge them away now."""
+        self.client.indices.forcemerge(index=self.index, only_expunge_deletes=True)
+
+    def count(self, tenant_id: str) -> int:
+        body = {"query": {"bool": {"filter": self._filters(tenant_id)}}}
+        return int(self.client.count(index=self.index, body=body, routing=tenant_id)["count"])
+
+    def close(self) -> None:
+        self.client.close()

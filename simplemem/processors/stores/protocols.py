@@ -1,0 +1,148 @@
+"""Small store protocols: the embedded stores and the service stores (OpenSearch, Milvus server) fit them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from simplemem.schemas.memory import MemoryUnit
+
+# A query word of at least this many letters matches a known name it begins ("Mel" for "Melanie").
+MIN_NAME_PREFIX = 3
+
+
+@dataclass(frozen=True)
+class SymbolicFilter:
+    """Constraints a memory must meet. Every search also carries its tenant. ``names``: the memory is
+    about one of these persons (lower-cased): it lists them, or its own text names them."""
+
+    names: Sequence[str] = field(default_factory=tuple)
+    first_day: date | None = None
+    last_day: date | None = None
+    stated_before: datetime | None = None
+    active_only: bool = True
+
+
+@dataclass(frozen=True)
+class Hit:
+    id: str
+    score: float
+
+
+class VectorStore(Protocol):
+    def upsert(self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]) -> None: ...
+
+    def search(
+        self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter
+    ) -> list[Hit]: ...
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
+
+    def vectors(self, tenant_id: str, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The stored vectors of these units (to rewrite a unit's row, or to average a cluster)."""
+        ...
+
+    def delete_tenant(self, tenant_id: str) -> None:
+        """Every vector of the tenant (a whole-tenant deletion, after the units it knows of)."""
+        ...
+
+    def expunge(self) -> None:
+        """Remove deleted rows from disk now (compaction), not when the store gets to it."""
+        ...
+
+    def count(self, tenant_id: str) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class LexicalStore(Protocol):
+    """BM25 text search plus the symbolic fields and the units themselves (the document store)."""
+
+    def upsert(self, units: Sequence[MemoryUnit]) -> None: ...
+
+    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]: ...
+
+    def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]: ...
+
+    def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]: ...
+
+    def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
+        """Every person name of the tenant's memory (lower-cased), or None when it has more than
+        ``limit``."""
+        ...
+
+    def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]: ...
+
+    def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]: ...
+
+    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
+        """Which of these messages have memory units (any status): without reading the units."""
+        ...
+
+    def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
+        """Units whose context quotes one of these messages (``MemoryUnit.context_ids``)."""
+        ...
+
+    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
+        """All the tenant's units (active and archived), ``batch`` at a time: bounded memory."""
+        ...
+
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        """The tenant's units (any status) in the order they were stated, ``limit`` from ``offset``."""
+        ...
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
+
+    def tenants(self) -> list[str]:
+        """Every tenant with a memory (an operator's listing: ``simplemem consolidate``)."""
+        ...
+
+    def expunge(self) -> None:
+        """Remove deleted documents from disk now (merges, zeroed pages), not eventually."""
+        ...
+
+    def count(self, tenant_id: str) -> int: ...
+
+    def close(self) -> None: ...
+
+
+def names_matching(names: Sequence[str], candidates: Sequence[str]) -> list[str]:
+    """The ``names`` (lower-cased) that a candidate equals or abbreviates ("Mel" -> "melanie"):
+    nicknames are usually prefixes of at least ``MIN_NAME_PREFIX`` letters."""
+    lowered = {c.lower() for c in candidates if c.strip()}
+    prefixes = tuple(c for c in lowered if len(c) >= MIN_NAME_PREFIX)
+    return sorted({n for n in names if n in lowered or (prefixes and n.startswith(prefixes))})
+
+
+def day_range(unit: MemoryUnit) -> tuple[int, int]:
+    """The unit's time as ordinal days: its ``event_time`` span, else the day it was stated."""
+    from simplemem.processors.language.timespan import iso_span
+
+    if unit.event_time:
+        span = iso_span(unit.event_time)
+        if span is not None:
+            return span[0].toordinal(), span[1].toordinal()
+    stated = datetime.fromisoformat(unit.stated_at).date().toordinal()
+    return stated, stated
+
+
+def index_names(unit: MemoryUnit) -> list[str]:
+    """Lower-cased person names (and their parts) that the query's person filter matches.
+
+    Only persons: entity labels from a small NER model are too unstable ("LGBTQ" is an ORG in one
+    sentence and nothing in the next) to be a hard constraint; entities still count through BM25.
+    """
+    names: set[str] = set()
+    for value in unit.persons:
+        low = value.lower().strip()
+        if low:
+            names.add(low)
+            names.update(part for part in low.split() if len(part) > 1)
+    return sorted(names)

@@ -1,0 +1,316 @@
+"""Embedded lexical + symbolic store: SQLite FTS5 (BM25, Porter stemming) in one persistent file.
+
+Tenant scoping is part of every statement: the FTS match itself is restricted to the tenant's token
+column, and every lookup joins on ``tenant_id``. It also keeps the units (the document store), the
+persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
+FTS row holds the unit's own text a second time (column ``said``, weight 0 in BM25), so the person
+filter also matches a name written in the memory where the NER model did not tag it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+
+import orjson
+
+from simplemem.processors.language.text import query_terms
+from simplemem.processors.stores.private import private_file
+from simplemem.processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, day_range, index_names
+from simplemem.schemas.memory import MemoryStatus, MemoryUnit
+
+_FTS_SAID_VERSION = 3
+_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
+    tenant, body, said, uid UNINDEXED, tokenize = 'porter unicode61'
+)"""
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS units (
+    id TEXT NOT NULL, tenant_id TEXT NOT NULL, doc BLOB NOT NULL, status TEXT NOT NULL,
+    event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL,
+    PRIMARY KEY (tenant_id, id)
+);
+{_FTS_TABLE};
+CREATE TABLE IF NOT EXISTS names (tenant_id TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS names_by_name ON names (tenant_id, name);
+CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id);
+CREATE TABLE IF NOT EXISTS sources (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS sources_by_source ON sources (tenant_id, source_id);
+CREATE INDEX IF NOT EXISTS sources_by_id ON sources (tenant_id, id);
+CREATE TABLE IF NOT EXISTS quotes (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, id TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS quotes_by_source ON quotes (tenant_id, source_id);
+CREATE INDEX IF NOT EXISTS quotes_by_id ON quotes (tenant_id, id);
+"""
+
+
+def tenant_token(tenant_id: str) -> str:
+    """An opaque FTS token for the tenant (tenant ids may hold characters FTS would split)."""
+    return "t" + hashlib.sha1(tenant_id.encode("utf-8")).hexdigest()[:20]
+
+
+def _body(unit: MemoryUnit) -> str:
+    parts = [unit.text, unit.context or "", " ".join(unit.keywords), unit.event_time or ""]
+    return "\n".join(p for p in parts if p)
+
+
+class SqliteLexicalStore:
+    def __init__(self, path: Path) -> None:
+        private_file(path)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        # a deleted row's bytes are overwritten, not left in a free page (the right to be forgotten)
+        self._db.execute("PRAGMA secure_delete=ON")
+        self._db.executescript(_SCHEMA)
+        self._lock = threading.Lock()
+        self._link_fts_rows()
+
+    def _link_fts_rows(self) -> None:
+        """Version 1 stores gave FTS rows their own rowids, so deleting one meant scanning the whole
+        index; from version 2 an FTS row shares its unit's rowid; version 3 adds the ``said`` column.
+        Rebuild an older file's FTS table once."""
+        db = self._db
+        if db.execute("PRAGMA user_version").fetchone()[0] >= _FTS_SAID_VERSION:
+            return
+        db.execute("BEGIN")
+        db.execute("DROP TABLE units_fts")
+        db.execute(_FTS_TABLE)
+        active = db.execute("SELECT rowid, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,))
+        for rowid, doc in active.fetchall():
+            self._insert_fts(rowid, MemoryUnit.model_validate(orjson.loads(doc)))
+        db.execute(f"PRAGMA user_version={_FTS_SAID_VERSION}")
+        db.execute("COMMIT")
+
+    def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
+        self._db.execute(
+            "INSERT INTO units_fts (rowid, tenant, body, said, uid) VALUES (?,?,?,?,?)",
+            (rowid, tenant_token(u.tenant_id), _body(u), u.text, u.id),
+        )
+
+    def upsert(self, units: Sequence[MemoryUnit]) -> None:
+        if not units:
+            return
+        with self._lock:
+            db = self._db
+            db.execute("BEGIN")
+            try:
+                for u in units:
+                    self._delete_one(u.tenant_id, u.id)
+                    start, end = day_range(u)
+                    stated = datetime.fromisoformat(u.stated_at).timestamp()
+                    cursor = db.execute(
+                        "INSERT INTO units VALUES (?,?,?,?,?,?,?)",
+                        (
+                            u.id,
+                            u.tenant_id,
+                            orjson.dumps(u.model_dump(mode="json")),
+                            u.status.value,
+                            start,
+                            end,
+                            stated,
+                        ),
+                    )
+                    if u.status == MemoryStatus.ACTIVE:
+                        self._insert_fts(cursor.lastrowid, u)
+                    db.executemany(
+                        "INSERT INTO names VALUES (?,?,?)", [(u.tenant_id, n, u.id) for n in index_names(u)]
+                    )
+                    db.executemany(
+                        "INSERT INTO sources VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.source_ids]
+                    )
+                    db.executemany(
+                        "INSERT INTO quotes VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.context_ids]
+                    )
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    def _delete_one(self, tenant_id: str, uid: str) -> None:
+        db = self._db
+        row = db.execute("SELECT rowid FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)).fetchone()
+        if row is None:
+            return
+        db.execute("DELETE FROM units_fts WHERE rowid=?", (row[0],))
+        db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
+        db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
+        db.execute("DELETE FROM sources WHERE tenant_id=? AND id=?", (tenant_id, uid))
+        db.execute("DELETE FROM quotes WHERE tenant_id=? AND id=?", (tenant_id, uid))
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
+        with self._lock:
+            self._db.execute("BEGIN")
+            for uid in ids:
+                self._delete_one(tenant_id, uid)
+            self._db.execute("COMMIT")
+
+    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]:
+        terms = query_terms(query)
+        if not terms:
+            return []
+        match = f"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})"
+        sql = [
+            "SELECT f.uid, bm25(units_fts, 0.0, 1.0, 0.0) AS s FROM units_fts f",
+            "JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ?",
+            "WHERE units_fts MATCH ?",
+        ]
+        args: list[object] = [tenant_id, match]
+        _where_filter(sql, args, flt, tenant_id)
+        sql.append("ORDER BY s LIMIT ?")
+        args.append(limit)
+        with self._lock:
+            rows = self._db.execute(" ".join(sql), args).fetchall()
+        return [Hit(uid, -float(score)) for uid, score in rows]
+
+    def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id, doc FROM units WHERE tenant_id=? AND id IN ({marks})", [tenant_id, *ids]
+            ).fetchall()
+        by_id = {uid: MemoryUnit.model_validate(orjson.loads(doc)) for uid, doc in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
+        """The candidates that name persons in the tenant's memory, with the names they abbreviate
+        ("Mel" -> "mel", "melanie"): nicknames are usually prefixes."""
+        lowered = sorted({c.lower() for c in candidates if c.strip()})
+        if not lowered:
+            return []
+        marks = ",".join("?" * len(lowered))
+        prefixes = [c for c in lowered if len(c) >= MIN_NAME_PREFIX]
+        like = "".join(" OR name LIKE ? ESCAPE '\\'" for _ in prefixes)
+        args = [tenant_id, *lowered, *(_escape_like(p) + "%" for p in prefixes)]
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT name FROM names WHERE tenant_id=? AND (name IN ({marks}){like})", args
+            ).fetchall()
+        return sorted(r[0] for r in rows)
+
+    def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT name FROM names WHERE tenant_id=? LIMIT ?", (tenant_id, limit + 1)
+            ).fetchall()
+        return None if len(rows) > limit else sorted(r[0] for r in rows)
+
+    def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
+        """The ids among ``ids`` of memories about one of ``names``: in their persons, or named in their
+        text."""
+        if not ids or not names:
+            return set()
+        id_marks, name_marks = ",".join("?" * len(ids)), ",".join("?" * len(names))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks}) "
+                f"UNION SELECT uid FROM units_fts WHERE units_fts MATCH ? AND uid IN ({id_marks})",
+                [tenant_id, *ids, *(n.lower() for n in names), _said_match(tenant_id, names), *ids],
+            ).fetchall()
+        return {r[0] for r in rows}
+
+    def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]:
+        return self.get(tenant_id, self._from_sources("id", tenant_id, source_ids))
+
+    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
+        return set(self._from_sources("source_id", tenant_id, source_ids))
+
+    def _from_sources(self, column: str, tenant_id: str, source_ids: Sequence[str]) -> list[str]:
+        """``column`` (a unit id or a message id) of the sources rows of these messages."""
+        if not source_ids:
+            return []
+        marks = ",".join("?" * len(source_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT {column} FROM sources WHERE tenant_id=? AND source_id IN ({marks})",
+                [tenant_id, *source_ids],
+            ).fetchall()
+        return [r[0] for r in rows]
+
+    def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
+        if not message_ids:
+            return []
+        marks = ",".join("?" * len(message_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT DISTINCT id FROM quotes WHERE tenant_id=? AND source_id IN ({marks})",
+                [tenant_id, *message_ids],
+            ).fetchall()
+        return self.get(tenant_id, [r[0] for r in rows])
+
+    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
+        last = -1
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT rowid, doc FROM units WHERE tenant_id=? AND rowid>? ORDER BY rowid LIMIT ?",
+                    (tenant_id, last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            yield [MemoryUnit.model_validate(orjson.loads(doc)) for _, doc in rows]
+
+    def expunge(self) -> None:
+        """Merge the FTS index (its old segments still hold deleted rows' terms), then move the WAL
+        into the database and truncate it; with ``secure_delete`` freed bytes are zeroed."""
+        with self._lock:
+            self._db.execute("INSERT INTO units_fts(units_fts) VALUES ('optimize')")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT doc FROM units WHERE tenant_id=? ORDER BY stated_at, id LIMIT ? OFFSET ?",
+                (tenant_id, limit, offset),
+            ).fetchall()
+        return [MemoryUnit.model_validate(orjson.loads(doc)) for (doc,) in rows]
+
+    def count(self, tenant_id: str) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT count(*) FROM units WHERE tenant_id=?", (tenant_id,)).fetchone()
+        return int(row[0])
+
+    def tenants(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT DISTINCT tenant_id FROM units").fetchall()]
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def _escape_like(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _said_match(tenant_id: str, names: Sequence[str]) -> str:
+    """An FTS expression: the tenant's rows whose own text names one of ``names`` (as a phrase)."""
+    return f"tenant:{tenant_token(tenant_id)} AND said:({' OR '.join(_quote(n.lower()) for n in names)})"
+
+
+def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:
+    if flt.active_only:
+        sql.append("AND u.status = 'active'")
+    if flt.first_day is not None and flt.last_day is not None:
+        sql.append("AND u.event_end >= ? AND u.event_start <= ?")
+        args += [flt.first_day.toordinal(), flt.last_day.toordinal()]
+    if flt.stated_before is not None:
+        sql.append("AND u.stated_at <= ?")
+        args.append(flt.stated_before.timestamp())
+    if flt.names:
+        marks = ",".join("?" * len(flt.names))
+        sql.append(
+            "AND (EXISTS (SELECT 1 FROM names n WHERE n.tenant_id = u.tenant_id AND n.id = u.id "
+            f"AND n.name IN ({marks})) OR u.rowid IN (SELECT rowid FROM units_fts WHERE units_fts MATCH ?))"
+        )
+        args += [n.lower() for n in flt.names]
+        args.append(_said_match(tenant_id, flt.names))

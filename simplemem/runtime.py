@@ -1,0 +1,249 @@
+"""Builds the pipeline and the retriever from settings: the embedded default or the service stores.
+
+``SIMPLEMEM_MODE=embedded``: SQLite FTS5 + Milvus Lite files under the store folder, an in-process
+buffer. ``SIMPLEMEM_MODE=services``: OpenSearch, a Milvus server and Redis at their configured
+endpoints. The processors are the same in both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from simplemem.processors.ingest.embedding import Embedder, MiniLMEmbedder
+from simplemem.processors.retrieval.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
+from simplemem.processors.retrieval.names import TenantNames
+from simplemem.processors.retrieval.retriever import Retriever
+from simplemem.processors.stores.private import private_dir
+from simplemem.processors.stores.protocols import LexicalStore, VectorStore
+from simplemem.processors.stores.retry import connect
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.processors.stores.tombstones import (
+    TOMBSTONE_FILE,
+    RedisTombstones,
+    SqliteTombstones,
+    Tombstones,
+)
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest
+
+if TYPE_CHECKING:  # the ingestion side (spaCy, Presidio, torch) is imported by the first use only
+    from simplemem.processors.ingest.analysis import AsyncPreparer, MessageAnalyzer, NlpPreparer
+    from simplemem.processors.ingest.pipeline import Decomposer, Pipeline
+    from simplemem.processors.lifecycle.consolidate import ConsolidationRun, Summariser
+    from simplemem.processors.lifecycle.forget import ForgetResult, Stores
+    from simplemem.processors.lifecycle.updates import UpdateJudge
+
+LEXICAL_FILE = "lexical.sqlite"  # an embedded store's SQLite file: a folder without one holds no store
+
+
+@dataclass
+class Runtime:
+    """Lazily built components: a query process never imports, let alone loads, spaCy, Presidio or torch."""
+
+    settings: Settings
+    store_dir: Path
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        s = self.settings
+        if s.embedding_backend == "onnx-int8":
+            from simplemem.processors.ingest.onnx_embedding import OnnxMiniLMEmbedder
+
+            return OnnxMiniLMEmbedder(
+                s.embedding_model_dir,
+                s.model_cache_dir,
+                batch_size=s.embedding_batch_size,
+                threads=s.embedding_threads,
+            )
+        return MiniLMEmbedder(
+            s.embedding_model_dir,
+            batch_size=s.embedding_batch_size,
+            threads=s.embedding_threads,
+            dtype=s.embedding_dtype,
+        )
+
+    @cached_property
+    def lexical(self) -> LexicalStore:
+        s = self.settings
+        if s.mode == "services":
+            from simplemem.processors.stores.opensearch_lexical import OpenSearchLexicalStore
+
+            return connect(
+                lambda: OpenSearchLexicalStore(
+                    s.opensearch_endpoint,
+                    s.opensearch_index,
+                    refresh_interval=s.opensearch_refresh_interval,
+                    pool_connections=s.opensearch_pool_connections,
+                ),
+                s.store_connect_seconds,
+            )
+        return SqliteLexicalStore(self.store_dir / LEXICAL_FILE)
+
+    @cached_property
+    def vectors(self) -> VectorStore:
+        from simplemem.processors.ingest.embedding import model_dimension
+        from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
+
+        s = self.settings
+        dim = model_dimension(s.embedding_model_dir)
+
+        def store(uri: str) -> MilvusVectorStore:
+            return MilvusVectorStore(
+                uri,
+                s.milvus_collection,
+                dim,
+                index_type=s.milvus_index_type,
+                flush_seconds=s.store_flush_seconds,
+                partitions=s.milvus_partitions,
+            )
+
+        if s.mode == "services":
+            return connect(lambda: store(s.milvus_server_uri), s.store_connect_seconds)
+        private_dir(self.store_dir)
+        return store(s.milvus_uri or str(self.store_dir / "vectors.db"))
+
+    @cached_property
+    def buffer(self) -> RecentTurnBuffer:
+        s = self.settings
+        if s.mode == "services":
+            return RedisBuffer(
+                s.redis_endpoint, s.buffer_turns, s.buffer_ttl_seconds, prefix=s.redis_key_prefix
+            )
+        return InMemoryBuffer(s.buffer_turns, s.buffer_ttl_seconds, s.buffer_max_sessions)
+
+    @cached_property
+    def tombstones(self) -> Tombstones:
+        """The forgotten messages and the deletion records: in the store folder (embedded), Redis
+        (services: every worker, query process and CLI of the deployment sees the same set)."""
+        s = self.settings
+        if s.mode == "services":
+            return RedisTombstones(s.redis_endpoint, s.redis_key_prefix)
+        return SqliteTombstones(self.store_dir / TOMBSTONE_FILE)
+
+    def forget(self, request: DeletionRequest) -> ForgetResult:
+        """Carry out a deletion on this runtime's stores (:func:`simplemem.processors.lifecycle.forget.forget`)."""
+        from simplemem.processors.lifecycle.consolidate import reabstract_for
+        from simplemem.processors.lifecycle.forget import forget
+
+        return forget(
+            request, self._stores, self.tombstones, self.settings, reabstract=reabstract_for(self.settings)
+        )
+
+    def consolidate(self, tenant_id: str, *, apply: bool = True) -> ConsolidationRun:
+        """Stage 2 for one tenant: clusters into abstracts, then the knowledge-update rule.
+        ``apply=False``: the abstracts are planned only (:meth:`apply_consolidation` writes them);
+        the update rule's pointers are written either way (it is idempotent and lists every unit
+        it changed)."""
+        from simplemem.processors.lifecycle.consolidate import consolidate_tenant
+        from simplemem.processors.lifecycle.updates import update_tenant
+
+        s = self.settings
+        run = consolidate_tenant(tenant_id, self._stores, s, summariser=self.summariser, apply=apply)
+        updates = update_tenant(tenant_id, self.lexical, s.consolidation_batch_units, self.update_judge)
+        run.updated, run.update_fallbacks = updates.changed, updates.fallbacks
+        if apply:  # a plan wrote no vector: apply_consolidation seals its writes
+            self.vectors.flush()
+        return run
+
+    def apply_consolidation(self, tenant_id: str, run: ConsolidationRun) -> None:
+        from simplemem.processors.lifecycle.consolidate import apply_run
+
+        apply_run(tenant_id, run, self._stores, self.settings)
+        self.vectors.flush()
+
+    @property
+    def _stores(self) -> Stores:
+        from simplemem.processors.lifecycle.forget import Stores
+
+        return Stores(self.lexical, self.vectors, self.buffer)
+
+    @cached_property
+    def summariser(self) -> Summariser:
+        """``SIMPLEMEM_SUMMARISER``: how consolidation words an abstract (offline by default)."""
+        if self.settings.summariser == "llm":
+            from simplemem.processors.lifecycle.llm_summary import LlmSummariser
+
+            return LlmSummariser(self.settings)
+        from simplemem.processors.lifecycle.consolidate import offline_summariser
+
+        return offline_summariser
+
+    @cached_property
+    def update_judge(self) -> UpdateJudge | None:
+        """``SIMPLEMEM_UPDATE_JUDGE=llm``: the model judges the update rule's candidate pairs."""
+        if self.settings.update_judge == "llm":
+            from simplemem.processors.lifecycle.llm_updates import LlmUpdateJudge
+
+            return LlmUpdateJudge(self.settings)
+        return None
+
+    @cached_property
+    def decomposer(self) -> Decomposer:
+        if self.settings.decomposer == "llm":
+            from simplemem.processors.ingest.llm_decompose import LlmDecomposer
+
+            return LlmDecomposer(self.settings)
+        from simplemem.processors.ingest.decompose import OfflineDecomposer
+
+        return OfflineDecomposer()
+
+    @cached_property
+    def nlp_preparer(self) -> NlpPreparer:
+        from simplemem.processors.ingest.analysis import NlpPreparer
+        from simplemem.processors.language.nlp import load_pipeline
+        from simplemem.processors.pii.scrubber import PiiScrubber
+
+        s = self.settings
+        nlp = load_pipeline(s.spacy_model, s.blas_threads)
+        return NlpPreparer(nlp, PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold))
+
+    @cached_property
+    def preparer(self) -> AsyncPreparer:
+        from simplemem.processors.ingest.analysis import ThreadPreparer
+
+        return ThreadPreparer(self.nlp_preparer)
+
+    @cached_property
+    def analyzer(self) -> MessageAnalyzer:
+        from simplemem.processors.ingest.analysis import MessageAnalyzer
+
+        return MessageAnalyzer(self.preparer, self.embedder)
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        from simplemem.processors.ingest.pipeline import Indexer, Pipeline
+
+        indexer = Indexer(self.embedder, self.lexical, self.vectors)
+        return Pipeline(
+            self.settings,
+            self.analyzer,
+            self.decomposer,
+            indexer,
+            buffer=self.buffer,
+            tombstones=self.tombstones,
+        )
+
+    @cached_property
+    def retriever(self) -> Retriever:
+        # Services: the names are a round trip to OpenSearch per query, worth keeping a few seconds.
+        # Embedded: a local SQLite lookup, and the process that writes the memories also reads them.
+        s = self.settings
+        names = TenantNames(self.lexical, s) if s.mode == "services" and s.names_cache_seconds > 0 else None
+        return Retriever(s, self.lexical, self.vectors, self.embedder, self.buffer, names)
+
+    def close(self) -> None:
+        for name in ("preparer", "vectors", "lexical", "buffer", "tombstones"):
+            if name in self.__dict__:
+                self.__dict__[name].close()
+
+
+def store_exists(store: Path) -> bool:
+    """Whether ``store`` holds an embedded store (what a first ingestion writes)."""
+    return (store / LEXICAL_FILE).is_file()
+
+
+def open_runtime(settings: Settings, store: Path | None = None) -> Runtime:
+    return Runtime(settings, Path(store or settings.store))

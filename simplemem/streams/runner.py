@@ -1,0 +1,151 @@
+"""How an agent works through its batches, whatever the stage: the order that makes replays safe.
+
+For each batch: the stage computes (``prepare`` then ``finish``), its outputs are delivered and
+acknowledged by Kafka, then its state is written (``Handled.commit``), and only then is the batch
+acknowledged (its offsets may be committed). A crash anywhere before the acknowledgement replays
+the batch; the stages skip what they had applied.
+
+A record that makes the stage fail (a poison record: unparseable, too large to forward, a bug on
+one input) must not stop the partition: the batch is then redone one record at a time and each
+record that still fails becomes a dead letter, so the rest goes on. Shutdown (cancellation, or a
+store wait cancelled by :class:`simplemem.processors.stores.retry.WriteCancelled`) is never treated as a poison
+record: the batch is left unacknowledged and replayed by the next owner of the partition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from simplemem.streams.gaps import Item
+
+log = logging.getLogger(__name__)
+
+P = TypeVar("P")
+
+# One record to send: the topic's short name (as in Settings: "units", "dlq"...), key, value
+# (None: a tombstone, on a compacted topic); and a partition, where the key's hash would not place
+# it beside its session (the scrubbed topic's per-turn keys).
+Output = tuple[str, bytes | None, bytes | None] | tuple[str, bytes | None, bytes | None, int]
+Deliver = Callable[[Sequence[Output]], Awaitable[None]]
+
+
+@dataclass
+class Batch:
+    """Records an agent took at once; ``ack`` lets their offsets be committed."""
+
+    items: list[Item]
+    ack: Callable[[], Awaitable[None]]
+    # whether this worker still owns the batch's partitions (simplemem.streams.ownership); None: always
+    still_ours: Callable[[], Awaitable[bool]] | None = None
+
+    async def owned(self) -> bool:
+        return self.still_ours is None or await self.still_ours()
+
+
+@dataclass
+class Handled:
+    """What a stage made of some records: outputs to deliver, then the state write to run."""
+
+    outputs: list[Output] = field(default_factory=list)
+    commit: Callable[[], None] = lambda: None
+
+
+class Stage(Protocol[P]):
+    """A stream stage as the runner drives it (both halves run off the event loop)."""
+
+    async def prepare(self, items: list[Item]) -> P:
+        """The first half; may run while the previous batch's ``finish`` is delivered."""
+        ...
+
+    async def finish(self, prepared: P) -> Handled: ...
+
+    def poison(self, item: Item, error: BaseException) -> list[Output]:
+        """The dead letter (and failed outcome) for a record the stage cannot process."""
+        ...
+
+
+class AgentRunner(Generic[P]):
+    """Drives a :class:`Stage` over batches. ``overlap``: prepare batch N+1 while N is finished."""
+
+    def __init__(self, stage: Stage[P], deliver: Deliver, *, overlap: bool = False) -> None:
+        self.stage = stage
+        self.deliver = deliver
+        self.overlap = overlap
+        self.poisoned = 0
+        self.fenced = 0  # batches dropped because a rebalance gave their partitions away
+
+    async def run(self, batches: AsyncIterator[Batch]) -> None:
+        previous: asyncio.Future[None] | None = None
+        try:
+            async for batch in batches:
+                prepared: P | Exception
+                try:
+                    prepared = await self.stage.prepare(batch.items)
+                except Exception as exc:  # redone record by record in complete()
+                    prepared = exc
+                if previous is not None:
+                    await previous
+                previous = asyncio.ensure_future(self.complete(batch, prepared))
+                if not self.overlap:
+                    await previous
+            if previous is not None:
+                await previous
+        finally:
+            if previous is not None and not previous.done():
+                previous.cancel()  # shutting down: left unacknowledged, so it is replayed
+
+    async def complete(self, batch: Batch, prepared: P | Exception) -> None:
+        """Finish, deliver, write state, acknowledge; a failure redoes the batch record by record.
+        Nothing is delivered, written or acknowledged once the batch's partitions are another
+        worker's (:mod:`simplemem.streams.ownership`): the new owner reads the records again."""
+        try:
+            if isinstance(prepared, Exception):
+                raise prepared
+            handled = await self.stage.finish(prepared)
+            if not await self._still_ours(batch):
+                return
+            await self.deliver(handled.outputs)
+            if not await self._still_ours(batch):
+                return
+            handled.commit()  # no await between the check and the state write
+        except Exception:
+            log.exception("a batch of %d records failed; redoing it record by record", len(batch.items))
+            if not await self.isolate(batch):
+                return
+        await batch.ack()
+
+    async def _still_ours(self, batch: Batch) -> bool:
+        if await batch.owned():
+            return True
+        self.fenced += 1
+        log.warning(
+            "a batch of %d records was taken before a rebalance gave its partitions to "
+            "another worker; dropped unacknowledged (the new owner reads it again)",
+            len(batch.items),
+        )
+        return False
+
+    async def isolate(self, batch: Batch) -> bool:
+        """Each record alone, its state written before the next; the ones that fail are dead
+        letters. False if the partitions were lost on the way (the rest is left to the new owner)."""
+        for item in batch.items:
+            try:
+                handled = await self.stage.finish(await self.stage.prepare([item]))
+                if not await self._still_ours(batch):
+                    return False
+                await self.deliver(handled.outputs)
+            except Exception as exc:
+                if not await self._still_ours(batch):
+                    return False
+                log.warning("record %s is a dead letter: %s", item.source, exc)
+                self.poisoned += 1
+                await self.deliver(self.stage.poison(item, exc))
+                continue
+            if not await self._still_ours(batch):
+                return False
+            handled.commit()
+        return True
