@@ -36,8 +36,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_REVS = ("97e3cbe", "HEAD")
-PACKAGES = ("schemas", "processors", "streams", "cli", "infra", "bench", "tests")
+PACKAGES = ("schemas", "processors", "runtime", "streams", "api", "cli", "infra", "bench", "tests")
 CODE_PACKAGES = PACKAGES[:-1]
+# before the one-package layout the query service was the top-level package ``service``
+OLD_NAMES = {"service": "api"}
+
+
+def package_of(rel: str) -> str:
+    """``simplemem/processors/ingest/x.py`` and, in older revisions, ``processors/x.py``: ``processors``."""
+    parts = rel.split("/")
+    if parts[0] == "simplemem" and len(parts) > 1:
+        return parts[1].removesuffix(".py")
+    if parts[0] == "processors" and parts[-1] == "runtime.py":
+        return "runtime"
+    return OLD_NAMES.get(parts[0], parts[0])
+
+
 TOP_FUNCTIONS = 10
 # A mutated run may hang (an inverted loop bound...): it is stopped after this many baselines.
 TIMEOUT_BASELINES = 3
@@ -246,14 +260,14 @@ def worktree(rev: str, venv: Path) -> Iterator[Path]:
 
 
 def python_files(repo: Path) -> list[str]:
-    return [p for p in git("ls-files", "--", "*.py", cwd=repo).splitlines() if p.split("/")[0] in PACKAGES]
+    return [p for p in git("ls-files", "--", "*.py", cwd=repo).splitlines() if package_of(p) in PACKAGES]
 
 
 def count_lines(repo: Path, files: Sequence[str]) -> dict[str, int | None]:
     lines: dict[str, int] = {}
     for rel in files:
         text = (repo / rel).read_text(encoding="utf-8")
-        package = rel.split("/")[0]
+        package = package_of(rel)
         lines[package] = lines.get(package, 0) + sum(1 for line in text.splitlines() if line.strip())
     return {p: lines.get(p) for p in PACKAGES}
 
@@ -275,7 +289,7 @@ def largest_functions(repo: Path, files: Sequence[str], top: int) -> list[tuple[
                 visit(child, prefix, rel)
 
     for rel in files:
-        if rel.split("/")[0] in CODE_PACKAGES:
+        if package_of(rel) in CODE_PACKAGES:
             visit(ast.parse((repo / rel).read_text(encoding="utf-8")), "", rel)
     return sorted(found, key=lambda f: (-f[0], f[1]))[:top]
 
@@ -349,10 +363,40 @@ def run_tests(repo: Path, extra: Sequence[str], label: str, timeout: float) -> R
     return run
 
 
+_LEGACY_NAMES = {"pii/scrubber": "pii", "ingest/llm_decompose": "llm", "retrieval/retriever": "retrieval"}
+
+
+def legacy_path(rel: str) -> str:
+    """Where a file of the one-package layout lived before it (flat top-level packages)."""
+    if not rel.startswith("simplemem/"):
+        return rel
+    rest = rel.removeprefix("simplemem/")
+    if rest == "runtime.py":
+        return "processors/runtime.py"
+    if rest.startswith("api/"):
+        return "service/" + rest.removeprefix("api/")
+    parts = rest.split("/")
+    if parts[0] == "processors" and len(parts) == 3 and parts[1] != "stores":
+        stem = f"{parts[1]}/{parts[2].removesuffix('.py')}"
+        name = _LEGACY_NAMES.get(stem, f"pii_{parts[2][:-3]}" if parts[1] == "pii" else parts[2][:-3])
+        return f"processors/{name}.py"
+    return rest
+
+
+def _variant_number(mutation: Mutation, variant: Variant) -> int:
+    """1-based, counting a variant at its legacy path as the variant it derives from."""
+    for i, v in enumerate(mutation.variants, 1):
+        if v.edits == variant.edits and variant.path in (v.path, legacy_path(v.path)):
+            return i
+    raise ValueError(variant.path)
+
+
 def choose_variant(repo: Path, mutation: Mutation) -> tuple[Variant | None, str]:
-    """The first variant whose every search string occurs exactly once, or why none does."""
+    """The first variant whose every search string occurs exactly once, or why none does (a revision
+    before the one-package layout has the file at its legacy path)."""
     why = []
-    for v in mutation.variants:
+    candidates = [*mutation.variants, *(Variant(legacy_path(v.path), v.edits) for v in mutation.variants)]
+    for v in candidates:
         path = repo / v.path
         if not path.exists():
             why.append(f"{v.path} missing")
@@ -416,7 +460,7 @@ def measure(rev: str, args: argparse.Namespace, mutations: Sequence[Mutation]) -
                 rep.mutations[m.name] = f"n/a ({why})"
                 log(f"{commit}: {m.name}: n/a: {why}")
                 continue
-            rep.variants[m.name] = m.variants.index(variant) + 1
+            rep.variants[m.name] = _variant_number(m, variant)
             original = apply(repo, variant)
             try:
                 error = imports(repo, variant.path)

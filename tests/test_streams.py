@@ -34,7 +34,7 @@ from tests.services import delete_topics, drop_stream_env, require, running_work
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "cli" / "data" / "sample_conversation.jsonl"
+SAMPLE = REPO / "simplemem" / "cli" / "data" / "sample_conversation.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -53,7 +53,7 @@ _TURN = re.compile(r"^([A-Z][\w .-]*): (.*)$")
 
 
 def history_path() -> Path:
-    return Path(str(resources.files("cli") / "data" / "demo_history.txt"))
+    return Path(str(resources.files("simplemem.cli") / "data" / "demo_history.txt"))
 
 
 def history_events(path: Path | None = None) -> list[dict[str, Any]]:
