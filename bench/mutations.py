@@ -137,7 +137,17 @@ MUTATIONS: tuple[Mutation, ...] = (
             Variant(
                 "simplemem/processors/retrieval/retriever.py",
                 (
-                    ("stated_before=as_of)", "stated_before=as_of, active_only=False)"),
+                    ("active_only=not filters.include_archived,", "active_only=False,"),
+                    (
+                        "return filters.include_archived or unit.status == MemoryStatus.ACTIVE",
+                        "return True",
+                    ),
+                ),
+            ),
+            Variant(
+                "simplemem/processors/retrieval/retriever.py",
+                (
+                    ("active_only=not filters.include_archived,", "active_only=False,"),
                     (
                         "if unit.id not in have and unit.status == MemoryStatus.ACTIVE:",
                         "if unit.id not in have:",
@@ -172,6 +182,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "event-tenant-unchecked",
         "ChatEvent accepts any non-empty tenant_id (blank, spaces, control characters)",
         (
+            # now: every model takes a tenant id as the annotated type TenantId
+            _one(
+                "simplemem/schemas/keys.py",
+                "AfterValidator(partial(check_id, tenant=True))",
+                "AfterValidator(str)",
+            ),
             # after: the id rule lives in simplemem.schemas.keys.check_id
             _one(
                 "simplemem/schemas/events.py",

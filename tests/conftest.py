@@ -13,7 +13,9 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-GOLDEN = Path(__file__).resolve().parents[1] / "simplemem" / "cli" / "data" / "golden.json"  # shipped: never skipped
+GOLDEN = (
+    Path(__file__).resolve().parents[1] / "simplemem" / "cli" / "data" / "golden.json"
+)  # shipped: never skipped
 
 
 def outside_data(path: Path) -> Path:

@@ -55,8 +55,7 @@ class Windower:
         buf.last_seen = now
         if len(buf.messages) >= self.window_size:
             emitted.append(self._emit(buf, CloseReason.FULL))
-            keep = self.window_size - self.stride
-            buf.messages = buf.messages[len(buf.messages) - keep :] if keep else []
+            buf.messages = self._context_after(buf.messages)
             buf.context = len(buf.messages)
         if message.ends_session:
             closed, last = self.close(buf, CloseReason.END)
@@ -66,6 +65,11 @@ class Windower:
             emitted += settled
         return buf, emitted
 
+    def _context_after(self, messages: list[AnalyzedMessage]) -> list[AnalyzedMessage]:
+        """What a decided window leaves as context for the next: its last ``window_size - stride``."""
+        keep = self.window_size - self.stride
+        return messages[len(messages) - keep :] if keep else []
+
     def settle(self, buf: SessionBuffer) -> tuple[SessionBuffer, list[Window]]:
         """Decide the undecided tail now (a pause, a complete exchange) without closing the session:
         its last ``window_size - stride`` messages stay as context for the next window, as after a full
@@ -73,8 +77,7 @@ class Windower:
         if not buf.pending:
             return buf, []
         window = self._emit(buf, CloseReason.PAUSE)
-        keep = self.window_size - self.stride
-        kept = buf.messages[len(buf.messages) - keep :] if keep else []
+        kept = self._context_after(buf.messages)
         return buf.model_copy(update={"messages": kept, "context": len(kept)}), [window]
 
     def on_silence(
