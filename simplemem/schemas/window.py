@@ -65,6 +65,10 @@ class Sentence(BaseModel):
     tokens: list[Token]
     informative: bool = Field(True, description="a statement worth a memory (not small talk, not a question)")
     embedding: Vector = Field(default_factory=list, description="MiniLM vector (informative sentences only)")
+    line: int = Field(
+        0, description="the line of the message it starts on (statements never span list items)"
+    )
+    part: str | None = Field(None, description="where it stood in a list: 'item 3 (third) of 5 of ...'")
 
 
 class AnalyzedMessage(BaseModel):

@@ -19,8 +19,9 @@ from spacy.language import Language
 
 from simplemem.processors.ingest.decompose import is_informative
 from simplemem.processors.ingest.embedding import Embedder, unit_mean
-from simplemem.processors.language.code_blocks import split_code
+from simplemem.processors.language.code_blocks import CodeSplit, split_code
 from simplemem.processors.language.nlp import doc_entities, doc_sentences, pipe
+from simplemem.processors.language.structure import plain
 from simplemem.processors.pii.scrubber import PiiScrubber
 from simplemem.schemas.events import ChatEvent
 from simplemem.schemas.window import AnalyzedMessage
@@ -42,7 +43,7 @@ class NlpPreparer:
         # A speaker may be named by an e-mail address or phone number; it travels with every
         # statement, the names table and the query context, so it is scrubbed too (once per name).
         speakers = {name: self.scrubber.scrub_speaker(name) for name in {e.speaker for e in events}}
-        splits = [split_code(s.text) for s in scrubbed]
+        splits = [_plain_prose(split_code(s.text)) for s in scrubbed]
         # Re-analyse only the messages whose prose differs from what spaCy saw (PII or code removed).
         docs = list(raw_docs)
         changed = [i for i, (e, sp) in enumerate(zip(events, splits, strict=True)) if sp.prose != e.text]
@@ -53,7 +54,7 @@ class NlpPreparer:
             speaker = speakers[event.speaker]
             sentences = doc_sentences(doc)
             for s in sentences:
-                s.informative = is_informative(s, speaker.text)
+                s.informative = is_informative(s, speaker.text, event.role)
             prepared.append(
                 AnalyzedMessage(
                     tenant_id=event.tenant_id,
@@ -73,6 +74,11 @@ class NlpPreparer:
                 )
             )
         return prepared
+
+
+def _plain_prose(split: CodeSplit) -> CodeSplit:
+    """The prose without markup that carries no words (bold, heading marks, table rules)."""
+    return CodeSplit(split.code_blocks, plain(split.prose))
 
 
 class AsyncPreparer(Protocol):

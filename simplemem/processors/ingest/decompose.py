@@ -26,6 +26,7 @@ from datetime import datetime
 
 from simplemem.processors.ingest.embedding import unit_mean
 from simplemem.processors.language.coref import PeopleTracker, pronoun_gender
+from simplemem.processors.language.structure import item_marker
 from simplemem.processors.language.temporal import Anchor, find_anchors
 from simplemem.processors.language.tense import past_at
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -126,8 +127,21 @@ def has_content(sentence: Sentence) -> bool:
     return len(content) >= 2 or any(t[4] for t in sentence.tokens) or bool(PLACEHOLDER.search(sentence.text))
 
 
-def is_informative(sentence: Sentence, speaker: str) -> bool:
-    """Statement extraction: a sentence becomes a memory unless it is a question, small talk or empty."""
+# An assistant's courtesy lines carry no fact about the user or the answer ("Let me know if you'd
+# like more options!", "I hope this helps."): whole sentences opening so, from an assistant only.
+ASSISTANT_COURTESY = re.compile(
+    r"^(?:let me know|i hope (?:this|that|these) helps?|hope (?:this|that) helps|feel free to|"
+    r"if you have any (?:other |more |further )?questions|i'?m happy to help|happy to help|"
+    r"(?:sure|certainly|of course|absolutely|great question)[!,.]*$|you'?re welcome|enjoy your|good luck)",
+    re.I,
+)
+
+
+def is_informative(sentence: Sentence, speaker: str, role: str = "user") -> bool:
+    """Statement extraction: a sentence becomes a memory unless it is a question, small talk or empty
+    (or, from an assistant, a courtesy line)."""
+    if role == "assistant" and ASSISTANT_COURTESY.match(sentence.text.strip()):
+        return False
     names = {speaker.lower(), *(p.lower() for p in _person_spans(sentence.tokens))}
     names.update(part for n in list(names) for part in n.split())
     return not (is_question(sentence) or is_small_talk(sentence, names) or not has_content(sentence))
@@ -236,7 +250,12 @@ class OfflineDecomposer:
             anchors += found
         text = " ".join(parts)
         persons = _unique([message.speaker, *used_names, *own_people])
-        if not any(p in text for p in persons) or (message.speaker not in text and FIRST_PLURAL.search(text)):
+        where = group[-1].part
+        if where is not None:  # "assistant, item 3 (third) of 5 of 'Hotels near the slopes': ..."
+            text = f"{message.speaker}, {where}: {item_marker(text)}"
+        elif not any(p in text for p in persons) or (
+            message.speaker not in text and FIRST_PLURAL.search(text)
+        ):
             text = f"{message.speaker}: {text}"
         spans = _entity_spans(tokens)
         location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
@@ -312,6 +331,11 @@ CONTINUATION = frozenset(
 )
 
 
+def _starts_list_item(sentence: Sentence, before: Sentence) -> bool:
+    """A list item is a statement of its own, whatever the line before it ends with."""
+    return sentence.part is not None and sentence.line != before.line and sentence.part != before.part
+
+
 def _numeric_fragment(sentence: Sentence) -> bool:
     """A verbless fragment holding a number ("2:04:37.", "3.6 kg."): a terse answer whose meaning is
     in the sentence after it."""
@@ -338,7 +362,12 @@ def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
             fragment = sentence if _numeric_fragment(sentence) else None
             continue
         first = sentence.tokens[0][0].lower() if sentence.tokens else ""
-        continues = previous_kept and groups and (first in CONTINUATION or groups[-1][-1].text.endswith(":"))
+        continues = (
+            previous_kept
+            and groups
+            and (first in CONTINUATION or groups[-1][-1].text.endswith(":"))
+            and not _starts_list_item(sentence, groups[-1][-1])
+        )
         if continues:
             groups[-1].append(sentence)
         else:

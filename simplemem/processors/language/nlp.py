@@ -14,6 +14,7 @@ already keeps it whole ("Dr.", "St.", "e.g." are one token).
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -22,6 +23,7 @@ import spacy
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from simplemem.processors.language.structure import label, outline
 from simplemem.schemas.window import Sentence, Token
 
 # Entity labels that count as "named things" for novelty and symbolic indexing.
@@ -160,10 +162,24 @@ def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
     nlp.add_pipe("bracketed_asides", after="sentencizer")
     if "senter" in dict(nlp.components):
         nlp.add_pipe("abbreviation_periods", after="bracketed_asides")
+    nlp.add_pipe("line_starts")  # last: no later rule joins two lines again
     return nlp
 
 
+@Language.component("line_starts")
+def line_starts(doc: Doc) -> Doc:
+    """A line break starts a sentence: list items, headings and table rows end without a period."""
+    for i in range(1, len(doc)):
+        before = doc[i - 1]
+        if not doc[i].is_space and ("\n" in before.whitespace_ or (before.is_space and "\n" in before.text)):
+            doc[i].is_sent_start = True
+    return doc
+
+
 def doc_sentences(doc: Doc) -> list[Sentence]:
+    """The sentences of ``doc`` with their tokens, each with its line and its place in a list."""
+    lines = outline(doc.text) if "\n" in doc.text else []
+    starts = [line.start for line in lines]
     sentences = []
     for sent in doc.sents:
         tokens: list[Token] = [
@@ -178,9 +194,15 @@ def doc_sentences(doc: Doc) -> list[Sentence]:
         ]
         if any(t[0].strip() for t in tokens):
             # model_construct: the fields come straight from spaCy, validation would only cost time
+            at = bisect_right(starts, sent.start_char) - 1 if lines else 0
             sentences.append(
                 Sentence.model_construct(
-                    text=sent.text.strip(), tokens=tokens, informative=True, embedding=[]
+                    text=sent.text.strip(),
+                    tokens=tokens,
+                    informative=True,
+                    embedding=[],
+                    line=max(at, 0),
+                    part=label(lines[at]) if lines and at >= 0 else None,
                 )
             )
     return sentences

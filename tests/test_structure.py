@@ -1,0 +1,53 @@
+"""The structure of long messages: markup removed, list items numbered with their list's lead."""
+
+from __future__ import annotations
+
+from simplemem.processors.language.structure import item_marker, label, outline, plain
+
+ANSWER = """Sure! Here are some hotels you might consider:
+
+1. **The Little Nell** - luxury, about $900 per night.
+2. **Limelight Hotel** - ski-in/ski-out.
+   Free breakfast buffet included.
+3. Hotel Talisa - in Vail.
+
+Some tips:
+- Book two months ahead.
+- Buy an Epic Pass.
+
+That's all."""
+
+
+def labels(text: str) -> list[str | None]:
+    return [label(line) for line in outline(text)]
+
+
+def test_items_are_numbered_within_their_list_under_its_lead() -> None:
+    text = plain(ANSWER)
+    lines = text.split("\n")
+    got = dict(zip(lines, labels(text), strict=True))
+    assert got["1. The Little Nell - luxury, about $900 per night."] == (
+        "item 1 (first) of 3 of 'Here are some hotels you might consider'"
+    )
+    assert got["   Free breakfast buffet included."] == got["2. Limelight Hotel - ski-in/ski-out."]
+    assert got["3. Hotel Talisa - in Vail."].startswith("item 3 (third) of 3")
+    assert got["- Buy an Epic Pass."] == "item 2 (second) of 2 of 'Some tips'"
+    assert got["That's all."] is None and got["Some tips:"] is None
+
+
+def test_markup_without_words_is_removed_and_tables_become_lines() -> None:
+    table = "## Prices\n| Hotel | Price |\n|---|---:|\n| Nell | $900 |\n| Talisa | $450 |"
+    text = plain(table)
+    assert text.split("\n") == ["Prices", "Hotel, Price:", "| Nell, $900", "| Talisa, $450"]
+    assert labels(text)[2:] == [
+        "item 1 (first) of 2 of 'Hotel, Price'",
+        "item 2 (second) of 2 of 'Hotel, Price'",
+    ]
+    assert plain("a **bold** move and __this__") == "a bold move and this"
+    assert plain("2 * 3 * 4 stays") == "2 * 3 * 4 stays"
+
+
+def test_a_list_without_a_lead_and_the_marker_of_an_item() -> None:
+    assert labels("- one\n- two") == ["item 1 (first) of 2", "item 2 (second) of 2"]
+    assert item_marker("12) the twelfth step") == "the twelfth step"
+    assert labels("no list here\njust lines") == [None, None]
