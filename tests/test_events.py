@@ -70,3 +70,17 @@ def test_a_byte_order_mark_is_not_part_of_the_event() -> None:
 def test_times_within_the_bounds_are_accepted() -> None:
     for ts in ("1900-01-01T00:00:00+00:00", datetime.now(UTC).isoformat()):
         assert parse({**GOOD, "ts": ts}).ts == datetime.fromisoformat(ts)  # type: ignore[attr-defined]
+
+
+def test_a_long_answer_of_an_assistant_is_accepted_and_a_truly_oversized_one_refused() -> None:
+    from simplemem.schemas.settings import Settings
+
+    limit = Settings().max_text_chars
+    answer = "Here is a detailed plan:\n" + "\n".join(f"{i}. Step {i} of the plan." for i in range(1, 2500))
+    assert 20_000 < len(answer) <= limit
+    assert (
+        parse_event(orjson.dumps({**GOOD, "text": answer}), max_text_chars=limit, max_id_chars=256).text
+        == answer
+    )
+    with pytest.raises(EventRejected, match="text"):
+        parse_event(orjson.dumps({**GOOD, "text": "x" * (limit + 1)}), max_text_chars=limit, max_id_chars=256)

@@ -49,7 +49,12 @@ class Settings(BaseSettings):
     store: Path = Path(".simplemem")
 
     # --- input validation -----------------------------------------------------------------------
-    max_text_chars: int = Field(20_000, ge=1, description="longer messages are rejected, not truncated")
+    max_text_chars: int = Field(
+        100_000,
+        ge=1,
+        description="longer messages are rejected, not truncated (a long answer of an assistant is content: "
+        "lists, plans and code are decomposed by their structure)",
+    )
     max_id_chars: int = Field(MAX_ID_CHARS, ge=8, le=MAX_ID_CHARS)
     max_query_chars: int = Field(2000, ge=1, description="longer queries are rejected, not truncated")
     earliest_year: int = Field(
