@@ -95,6 +95,19 @@ MUTATIONS: tuple[Mutation, ...] = (
                     ),
                 ),
             ),
+            Variant(
+                "simplemem/processors/stores/sqlite_lexical.py",
+                (
+                    (
+                        "match = f\"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})\"",
+                        "match = f\"({' OR '.join(_quote(t) for t in terms)})\"",
+                    ),
+                    (
+                        '"SELECT u.id, SUM(x.s) AS s FROM scored x JOIN units u ON u.rowid = x.r AND u.tenant_id = ?",',
+                        '"SELECT u.id, SUM(x.s) AS s FROM scored x JOIN units u ON u.rowid = x.r AND ? IS NOT NULL",',
+                    ),
+                ),
+            ),
         ),
     ),
     Mutation(

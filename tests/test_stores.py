@@ -159,3 +159,74 @@ def test_a_flush_the_server_never_finishes_is_given_up_after_its_bound(tmp_path:
         store.flush()
     store.client.flush = real_flush  # type: ignore[method-assign]
     store.close()
+
+
+def _answer_units(tenant: str, n: int) -> list[MemoryUnit]:
+    """The statements of one long answer: each with the whole message as its context."""
+    message = " ".join(f"Option {i}: the {name} trail." for i, name in enumerate(["Cedar", "Falls", "Ridge"]))
+    message += " Bring crampons in winter."
+    return [
+        MemoryUnit.build(
+            tenant_id=tenant,
+            text=f"assistant suggested option {i}",
+            kind=MemoryKind.FACT,
+            source_ids=[f"{tenant}:answer"],
+            stated_at="2026-01-10T10:00:00+00:00",
+            context=message,
+        )
+        for i in range(n)
+    ]
+
+
+def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_path: Path) -> None:
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    units = _answer_units("t1", 3)
+    other = _answer_units("t2", 1)  # the same words in another tenant: a row of its own
+    store.upsert([*units, *other])
+    store.upsert(units)  # a replay
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT tenant_id, count(*) FROM contexts GROUP BY tenant_id").fetchall() == [
+        ("t1", 1),
+        ("t2", 1),
+    ]
+    assert all(b"crampons" not in doc for (doc,) in db.execute("SELECT doc FROM units"))
+    # a word found only in the context finds every unit of the message, in the tenant only
+    assert {h.id for h in store.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in units}
+    assert [u.context for u in store.get("t1", [units[0].id])] == [units[0].context]
+    assert store.page("t1", 0, 10)[0].context == units[0].context
+    store.delete("t1", [units[0].id, units[1].id])
+    assert db.execute("SELECT count(*) FROM contexts WHERE tenant_id='t1'").fetchone()[0] == 1
+    store.delete("t1", [units[2].id])
+    assert db.execute("SELECT count(*) FROM contexts WHERE tenant_id='t1'").fetchone()[0] == 0
+    assert db.execute("SELECT count(*) FROM contexts_fts").fetchone()[0] == 1  # t2's
+    assert store.search("t1", "crampons", 10, SymbolicFilter()) == []
+    db.close()
+    store.close()
+
+
+def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -> None:
+    import orjson
+
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    units = _answer_units("t1", 2)
+    store.upsert(units)
+    store.close()
+    db = sqlite3.connect(path)  # version 3: the context in each document, no contexts table
+    for u in units:
+        db.execute("UPDATE units SET doc=? WHERE id=?", (orjson.dumps(u.model_dump(mode="json")), u.id))
+    db.execute("DROP INDEX units_by_ctx")
+    db.execute("ALTER TABLE units DROP COLUMN ctx")
+    db.execute("DELETE FROM contexts")
+    db.execute("DELETE FROM contexts_fts")
+    db.execute("PRAGMA user_version=3")
+    db.commit()
+    db.close()
+    reopened = SqliteLexicalStore(path)
+    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in units}
+    assert [u.context for u in reopened.get("t1", [units[1].id])] == [units[1].context]
+    reopened.close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 1
+    db.close()

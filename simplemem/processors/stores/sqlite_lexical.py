@@ -5,6 +5,11 @@ column, and every lookup joins on ``tenant_id``. It also keeps the units (the do
 persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
 FTS row holds the unit's own text a second time (column ``said``, weight 0 in BM25), so the person
 filter also matches a name written in the memory where the NER model did not tag it.
+
+A unit's ``context`` (the message around it, the question it answers) is stored once per distinct
+text, in ``contexts``, with its own FTS index: the 40 statements of a long answer share one row
+instead of holding 40 copies. A unit refers to it by hash (``units.ctx``); reads join it back, and
+BM25 scores a unit by its own words plus its context's (the two FTS scores added).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from simplemem.processors.stores.protocols import MIN_NAME_PREFIX, Hit, Symbolic
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 _FTS_SAID_VERSION = 3
+_SHARED_CONTEXT_VERSION = 4
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     tenant, body, said, uid UNINDEXED, tokenize = 'porter unicode61'
 )"""
@@ -34,6 +40,9 @@ CREATE TABLE IF NOT EXISTS units (
     PRIMARY KEY (tenant_id, id)
 );
 {_FTS_TABLE};
+CREATE TABLE IF NOT EXISTS contexts (tenant_id TEXT NOT NULL, hash TEXT NOT NULL, text TEXT NOT NULL,
+    PRIMARY KEY (tenant_id, hash));
+CREATE VIRTUAL TABLE IF NOT EXISTS contexts_fts USING fts5(tenant, body, tokenize = 'porter unicode61');
 CREATE TABLE IF NOT EXISTS names (tenant_id TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS names_by_name ON names (tenant_id, name);
 CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id);
@@ -52,8 +61,22 @@ def tenant_token(tenant_id: str) -> str:
 
 
 def _body(unit: MemoryUnit) -> str:
-    parts = [unit.text, unit.context or "", " ".join(unit.keywords), unit.event_time or ""]
+    parts = [unit.text, " ".join(unit.keywords), unit.event_time or ""]
     return "\n".join(p for p in parts if p)
+
+
+def context_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def _doc(unit: MemoryUnit) -> bytes:
+    """The unit as stored: without its context, which lives in ``contexts``."""
+    return orjson.dumps(unit.model_dump(mode="json", exclude={"context"}))
+
+
+def _unit(doc: bytes, context: str | None) -> MemoryUnit:
+    unit = MemoryUnit.model_validate(orjson.loads(doc))
+    return unit.model_copy(update={"context": context}) if context is not None else unit
 
 
 class SqliteLexicalStore:
@@ -67,6 +90,7 @@ class SqliteLexicalStore:
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
         self._link_fts_rows()
+        self._share_contexts()
 
     def _link_fts_rows(self) -> None:
         """Version 1 stores gave FTS rows their own rowids, so deleting one meant scanning the whole
@@ -83,6 +107,55 @@ class SqliteLexicalStore:
             self._insert_fts(rowid, MemoryUnit.model_validate(orjson.loads(doc)))
         db.execute(f"PRAGMA user_version={_FTS_SAID_VERSION}")
         db.execute("COMMIT")
+
+    def _share_contexts(self) -> None:
+        """Version 4 keeps each distinct context once (``contexts``); an older file held it in every
+        unit's document and FTS row. Move them out once."""
+        db = self._db
+        columns = {r[1] for r in db.execute("PRAGMA table_info(units)")}
+        if "ctx" not in columns:
+            db.execute("ALTER TABLE units ADD COLUMN ctx TEXT")
+        db.execute("CREATE INDEX IF NOT EXISTS units_by_ctx ON units (tenant_id, ctx)")
+        if db.execute("PRAGMA user_version").fetchone()[0] >= _SHARED_CONTEXT_VERSION:
+            return
+        db.execute("BEGIN")
+        for rowid, doc, status in db.execute("SELECT rowid, doc, status FROM units").fetchall():
+            unit = MemoryUnit.model_validate(orjson.loads(doc))
+            ctx = self._put_context(unit)
+            db.execute("UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit), ctx, rowid))
+            if status == MemoryStatus.ACTIVE.value:
+                db.execute("DELETE FROM units_fts WHERE rowid=?", (rowid,))
+                self._insert_fts(rowid, unit)
+        db.execute(f"PRAGMA user_version={_SHARED_CONTEXT_VERSION}")
+        db.execute("COMMIT")
+
+    def _put_context(self, unit: MemoryUnit) -> str | None:
+        """The hash of the unit's context, stored (and indexed) if no unit of the tenant has it yet."""
+        if not unit.context:
+            return None
+        ctx = context_hash(unit.context)
+        cursor = self._db.execute(
+            "INSERT OR IGNORE INTO contexts VALUES (?,?,?)", (unit.tenant_id, ctx, unit.context)
+        )
+        if cursor.rowcount:
+            self._db.execute(
+                "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
+                (cursor.lastrowid, tenant_token(unit.tenant_id), unit.context),
+            )
+        return ctx
+
+    def _drop_context_if_unused(self, tenant_id: str, ctx: str | None) -> None:
+        if ctx is None:
+            return
+        db = self._db
+        if db.execute("SELECT 1 FROM units WHERE tenant_id=? AND ctx=? LIMIT 1", (tenant_id, ctx)).fetchone():
+            return
+        row = db.execute(
+            "SELECT rowid FROM contexts WHERE tenant_id=? AND hash=?", (tenant_id, ctx)
+        ).fetchone()
+        if row is not None:
+            db.execute("DELETE FROM contexts_fts WHERE rowid=?", (row[0],))
+            db.execute("DELETE FROM contexts WHERE rowid=?", (row[0],))
 
     def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
         self._db.execute(
@@ -102,15 +175,16 @@ class SqliteLexicalStore:
                     start, end = day_range(u)
                     stated = datetime.fromisoformat(u.stated_at).timestamp()
                     cursor = db.execute(
-                        "INSERT INTO units VALUES (?,?,?,?,?,?,?)",
+                        "INSERT INTO units VALUES (?,?,?,?,?,?,?,?)",
                         (
                             u.id,
                             u.tenant_id,
-                            orjson.dumps(u.model_dump(mode="json")),
+                            _doc(u),
                             u.status.value,
                             start,
                             end,
                             stated,
+                            self._put_context(u),
                         ),
                     )
                     if u.status == MemoryStatus.ACTIVE:
@@ -131,11 +205,14 @@ class SqliteLexicalStore:
 
     def _delete_one(self, tenant_id: str, uid: str) -> None:
         db = self._db
-        row = db.execute("SELECT rowid FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)).fetchone()
+        row = db.execute(
+            "SELECT rowid, ctx FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)
+        ).fetchone()
         if row is None:
             return
         db.execute("DELETE FROM units_fts WHERE rowid=?", (row[0],))
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
+        self._drop_context_if_unused(tenant_id, row[1])
         db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
         db.execute("DELETE FROM sources WHERE tenant_id=? AND id=?", (tenant_id, uid))
         db.execute("DELETE FROM quotes WHERE tenant_id=? AND id=?", (tenant_id, uid))
@@ -152,14 +229,20 @@ class SqliteLexicalStore:
         if not terms:
             return []
         match = f"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})"
+        ctx_match = f"tenant:{tenant_token(tenant_id)} AND body:({' OR '.join(_quote(t) for t in terms)})"
         sql = [
-            "SELECT f.uid, bm25(units_fts, 0.0, 1.0, 0.0) AS s FROM units_fts f",
-            "JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ?",
-            "WHERE units_fts MATCH ?",
+            "WITH own AS (SELECT rowid AS r, bm25(units_fts, 0.0, 1.0, 0.0) AS s FROM units_fts",
+            "WHERE units_fts MATCH ?),",
+            "around AS (SELECT c.hash AS hash, bm25(contexts_fts) AS s FROM contexts_fts",
+            "JOIN contexts c ON c.rowid = contexts_fts.rowid AND c.tenant_id = ? WHERE contexts_fts MATCH ?),",
+            "scored AS (SELECT r, s FROM own UNION ALL",
+            "SELECT u.rowid, a.s FROM around a JOIN units u ON u.tenant_id = ? AND u.ctx = a.hash)",
+            "SELECT u.id, SUM(x.s) AS s FROM scored x JOIN units u ON u.rowid = x.r AND u.tenant_id = ?",
+            "WHERE 1",
         ]
-        args: list[object] = [tenant_id, match]
+        args: list[object] = [match, tenant_id, ctx_match, tenant_id, tenant_id]
         _where_filter(sql, args, flt, tenant_id)
-        sql.append("ORDER BY s LIMIT ?")
+        sql.append("GROUP BY u.rowid ORDER BY s LIMIT ?")
         args.append(limit)
         with self._lock:
             rows = self._db.execute(" ".join(sql), args).fetchall()
@@ -171,9 +254,10 @@ class SqliteLexicalStore:
         marks = ",".join("?" * len(ids))
         with self._lock:
             rows = self._db.execute(
-                f"SELECT id, doc FROM units WHERE tenant_id=? AND id IN ({marks})", [tenant_id, *ids]
+                f"SELECT u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
+                [tenant_id, *ids],
             ).fetchall()
-        by_id = {uid: MemoryUnit.model_validate(orjson.loads(doc)) for uid, doc in rows}
+        by_id = {uid: _unit(doc, ctx) for uid, doc, ctx in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
@@ -247,28 +331,31 @@ class SqliteLexicalStore:
         while True:
             with self._lock:
                 rows = self._db.execute(
-                    "SELECT rowid, doc FROM units WHERE tenant_id=? AND rowid>? ORDER BY rowid LIMIT ?",
+                    f"SELECT u.rowid, u.doc, c.text FROM units u {_JOIN_CONTEXT} "
+                    "WHERE u.tenant_id=? AND u.rowid>? ORDER BY u.rowid LIMIT ?",
                     (tenant_id, last, batch),
                 ).fetchall()
             if not rows:
                 return
             last = rows[-1][0]
-            yield [MemoryUnit.model_validate(orjson.loads(doc)) for _, doc in rows]
+            yield [_unit(doc, ctx) for _, doc, ctx in rows]
 
     def expunge(self) -> None:
         """Merge the FTS index (its old segments still hold deleted rows' terms), then move the WAL
         into the database and truncate it; with ``secure_delete`` freed bytes are zeroed."""
         with self._lock:
             self._db.execute("INSERT INTO units_fts(units_fts) VALUES ('optimize')")
+            self._db.execute("INSERT INTO contexts_fts(contexts_fts) VALUES ('optimize')")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT doc FROM units WHERE tenant_id=? ORDER BY stated_at, id LIMIT ? OFFSET ?",
+                f"SELECT u.doc, c.text FROM units u {_JOIN_CONTEXT} "
+                "WHERE u.tenant_id=? ORDER BY u.stated_at, u.id LIMIT ? OFFSET ?",
                 (tenant_id, limit, offset),
             ).fetchall()
-        return [MemoryUnit.model_validate(orjson.loads(doc)) for (doc,) in rows]
+        return [_unit(doc, ctx) for doc, ctx in rows]
 
     def count(self, tenant_id: str) -> int:
         with self._lock:
@@ -282,6 +369,9 @@ class SqliteLexicalStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+_JOIN_CONTEXT = "LEFT JOIN contexts c ON c.tenant_id = u.tenant_id AND c.hash = u.ctx"
 
 
 def _escape_like(value: str) -> str:
