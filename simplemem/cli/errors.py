@@ -17,7 +17,7 @@ R = TypeVar("R")
 
 
 class ExitCode(IntEnum):
-    """What a ``simplemem`` exit status means (README, "Exit codes")."""
+    """What a ``simplemem`` exit status means (docs/cli.md, "Exit codes")."""
 
     OK = 0
     ERROR = 1  # the command could not run: unreadable input, no such store...

@@ -129,7 +129,7 @@ def maven_libs(pom: Path, prefix: str, settings: Settings, log_path: Path) -> Pa
 
 
 def uv_command(log_path: Path) -> list[str]:
-    """The command that runs uv (installed with the system Python's pip, as simplemem/infra/bootstrap.sh does)."""
+    """The command that runs uv (installed with the system Python's pip, as bin/bootstrap does)."""
     found = shutil.which("uv")
     if found:
         return [found]

@@ -6,7 +6,7 @@
 - Milvus standalone: the C++ server of the PyPI package ``milvus`` (``milvus_service.py``).
 - Redis: Debian's ``redis-server`` (``redis_service.py``).
 
-What is common to them (folders, pid files, starting and stopping one) is in ``service.py``, process
+What is common to them (folders, pid files, starting and stopping one) is in ``daemon.py``, process
 supervision in ``process.py``, installers in ``install.py``. Settings are fields of
 ``simplemem.schemas.settings.Settings`` (ports, ``infra_dir``, heaps, timeouts).
 """

@@ -1,4 +1,4 @@
-"""A worker's components and its two stream stages as the agent runner drives them.
+"""A worker's components and its four stream stages (scrub, memorize, forget, consolidate) as the agent runner drives them.
 
 :class:`ScrubStep` (turns -> scrubbed) and :class:`MemorizeStep` (scrubbed -> stores, units,
 outcomes) turn records into outputs and a state write (:class:`simplemem.streams.runner.Handled`); the stage
