@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import anyio
 import orjson
-from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response, status
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
@@ -157,150 +157,195 @@ def _event_list(payload: Any) -> list[Any]:
     )
 
 
+async def service_of(request: Request) -> Service:
+    """The app's :class:`Service` (``app.state.service``): what every route depends on."""
+    service: Service = request.app.state.service
+    return service
+
+
+ServiceDep = Annotated[Service, Depends(service_of)]
+
+
+def caller_of(request: Request, service: ServiceDep) -> Caller:
+    """The caller, from the request's key. Synchronous on purpose: FastAPI runs it in a worker
+    thread, as the key store may block."""
+    return service.caller(request)
+
+
+CallerDep = Annotated[Caller, Depends(caller_of)]
+
+memory_routes = APIRouter()  # what the tenant's memory takes in and answers
+forget_routes = APIRouter()  # the right to be forgotten: a message, a whole tenant
+key_routes = APIRouter()  # the admin's key management
+ops_routes = APIRouter()  # health and metrics, without a key
+
+
+@memory_routes.post("/v1/events", status_code=status.HTTP_202_ACCEPTED, response_model=EventsAccepted)
+async def post_events(request: Request, caller: CallerDep, service: ServiceDep) -> EventsAccepted:
+    """One event, or a batch: each event accepted or rejected with its reason."""
+    try:
+        payload = orjson.loads(await request.body())
+    except orjson.JSONDecodeError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"invalid JSON: {exc}") from None
+    return await service.accept_events(caller, payload)
+
+
+@memory_routes.post("/v1/query")
+async def post_query(body: QueryBody, caller: CallerDep, service: ServiceDep) -> dict[str, object]:
+    """The memories and context for a question: the contract of ``simplemem query --json``."""
+    tenant = tenant_of(caller, body.tenant_id)
+    request = service.query_request(tenant, body)
+    service.take(Quota.QUERY, tenant)
+    filters = QueryFilters.model_validate(body.model_dump(include=set(QueryFilters.model_fields)))
+    result = await anyio.to_thread.run_sync(service.backend.query, request, filters)
+    return result.to_json()
+
+
+@memory_routes.post("/v1/feedback")
+async def post_feedback(body: FeedbackBody, caller: CallerDep, service: ServiceDep) -> dict[str, object]:
+    """Log a wrong answer as a classifier miss and answer again at ``k_max``."""
+    tenant = tenant_of(caller)
+    request = service.query_request(tenant, QueryBody(query=body.query, as_of=body.as_of))
+    service.take(Quota.QUERY, tenant)
+    k_max = service.settings.k_max
+    retry = await anyio.to_thread.run_sync(service.backend.query, request, QueryFilters(k=k_max))
+    scrubbed = await anyio.to_thread.run_sync(service.backend.scrub, body.query)
+    record = FeedbackRecord(
+        tenant_id=tenant,
+        query=scrubbed,
+        as_of=body.as_of,
+        complexity=body.complexity if body.complexity is not None else retry.complexity,
+        k=body.k if body.k is not None else retry.k,
+        retried_k=k_max,
+        note=await anyio.to_thread.run_sync(service.backend.scrub, body.note) if body.note else None,
+        logged_at=datetime.now(UTC),
+    )
+    await anyio.to_thread.run_sync(service.feedback.add, record)
+    return {"logged": True, "retry": retry.to_json()}
+
+
+@memory_routes.get("/v1/memories", response_model=MemoryPage)
+async def get_memories(
+    caller: CallerDep,
+    service: ServiceDep,
+    offset: Annotated[int, Query(ge=0, le=MAX_PAGE_OFFSET)] = 0,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+) -> MemoryPage:
+    """What the tenant's memory holds, with provenance (source messages, session, time)."""
+    tenant = tenant_of(caller)
+    service.take(Quota.QUERY, tenant)
+    size = min(limit or service.settings.api_page_size, service.settings.api_max_page_size)
+    units, total = await anyio.to_thread.run_sync(service.backend.memories, tenant, offset, size)
+    following = offset + len(units)
+    return MemoryPage(
+        memories=units,
+        offset=offset,
+        next_offset=following if units and following < total else None,
+        total=total,
+    )
+
+
+@forget_routes.delete("/v1/messages/{message_id}", status_code=status.HTTP_202_ACCEPTED)
+async def delete_message(message_id: str, caller: CallerDep, service: ServiceDep) -> Accepted:
+    """Forget a message and everything derived from it (routed to the forget path)."""
+    tenant = tenant_of(caller)
+    valid_path_id(message_id, "message id")
+    service.take(Quota.FORGET, tenant)
+    request = DeletionRequest(
+        tenant_id=tenant,
+        message_ids=[message_id],
+        requested_by=caller.key_id,
+        requested_at=datetime.now(UTC),
+    )
+    return await service.delete(request)
+
+
+@forget_routes.delete("/v1/tenants/{tenant_id}", status_code=status.HTTP_202_ACCEPTED)
+async def delete_tenant(tenant_id: str, caller: CallerDep, service: ServiceDep) -> Accepted:
+    """Forget a whole tenant and revoke its keys (admin)."""
+    require_admin(caller)
+    valid_path_id(tenant_id, "tenant id", tenant=True)
+    request = DeletionRequest(
+        tenant_id=tenant_id, whole_tenant=True, requested_by="admin", requested_at=datetime.now(UTC)
+    )
+    accepted = await service.delete(request)
+    revoked = await anyio.to_thread.run_sync(_revoke_all, service.keys, tenant_id)
+    accepted.detail["revoked_keys"] = revoked
+    return accepted
+
+
+@key_routes.post("/v1/admin/keys", status_code=status.HTTP_201_CREATED)
+async def create_key(body: KeyCreate, caller: CallerDep, service: ServiceDep) -> dict[str, str]:
+    """A new key for a tenant (admin); the key is shown only in this answer."""
+    require_admin(caller)
+    key, record = new_key(body.tenant_id)
+    await anyio.to_thread.run_sync(service.keys.add, record)
+    return {"key_id": record.key_id, "tenant_id": record.tenant_id, "key": key}
+
+
+@key_routes.get("/v1/admin/keys")
+async def list_keys(
+    caller: CallerDep, service: ServiceDep, tenant_id: str | None = None
+) -> list[dict[str, object]]:
+    require_admin(caller)
+    records = await anyio.to_thread.run_sync(service.keys.list, tenant_id)
+    return [r.public() for r in records]
+
+
+@key_routes.delete("/v1/admin/keys/{key_id}")
+async def revoke_key(key_id: str, caller: CallerDep, service: ServiceDep) -> dict[str, object]:
+    require_admin(caller)
+    if not await anyio.to_thread.run_sync(service.keys.revoke, key_id):
+        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such key")
+    return {"key_id": key_id, "revoked": True}
+
+
+@ops_routes.get("/healthz")
+async def healthz(service: ServiceDep) -> JSONResponse:
+    """Each store with its state; 503 when one is down."""
+    stores = await service.backend.health()
+    ok = all(s["state"] == "up" for s in stores.values())
+    body = {"status": "ok" if ok else "degraded", "mode": service.backend.mode, "stores": stores}
+    return JSONResponse(body, status_code=200 if ok else 503)
+
+
+@ops_routes.get("/metrics")
+async def metrics(service: ServiceDep) -> Response:
+    data, content_type = service.metrics.exposition()
+    return Response(data, media_type=content_type)
+
+
+ROUTERS = (memory_routes, forget_routes, key_routes, ops_routes)
+
+
 def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     """The ASGI app; ``extra`` are routers and mounts added by the compatibility layers."""
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        await service.backend.start()
-        try:
-            async with _nested(app.state.lifespans):
-                yield
-        finally:
-            await service.backend.stop()
-
-    app = FastAPI(title=API_TITLE, version="1", lifespan=lifespan, responses=REFUSALS, redirect_slashes=False)
+    app = FastAPI(
+        title=API_TITLE, version="1", lifespan=_lifespan, responses=REFUSALS, redirect_slashes=False
+    )
     app.state.service = service
     app.state.lifespans = []
-    CallerDep = Annotated[Caller, Depends(service.caller)]
-
-    @app.post("/v1/events", status_code=status.HTTP_202_ACCEPTED, response_model=EventsAccepted)
-    async def post_events(request: Request, caller: CallerDep) -> EventsAccepted:
-        """One event, or a batch: each event accepted or rejected with its reason."""
-        try:
-            payload = orjson.loads(await request.body())
-        except orjson.JSONDecodeError as exc:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"invalid JSON: {exc}") from None
-        return await service.accept_events(caller, payload)
-
-    @app.post("/v1/query")
-    async def post_query(body: QueryBody, caller: CallerDep) -> dict[str, object]:
-        """The memories and context for a question: the contract of ``simplemem query --json``."""
-        tenant = tenant_of(caller, body.tenant_id)
-        request = service.query_request(tenant, body)
-        service.take(Quota.QUERY, tenant)
-        filters = QueryFilters.model_validate(body.model_dump(include=set(QueryFilters.model_fields)))
-        result = await anyio.to_thread.run_sync(service.backend.query, request, filters)
-        return result.to_json()
-
-    @app.post("/v1/feedback")
-    async def post_feedback(body: FeedbackBody, caller: CallerDep) -> dict[str, object]:
-        """Log a wrong answer as a classifier miss and answer again at ``k_max``."""
-        tenant = tenant_of(caller)
-        request = service.query_request(tenant, QueryBody(query=body.query, as_of=body.as_of))
-        service.take(Quota.QUERY, tenant)
-        k_max = service.settings.k_max
-        retry = await anyio.to_thread.run_sync(service.backend.query, request, QueryFilters(k=k_max))
-        scrubbed = await anyio.to_thread.run_sync(service.backend.scrub, body.query)
-        record = FeedbackRecord(
-            tenant_id=tenant,
-            query=scrubbed,
-            as_of=body.as_of,
-            complexity=body.complexity if body.complexity is not None else retry.complexity,
-            k=body.k if body.k is not None else retry.k,
-            retried_k=k_max,
-            note=await anyio.to_thread.run_sync(service.backend.scrub, body.note) if body.note else None,
-            logged_at=datetime.now(UTC),
-        )
-        await anyio.to_thread.run_sync(service.feedback.add, record)
-        return {"logged": True, "retry": retry.to_json()}
-
-    @app.get("/v1/memories", response_model=MemoryPage)
-    async def get_memories(
-        caller: CallerDep,
-        offset: Annotated[int, Query(ge=0, le=MAX_PAGE_OFFSET)] = 0,
-        limit: Annotated[int | None, Query(ge=1)] = None,
-    ) -> MemoryPage:
-        """What the tenant's memory holds, with provenance (source messages, session, time)."""
-        tenant = tenant_of(caller)
-        service.take(Quota.QUERY, tenant)
-        size = min(limit or service.settings.api_page_size, service.settings.api_max_page_size)
-        units, total = await anyio.to_thread.run_sync(service.backend.memories, tenant, offset, size)
-        following = offset + len(units)
-        return MemoryPage(
-            memories=units,
-            offset=offset,
-            next_offset=following if units and following < total else None,
-            total=total,
-        )
-
-    @app.delete("/v1/messages/{message_id}", status_code=status.HTTP_202_ACCEPTED)
-    async def delete_message(message_id: str, caller: CallerDep) -> Accepted:
-        """Forget a message and everything derived from it (routed to the forget path)."""
-        tenant = tenant_of(caller)
-        valid_path_id(message_id, "message id")
-        service.take(Quota.FORGET, tenant)
-        request = DeletionRequest(
-            tenant_id=tenant,
-            message_ids=[message_id],
-            requested_by=caller.key_id,
-            requested_at=datetime.now(UTC),
-        )
-        return await service.delete(request)
-
-    @app.delete("/v1/tenants/{tenant_id}", status_code=status.HTTP_202_ACCEPTED)
-    async def delete_tenant(tenant_id: str, caller: CallerDep) -> Accepted:
-        """Forget a whole tenant and revoke its keys (admin)."""
-        require_admin(caller)
-        valid_path_id(tenant_id, "tenant id", tenant=True)
-        request = DeletionRequest(
-            tenant_id=tenant_id, whole_tenant=True, requested_by="admin", requested_at=datetime.now(UTC)
-        )
-        accepted = await service.delete(request)
-        revoked = await anyio.to_thread.run_sync(_revoke_all, service.keys, tenant_id)
-        accepted.detail["revoked_keys"] = revoked
-        return accepted
-
-    @app.post("/v1/admin/keys", status_code=status.HTTP_201_CREATED)
-    async def create_key(body: KeyCreate, caller: CallerDep) -> dict[str, str]:
-        """A new key for a tenant (admin); the key is shown only in this answer."""
-        require_admin(caller)
-        key, record = new_key(body.tenant_id)
-        await anyio.to_thread.run_sync(service.keys.add, record)
-        return {"key_id": record.key_id, "tenant_id": record.tenant_id, "key": key}
-
-    @app.get("/v1/admin/keys")
-    async def list_keys(caller: CallerDep, tenant_id: str | None = None) -> list[dict[str, object]]:
-        require_admin(caller)
-        records = await anyio.to_thread.run_sync(service.keys.list, tenant_id)
-        return [r.public() for r in records]
-
-    @app.delete("/v1/admin/keys/{key_id}")
-    async def revoke_key(key_id: str, caller: CallerDep) -> dict[str, object]:
-        require_admin(caller)
-        if not await anyio.to_thread.run_sync(service.keys.revoke, key_id):
-            raise HTTPException(status.HTTP_404_NOT_FOUND, "no such key")
-        return {"key_id": key_id, "revoked": True}
-
-    @app.get("/healthz")
-    async def healthz() -> JSONResponse:
-        """Each store with its state; 503 when one is down."""
-        stores = await service.backend.health()
-        ok = all(s["state"] == "up" for s in stores.values())
-        body = {"status": "ok" if ok else "degraded", "mode": service.backend.mode, "stores": stores}
-        return JSONResponse(body, status_code=200 if ok else 503)
-
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        data, content_type = service.metrics.exposition()
-        return Response(data, media_type=content_type)
-
+    for router in ROUTERS:
+        app.include_router(router)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     for item in extra or []:
         item(app)
     app.add_middleware(_Wrapped, wrap=lambda inner: body_limit(inner, service.settings.api_max_body_bytes))
     app.add_middleware(_Wrapped, wrap=service.metrics.middleware)
     return app
+
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """The backend's models and store clients load once, at start; the lifespans the compatibility
+    layers registered run inside."""
+    service: Service = app.state.service
+    await service.backend.start()
+    try:
+        async with _nested(app.state.lifespans):
+            yield
+    finally:
+        await service.backend.stop()
 
 
 async def _invalid_request(request: Request, exc: Exception) -> Response:

@@ -17,11 +17,12 @@ name a session there (:mod:`simplemem.api.directory`). Differences, by design:
 """
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import anyio
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, status
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, status
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from simplemem.api.app import Service, valid_path_id
@@ -136,183 +137,237 @@ def as_mem0(
 
 def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
     """A callable adding the mem0 routes to the app (``create_app``'s ``extra``)."""
-    router = APIRouter(prefix=PREFIX, tags=["mem0-compatible"])
-    CallerDep = Annotated[Caller, Depends(service.caller)]
 
-    async def run(fn: Any, *args: Any) -> Any:
-        return await anyio.to_thread.run_sync(fn, *args)
+    def add_to(app: FastAPI) -> None:
+        app.state.mem0 = Mem0Context(service, directory)
+        app.include_router(router)
 
-    async def unit_or_404(tenant: str, memory_id: str, quota: Quota = Quota.QUERY) -> MemoryUnit:
+    return add_to
+
+
+async def _run(fn: Any, *args: Any) -> Any:
+    return await anyio.to_thread.run_sync(fn, *args)
+
+
+@dataclass
+class Mem0Context:
+    """What the mem0 routes share (``app.state.mem0``): the service and the directory of the
+    sessions that mem0's ``user_id``/``agent_id``/``run_id`` name."""
+
+    service: Service
+    directory: SessionDirectory
+
+    async def scopes(self, tenant: str) -> dict[str, Scope]:
+        """Every session of the tenant, with the scope that named it."""
+        scopes: dict[str, Scope] = await _run(self.directory.sessions, tenant, Scope())
+        return scopes
+
+    async def unit_or_404(self, tenant: str, memory_id: str, quota: Quota = Quota.QUERY) -> MemoryUnit:
         valid_path_id(memory_id, "memory_id")
-        service.take(quota, tenant)
-        found = await run(service.backend.units, tenant, [memory_id])
+        self.service.take(quota, tenant)
+        backend = self.service.backend
+        found = await _run(backend.units, tenant, [memory_id])
         if not found:  # the id add returned is a message's: a memory derived from it answers
-            derived = await run(service.backend.units_of_messages, tenant, [memory_id])
+            derived = await _run(backend.units_of_messages, tenant, [memory_id])
             found = sorted(derived, key=lambda u: (u.superseded_by is not None, u.id))
         if not found:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "Memory not found")
         unit: MemoryUnit = found[0]
         return unit
 
-    async def scoped_units(tenant: str, scope: Scope) -> tuple[list[MemoryUnit], dict[str, Scope]]:
-        scopes = await run(directory.sessions, tenant, Scope())
+    async def scoped_units(self, tenant: str, scope: Scope) -> tuple[list[MemoryUnit], dict[str, Scope]]:
+        """Every memory of the sessions in ``scope`` (all of the tenant's for an empty one), page by page."""
+        scopes = await self.scopes(tenant)
         wanted = {sid for sid, s in scopes.items() if s.matches(scope)}
         units: list[MemoryUnit] = []
-        offset, size = 0, service.settings.api_max_page_size
+        offset, size = 0, self.service.settings.api_max_page_size
         while True:
-            page, total = await run(service.backend.memories, tenant, offset, size)
+            page, total = await _run(self.service.backend.memories, tenant, offset, size)
             units += [u for u in page if scope.empty or u.session_id in wanted]
             offset += len(page)
             if not page or offset >= total:
                 return units, scopes
 
-    @router.get("/v1/ping/")
-    async def ping(caller: CallerDep) -> dict[str, Any]:
-        # The client insists on an organisation and a project: the deployment and the key's tenant.
-        tenant = tenant_of(caller)
-        return {"status": "ok", "org_id": ORG_ID, "project_id": tenant, "user_email": None}
-
-    @router.post("/v3/memories/add/")
-    async def add(body: AddBody, caller: CallerDep) -> dict[str, Any]:
-        tenant = tenant_of(caller)
-        scope = Scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
-        session = await run(directory.record, tenant, scope)
-        ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp else datetime.now(UTC)
-        events = []
-        for message in body.messages:
-            role = message.role if message.role in ROLES else "user"
-            speaker = (body.user_id if role == "user" else body.agent_id) or str(role)
-            events.append(
-                {
-                    "tenant_id": tenant,
-                    "session_id": session,
-                    "message_id": f"mem0-{uuid.uuid4().hex}",
-                    "speaker": speaker,
-                    "role": role,
-                    "text": message.content,
-                    "ts": ts.isoformat(),
-                }
-            )
-        if events:  # mem0's add is a complete exchange: decided now, not after a pause
-            events[-1]["ends_exchange"] = True
-        answer = await service.accept_events(caller, events)
+    async def accept(self, caller: Caller, events: list[dict[str, Any]]) -> list[str]:
+        """The events' ids, all accepted; mem0 has no partial answer, so the first rejection is a 422."""
+        answer = await self.service.accept_events(caller, events)
         if answer.rejected:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)
-        results = [
-            {"id": mid, "event": "ADD", "memory": e["text"], "status": "PENDING"}
-            for mid, e in zip(answer.accepted, events, strict=True)
-        ]
-        return {"results": results, "status": "PENDING"}
+        return answer.accepted
 
-    @router.post("/v3/memories/search/")
-    async def search(body: SearchBody, caller: CallerDep) -> dict[str, Any]:
-        tenant = tenant_of(caller)
-        scope = scope_of(body.filters)
-        scopes = await run(directory.sessions, tenant, Scope())
-        wanted = [sid for sid, s in scopes.items() if s.matches(scope)]
-        if not scope.empty and not wanted:
-            return {"results": []}
-        request = service.query_request(tenant, QueryBody(query=body.query))
-        service.take(Quota.QUERY, tenant)
-        top_k = body.top_k or DEFAULT_TOP_K
-        filters = QueryFilters(k=top_k, sessions=[] if scope.empty else wanted)
-        result = await run(service.backend.query, request, filters)
-        by_id = {u.id: u for u in await run(service.backend.units, tenant, [m.id for m in result.memories])}
-        hits = []
-        for m in result.memories[:top_k]:
-            if body.threshold is not None and m.score < body.threshold:
-                continue
-            unit = by_id.get(m.id) or MemoryUnit(
-                id=m.id, tenant_id=tenant, text=m.text, source_ids=m.source_ids, stated_at=m.stated_at
-            )
-            hits.append(as_mem0(unit, scopes, m.score, default=scope))
-        return {"results": hits}
 
-    @router.post("/v3/memories/")
-    async def get_all(
-        body: ListBody,
-        caller: CallerDep,
-        page: Annotated[int, Query(ge=1)] = 1,
-        page_size: Annotated[int, Query(ge=1, le=1000)] = 100,
-    ) -> dict[str, Any]:
-        tenant = tenant_of(caller)
-        service.take(Quota.QUERY, tenant)
-        units, scopes = await scoped_units(tenant, scope_of(body.filters))
-        chosen = units[(page - 1) * page_size : page * page_size]
-        more = page * page_size < len(units)
-        return {
-            "count": len(units),
-            "next": f"?page={page + 1}&page_size={page_size}" if more else None,
-            "previous": f"?page={page - 1}&page_size={page_size}" if page > 1 else None,
-            "results": [as_mem0(u, scopes) for u in chosen],
-        }
+async def mem0_of(request: Request) -> Mem0Context:
+    """The app's :class:`Mem0Context`: what the mem0 routes depend on."""
+    context: Mem0Context = request.app.state.mem0
+    return context
 
-    @router.get("/v1/memories/{memory_id}/")
-    async def get_one(memory_id: str, caller: CallerDep) -> dict[str, Any]:
-        tenant = tenant_of(caller)
-        unit = await unit_or_404(tenant, memory_id)
-        return as_mem0(unit, await run(directory.sessions, tenant, Scope()))
 
-    @router.get("/v1/memories/{memory_id}/history/")
-    async def history(memory_id: str, caller: CallerDep) -> list[dict[str, Any]]:
-        tenant = tenant_of(caller)
-        unit = await unit_or_404(tenant, memory_id)
-        entry = {"id": unit.id, "memory_id": unit.id, "event": "ADD", "old_memory": None}
-        return [{**entry, "new_memory": unit.text, "created_at": unit.stated_at}]
+Mem0Dep = Annotated[Mem0Context, Depends(mem0_of)]
 
-    @router.put("/v1/memories/{memory_id}/")
-    async def update(memory_id: str, body: UpdateBody, caller: CallerDep) -> dict[str, Any]:
-        tenant = tenant_of(caller)
-        unit = await unit_or_404(tenant, memory_id)
-        if body.text is None:
-            raise HTTPException(
-                status.HTTP_422_UNPROCESSABLE_CONTENT, "only the text of a memory can be updated"
-            )
-        if len(unit.source_ids) != 1 or unit.session_id is None:
-            raise HTTPException(status.HTTP_409_CONFLICT, "this memory comes from several messages")
-        edit = {
-            "tenant_id": tenant,
-            "session_id": unit.session_id,
-            "message_id": unit.source_ids[0],
-            "speaker": unit.speaker or "user",
-            "role": "user",
-            "text": body.text,
-            "ts": unit.stated_at,
-        }
-        answer = await service.accept_events(caller, [edit])
-        if answer.rejected:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)
-        return {"id": memory_id, "message": "Memory updated: its message was re-sent with the new text"}
 
-    @router.delete("/v1/memories/{memory_id}/")
-    async def delete(memory_id: str, caller: CallerDep) -> dict[str, Any]:
-        tenant = tenant_of(caller)
-        unit = await unit_or_404(tenant, memory_id, Quota.FORGET)
-        await service.delete(_forget(tenant, unit.source_ids, caller))
-        return {"message": "Memory deleted successfully!"}
+def caller_of(request: Request, mem0: Mem0Dep) -> Caller:
+    """The caller, from the request's key (in a worker thread, as the key store may block)."""
+    return mem0.service.caller(request)
 
-    @router.delete("/v1/memories/")
-    async def delete_all(
-        caller: CallerDep,
-        user_id: str | None = None,
-        agent_id: str | None = None,
-        run_id: str | None = None,
-    ) -> dict[str, Any]:
-        tenant = tenant_of(caller)
-        scope = Scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
-        if scope.empty:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "name user_id, agent_id or run_id")
-        service.take(Quota.FORGET, tenant)
-        units, _ = await scoped_units(tenant, scope)
-        sources = sorted({s for u in units for s in u.source_ids})
-        if sources:
-            await service.delete(_forget(tenant, sources, caller))
-        return {"message": "Memories deleted successfully!"}
 
-    def add_to(app: FastAPI) -> None:
-        app.include_router(router)
+CallerDep = Annotated[Caller, Depends(caller_of)]
 
-    return add_to
+router = APIRouter(prefix=PREFIX, tags=["mem0-compatible"])
+
+
+@router.get("/v1/ping/")
+async def ping(caller: CallerDep) -> dict[str, Any]:
+    # The client insists on an organisation and a project: the deployment and the key's tenant.
+    tenant = tenant_of(caller)
+    return {"status": "ok", "org_id": ORG_ID, "project_id": tenant, "user_email": None}
+
+
+@router.post("/v3/memories/add/")
+async def add(body: AddBody, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+    tenant = tenant_of(caller)
+    scope = Scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
+    session = await _run(mem0.directory.record, tenant, scope)
+    events = _events_of(body, tenant, session)
+    accepted = await mem0.accept(caller, events)
+    results = [
+        {"id": mid, "event": "ADD", "memory": e["text"], "status": "PENDING"}
+        for mid, e in zip(accepted, events, strict=True)
+    ]
+    return {"results": results, "status": "PENDING"}
+
+
+def _events_of(body: AddBody, tenant: str, session: str) -> list[dict[str, Any]]:
+    """mem0's messages as chat events of one session; unknown roles are the user's."""
+    ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp else datetime.now(UTC)
+    events: list[dict[str, Any]] = []
+    for message in body.messages:
+        role = message.role if message.role in ROLES else "user"
+        speaker = (body.user_id if role == "user" else body.agent_id) or str(role)
+        events.append(
+            {
+                "tenant_id": tenant,
+                "session_id": session,
+                "message_id": f"mem0-{uuid.uuid4().hex}",
+                "speaker": speaker,
+                "role": role,
+                "text": message.content,
+                "ts": ts.isoformat(),
+            }
+        )
+    if events:  # mem0's add is a complete exchange: decided now, not after a pause
+        events[-1]["ends_exchange"] = True
+    return events
+
+
+@router.post("/v3/memories/search/")
+async def search(body: SearchBody, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+    tenant = tenant_of(caller)
+    scope = scope_of(body.filters)
+    scopes = await mem0.scopes(tenant)
+    wanted = [sid for sid, s in scopes.items() if s.matches(scope)]
+    if not scope.empty and not wanted:
+        return {"results": []}
+    service = mem0.service
+    request = service.query_request(tenant, QueryBody(query=body.query))
+    service.take(Quota.QUERY, tenant)
+    top_k = body.top_k or DEFAULT_TOP_K
+    filters = QueryFilters(k=top_k, sessions=[] if scope.empty else wanted)
+    result = await _run(service.backend.query, request, filters)
+    by_id = {u.id: u for u in await _run(service.backend.units, tenant, [m.id for m in result.memories])}
+    hits = []
+    for m in result.memories[:top_k]:
+        if body.threshold is not None and m.score < body.threshold:
+            continue
+        unit = by_id.get(m.id) or MemoryUnit(
+            id=m.id, tenant_id=tenant, text=m.text, source_ids=m.source_ids, stated_at=m.stated_at
+        )
+        hits.append(as_mem0(unit, scopes, m.score, default=scope))
+    return {"results": hits}
+
+
+@router.post("/v3/memories/")
+async def get_all(
+    body: ListBody,
+    caller: CallerDep,
+    mem0: Mem0Dep,
+    page: Annotated[int, Query(ge=1)] = 1,
+    page_size: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    tenant = tenant_of(caller)
+    mem0.service.take(Quota.QUERY, tenant)
+    units, scopes = await mem0.scoped_units(tenant, scope_of(body.filters))
+    chosen = units[(page - 1) * page_size : page * page_size]
+    more = page * page_size < len(units)
+    return {
+        "count": len(units),
+        "next": f"?page={page + 1}&page_size={page_size}" if more else None,
+        "previous": f"?page={page - 1}&page_size={page_size}" if page > 1 else None,
+        "results": [as_mem0(u, scopes) for u in chosen],
+    }
+
+
+@router.get("/v1/memories/{memory_id}/")
+async def get_one(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+    tenant = tenant_of(caller)
+    unit = await mem0.unit_or_404(tenant, memory_id)
+    return as_mem0(unit, await mem0.scopes(tenant))
+
+
+@router.get("/v1/memories/{memory_id}/history/")
+async def history(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> list[dict[str, Any]]:
+    tenant = tenant_of(caller)
+    unit = await mem0.unit_or_404(tenant, memory_id)
+    entry = {"id": unit.id, "memory_id": unit.id, "event": "ADD", "old_memory": None}
+    return [{**entry, "new_memory": unit.text, "created_at": unit.stated_at}]
+
+
+@router.put("/v1/memories/{memory_id}/")
+async def update(memory_id: str, body: UpdateBody, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+    tenant = tenant_of(caller)
+    unit = await mem0.unit_or_404(tenant, memory_id)
+    if body.text is None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "only the text of a memory can be updated")
+    if len(unit.source_ids) != 1 or unit.session_id is None:
+        raise HTTPException(status.HTTP_409_CONFLICT, "this memory comes from several messages")
+    edit = {
+        "tenant_id": tenant,
+        "session_id": unit.session_id,
+        "message_id": unit.source_ids[0],
+        "speaker": unit.speaker or "user",
+        "role": "user",
+        "text": body.text,
+        "ts": unit.stated_at,
+    }
+    await mem0.accept(caller, [edit])
+    return {"id": memory_id, "message": "Memory updated: its message was re-sent with the new text"}
+
+
+@router.delete("/v1/memories/{memory_id}/")
+async def delete(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+    tenant = tenant_of(caller)
+    unit = await mem0.unit_or_404(tenant, memory_id, Quota.FORGET)
+    await mem0.service.delete(_forget(tenant, unit.source_ids, caller))
+    return {"message": "Memory deleted successfully!"}
+
+
+@router.delete("/v1/memories/")
+async def delete_all(
+    caller: CallerDep,
+    mem0: Mem0Dep,
+    user_id: str | None = None,
+    agent_id: str | None = None,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    tenant = tenant_of(caller)
+    scope = Scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
+    if scope.empty:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "name user_id, agent_id or run_id")
+    mem0.service.take(Quota.FORGET, tenant)
+    units, _ = await mem0.scoped_units(tenant, scope)
+    sources = sorted({s for u in units for s in u.source_ids})
+    if sources:
+        await mem0.service.delete(_forget(tenant, sources, caller))
+    return {"message": "Memories deleted successfully!"}
 
 
 def _forget(tenant: str, message_ids: list[str], caller: Caller) -> DeletionRequest:

@@ -1,9 +1,12 @@
-"""The Faust app: three agents, one table, three timers and ``/metrics``. Only wiring lives here.
+"""The Faust app: four agents, one table, four timers and ``/metrics``. Only wiring lives here.
 
 ``turns`` -> **scrub** (validate, PII scrub, spaCy, MiniLM, recent-turn buffer) -> ``scrubbed`` ->
 **memorize** (windows, entropy, decomposition, indexing) -> stores, ``units``, ``outcomes``; bad input
 and failed turns -> ``dlq``. ``deletions`` -> **forget** (the right to be forgotten: every store,
-tombstones on ``units`` and ``outcomes``). The parts: :mod:`simplemem.streams.batching` (batches the agent acknowledges),
+tombstones on ``units`` and ``outcomes``). ``consolidate`` -> **consolidate** (stage 2 per tenant:
+its decisions to ``consolidation`` and ``units``, then the stores). The timers: consolidation requests,
+idle sessions, segment rolls for the erasure deadline, and the consumer lag (with the stall check).
+The parts: :mod:`simplemem.streams.batching` (batches the agent acknowledges),
 :mod:`simplemem.streams.gaps` (records Faust skipped, one guard per agent), :mod:`simplemem.streams.runner` (the order:
 outputs acknowledged, then state, then the batch; poison records become dead letters) and
 :mod:`simplemem.streams.worker` (the two stages and the sessions table).
@@ -20,6 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,7 +64,38 @@ LAG_SECONDS = 5.0  # how often the lag gauge is refreshed from the group's commi
 
 
 def create_app(settings: Settings) -> faust.App:
-    app = faust.App(
+    """The wiring: the app and the components its agents share, then each agent, timer and page,
+    declared in the order Faust starts them."""
+    app = _faust_app(settings)
+    parts = Parts(
+        app=app,
+        settings=settings,
+        worker=Worker(settings),
+        topics=_topics(app, settings),
+        sessions=_sessions_table(app, settings),
+        ownership=Ownership(lambda: bool(app.rebalancing)),
+    )
+    _track_ownership(parts)
+    _scrub_agent(parts)
+    _memorize_agent(parts)
+    _forget_agent(parts)
+    _consolidate_agent(parts)
+    _consolidation_timer(parts)
+    _reseed_on_rebalance(parts)
+    _idle_sessions_timer(parts)
+    _erasure_timer(parts)
+    _lag_timer(parts)
+    _stack_dump_task(app)
+    _metrics_page(app)
+    _stop_on_shutdown(parts)
+    app.worker_context = parts.worker  # type: ignore[attr-defined]  # for tests and the CLI
+    return app
+
+
+def _faust_app(settings: Settings) -> faust.App:
+    """At-least-once, our own serializers and record size; the reasons for the settings that are
+    not Faust's defaults are beside them."""
+    return faust.App(
         settings.stream_app_id,
         broker=f"kafka://{settings.kafka_endpoint}",
         store="memory://",
@@ -81,7 +116,10 @@ def create_app(settings: Settings) -> faust.App:
         web_port=settings.worker_web_port,
         web_host="0.0.0.0",
     )
-    worker = Worker(settings)
+
+
+def _topics(app: faust.App, settings: Settings) -> dict[str, faust.TopicT]:
+    """Every topic the agents read or write, by short name; raw bytes (our JSON, not Faust's models)."""
     names = {
         "turns": settings.turns_topic,
         "scrubbed": settings.scrubbed_topic,
@@ -92,10 +130,14 @@ def create_app(settings: Settings) -> faust.App:
         "consolidation": settings.consolidation_topic,
         "consolidate": settings.consolidate_topic,
     }
-    topics = {
+    return {
         short: app.topic(settings.topic(name), key_serializer="raw", value_serializer="raw")
         for short, name in names.items()
     }
+
+
+def _sessions_table(app: faust.App, settings: Settings) -> SessionTable:
+    """The ``sessions`` table (see the module's docstring), co-partitioned with ``scrubbed``."""
     table = app.Table(
         "sessions",
         partitions=settings.topic_partitions,
@@ -105,9 +147,24 @@ def create_app(settings: Settings) -> faust.App:
         # a closed session's state drops its window's turns; the older values go within the deadline
         extra_topic_configs={"max.message.bytes": str(MAX_RECORD_BYTES), **compacted(settings)},
     )
-    sessions = SessionTable(table)
+    return SessionTable(table)
 
-    async def deliver(records: Sequence[Output]) -> None:
+
+@dataclass
+class Parts:
+    """What the agents, timers and signal handlers share: the app and its components, and what the
+    agents do the same way (deliver, batch, run, stop the worker on a failure)."""
+
+    app: faust.App
+    settings: Settings
+    worker: Worker
+    topics: dict[str, faust.TopicT]
+    sessions: SessionTable
+    ownership: Ownership
+    guards: list[GapGuard] = field(default_factory=list)  # one per agent, reset at each rebalance
+    seeded: bool = False  # the table's sessions known to the idle timer since the last rebalance
+
+    async def deliver(self, records: Sequence[Output]) -> None:
         """Send now and wait until Kafka acknowledged every record, through a broker outage.
         (``force``: Faust would otherwise hold a record sent from an agent until the source offset
         commits, after our state write.)"""
@@ -115,7 +172,7 @@ def create_app(settings: Settings) -> faust.App:
         while True:
             try:
                 pending = [
-                    await topics[t].send(key=k, value=v, partition=p[0] if p else None, force=True)
+                    await self.topics[t].send(key=k, value=v, partition=p[0] if p else None, force=True)
                     for t, k, v, *p in records
                 ]
                 await asyncio.gather(*pending)
@@ -123,41 +180,23 @@ def create_app(settings: Settings) -> faust.App:
             except _KAFKA_UNAVAILABLE as exc:
                 log.warning("Kafka unavailable while delivering %d records (%s); retrying", len(records), exc)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, settings.stage_retry_max_seconds)
+                delay = min(delay * 2, self.settings.stage_retry_max_seconds)
 
-    async def mark_gap(hole: Hole) -> None:
+    async def mark_gap(self, hole: Hole) -> None:
         topic_name, partition, first, last = hole
         # Faust's own record of log holes: lets its commit pass the records we re-read
-        await app.consumer._add_gap(TP(topic_name, partition), first, last)  # type: ignore[attr-defined]
+        await self.app.consumer._add_gap(TP(topic_name, partition), first, last)  # type: ignore[attr-defined]
 
-    ownership = Ownership(lambda: bool(app.rebalancing))
-
-    @app.on_partitions_revoked.connect
-    def partitions_revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
-        revoked: set[TP] = args[0]
-        ownership.revoked((tp.topic, tp.partition) for tp in revoked)
-
-    @app.on_partitions_assigned.connect
-    def partitions_assigned(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
-        assigned: set[TP] = args[0]
-        ownership.assigned((tp.topic, tp.partition) for tp in assigned)
-
-    def batcher() -> Batcher:
+    def batcher(self) -> Batcher:
+        """An agent's batches, with a gap guard of its own."""
+        settings = self.settings
         guard = GapGuard.for_group(settings, settings.stream_app_id)
-        guards.append(guard)
-        return Batcher(
-            settings.stream_batch_messages, settings.stream_linger_seconds, guard, mark_gap, ownership
-        )
+        self.guards.append(guard)
+        size, linger = settings.stream_batch_messages, settings.stream_linger_seconds
+        return Batcher(size, linger, guard, self.mark_gap, self.ownership)
 
-    guards: list[GapGuard] = []
-    scrub_runner = AgentRunner(ScrubStep(worker), deliver, overlap=True)
-    memorize_runner = AgentRunner(MemorizeStep(worker, sessions), deliver)
-    forget_runner = AgentRunner(ForgetStep(worker), deliver)
-    consolidate_runner = AgentRunner(ConsolidateStep(worker, deliver), deliver)
-    scrub_batches, memorize_batches, forget_batches = batcher(), batcher(), batcher()
-    consolidate_batches = batcher()
-
-    async def run(runner: AgentRunner[Any], batches: Batcher, stream: faust.StreamT) -> None:
+    async def run(self, runner: AgentRunner[Any], batches: Batcher, stream: faust.StreamT) -> None:
+        """An agent's body: its runner on its batches; a failure that is no record's stops the worker."""
         try:
             await runner.run(batches.batches(stream.noack()))  # type: ignore[attr-defined]
         except WriteCancelled:  # shutting down while a store was unreachable: replayed by the next owner
@@ -166,70 +205,122 @@ def create_app(settings: Settings) -> faust.App:
             raise
         except Exception as exc:  # not a record's fault (those are dead letters): stop the worker
             log.exception("agent failed; stopping the worker so that its supervisor restarts it")
-            await app.crash(exc)
+            await self.app.crash(exc)
             raise
 
-    @app.agent(topics["turns"], name="scrub")
+
+def _track_ownership(parts: Parts) -> None:
+    """The partitions this worker owns, for the batchers' fence (:mod:`simplemem.streams.ownership`)."""
+
+    @parts.app.on_partitions_revoked.connect
+    def partitions_revoked(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        revoked: set[TP] = args[0]
+        parts.ownership.revoked((tp.topic, tp.partition) for tp in revoked)
+
+    @parts.app.on_partitions_assigned.connect
+    def partitions_assigned(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
+        assigned: set[TP] = args[0]
+        parts.ownership.assigned((tp.topic, tp.partition) for tp in assigned)
+
+
+def _scrub_agent(parts: Parts) -> None:
+    """``turns`` -> ``scrubbed``."""
+    runner, batches = AgentRunner(ScrubStep(parts.worker), parts.deliver, overlap=True), parts.batcher()
+
+    @parts.app.agent(parts.topics["turns"], name="scrub")
     async def scrub(stream: faust.StreamT) -> None:
         """spaCy on batch N+1 while batch N is embedded and delivered; N is finished first (order)."""
-        await run(scrub_runner, scrub_batches, stream)
+        await parts.run(runner, batches, stream)
 
-    @app.agent(topics["scrubbed"], name="memorize")
+
+def _memorize_agent(parts: Parts) -> None:
+    """``scrubbed`` -> the stores, ``units`` and ``outcomes``; the session states in the table."""
+    runner, batches = AgentRunner(MemorizeStep(parts.worker, parts.sessions), parts.deliver), parts.batcher()
+
+    @parts.app.agent(parts.topics["scrubbed"], name="memorize")
     async def memorize(stream: faust.StreamT) -> None:
-        await run(memorize_runner, memorize_batches, stream)
+        await parts.run(runner, batches, stream)
 
-    @app.agent(topics["deletions"], name="forget")
+
+def _forget_agent(parts: Parts) -> None:
+    """``deletions`` -> every store; tombstones."""
+    runner, batches = AgentRunner(ForgetStep(parts.worker), parts.deliver), parts.batcher()
+
+    @parts.app.agent(parts.topics["deletions"], name="forget")
     async def forget(stream: faust.StreamT) -> None:
         """Deletion requests (from the query service or ``simplemem forget``), carried out on every
         store; the units topic gets the tombstones."""
-        await run(forget_runner, forget_batches, stream)
+        await parts.run(runner, batches, stream)
 
-    @app.agent(topics["consolidate"], name="consolidate")
+
+def _consolidate_agent(parts: Parts) -> None:
+    """``consolidate`` -> ``consolidation``, ``units`` and the stores."""
+    step = ConsolidateStep(parts.worker, parts.deliver)
+    runner, batches = AgentRunner(step, parts.deliver), parts.batcher()
+
+    @parts.app.agent(parts.topics["consolidate"], name="consolidate")
     async def consolidate(stream: faust.StreamT) -> None:
         """Stage 2 per tenant, one worker at a time per tenant (requests are keyed by tenant)."""
-        await run(consolidate_runner, consolidate_batches, stream)
+        await parts.run(runner, batches, stream)
 
-    @app.timer(settings.idle_check_seconds)
+
+def _consolidation_timer(parts: Parts) -> None:
+    """Feeds the consolidate agent."""
+
+    @parts.app.timer(parts.settings.idle_check_seconds)
     async def consolidation_due() -> None:
         """Request the consolidation of the tenants this worker indexed for: after
         ``consolidation_interval_seconds`` or ``consolidation_volume`` new memories."""
         now = time.time()
-        for tenant, reason in worker.due_for_consolidation(now):
+        for tenant, reason in parts.worker.due_for_consolidation(now):
             request = ConsolidationRequest(tenant_id=tenant, reason=reason, requested_at=datetime.now(UTC))
-            await topics["consolidate"].send(key=tenant_key(tenant), value=dumps(request), force=True)
+            await parts.topics["consolidate"].send(key=tenant_key(tenant), value=dumps(request), force=True)
 
-    seeded = False
 
-    @app.on_rebalance_complete.connect
+def _reseed_on_rebalance(parts: Parts) -> None:
+    """What a rebalance invalidates: the idle timer's view of the table and the gap guards' offsets."""
+
+    @parts.app.on_rebalance_complete.connect
     def reseed(sender: Any, /, *args: Any, signal: Any, **kwargs: Any) -> None:
         """After a restart or a rebalance the table holds sessions this process never saw, and
         every partition resumes from its committed offset."""
-        nonlocal seeded
-        seeded = False
-        for guard in guards:
+        parts.seeded = False
+        for guard in parts.guards:
             guard.reset()
 
-    @app.timer(settings.idle_check_seconds)
+
+def _idle_sessions_timer(parts: Parts) -> None:
+    """Closes silent sessions' windows and bounds the table."""
+    settings, sessions = parts.settings, parts.sessions
+
+    @parts.app.timer(settings.idle_check_seconds)
     async def idle_sessions() -> None:
         """Ask the memorize agent (through its own partition) to close the windows of silent
         sessions; remove the states of sessions closed longer than the grace period."""
-        nonlocal seeded
-        if not seeded:
-            seeded = True
+        if not parts.seeded:
+            parts.seeded = True
             sessions.seed()
         now = time.time()
         for key in sessions.idle(now, settings.pause_seconds, settings.wall_clock_idle_seconds):
             record = StageRecord.idle_check(key, now)
-            await topics["scrubbed"].send(key=key.encode(), value=dumps(record), force=True)
+            await parts.topics["scrubbed"].send(key=key.encode(), value=dumps(record), force=True)
         metrics.SESSIONS_REMOVED.inc(sessions.expire(now, settings.session_state_grace_seconds))
         metrics.SESSIONS.set(len(sessions))
 
-    @app.timer(settings.erasure_deadline_seconds / 2)
+
+def _erasure_timer(parts: Parts) -> None:
+    """Keeps the erasure deadline on quiet partitions."""
+
+    @parts.app.timer(parts.settings.erasure_deadline_seconds / 2)
     async def roll_compacted_segments() -> None:
         """Forgotten records are erased within the deadline even on a partition with no traffic
         (:data:`simplemem.streams.erasure.ROLL_KEY`)."""
-        await deliver(roll_markers(settings))
+        await parts.deliver(roll_markers(parts.settings))
 
+
+def _lag_timer(parts: Parts) -> None:
+    """The ``simplemem_consumer_lag`` gauge, and the stall check that reads it."""
+    app, settings, topics = parts.app, parts.settings, parts.topics
     stall = StallWatch(settings.stream_stall_seconds)
 
     @app.timer(LAG_SECONDS)
@@ -248,31 +339,41 @@ def create_app(settings: Settings) -> faust.App:
         for tp, end in ends.items():
             metrics.CONSUMER_LAG.labels(*map(str, tp)).set(max(0, end - committed.get(tp, 0)))
         if settings.stream_stall_seconds:
-            await stop_if_stalled(committed, ends)
+            await _stop_if_stalled(parts, stall, committed, ends)
 
-    async def stop_if_stalled(
-        committed: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]
-    ) -> None:
-        """(:mod:`simplemem.streams.stall`) Waiting out a store outage or restoring the table is by design."""
-        recovery = app.tables.recovery  # type: ignore[attr-defined]  # the TableManager has it, its type not
-        restoring = recovery.in_recovery and recovery.need_recovery()
-        stalled = stall.observe(time.monotonic(), committed, ends, outage_in_progress() or restoring)
-        if not stalled:
-            return
-        log.error(
-            "no progress for %.0f s on %s with records waiting (no store outage, no restore in progress): "
-            "stopping so that the supervisor starts a new worker",
-            settings.stream_stall_seconds,
-            ", ".join(f"{t}/{p}" for t, p in stalled),
-        )
-        log.error("consumer partitions: %s", diagnostics.partition_states(app.consumer))
-        diagnostics.dump_tasks()
-        await app.crash(RuntimeError("stream worker stalled"))
+
+async def _stop_if_stalled(
+    parts: Parts, stall: StallWatch, committed: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]
+) -> None:
+    """(:mod:`simplemem.streams.stall`) Waiting out a store outage or restoring the table is by design."""
+    app = parts.app
+    recovery = app.tables.recovery  # type: ignore[attr-defined]  # the TableManager has it, its type not
+    restoring = recovery.in_recovery and recovery.need_recovery()
+    stalled = stall.observe(time.monotonic(), committed, ends, outage_in_progress() or restoring)
+    if not stalled:
+        return
+    log.error(
+        "no progress for %.0f s on %s with records waiting (no store outage, no restore in progress): "
+        "stopping so that the supervisor starts a new worker",
+        parts.settings.stream_stall_seconds,
+        ", ".join(f"{t}/{p}" for t, p in stalled),
+    )
+    log.error("consumer partitions: %s", diagnostics.partition_states(app.consumer))
+    diagnostics.dump_tasks()
+    await app.crash(RuntimeError("stream worker stalled"))
+
+
+def _stack_dump_task(app: faust.App) -> None:
+    """Installs the stack dump on the worker's own loop, once it runs."""
 
     @app.task
     async def stack_dump_signal() -> None:
         """``kill -USR2`` logs every task's await chain (:mod:`simplemem.streams.diagnostics`)."""
         diagnostics.install(asyncio.get_running_loop())
+
+
+def _metrics_page(app: faust.App) -> None:
+    """The worker's Prometheus metrics on its web port."""
 
     @app.page("/metrics")
     async def metrics_page(web: Any, request: Any) -> Any:
@@ -281,9 +382,11 @@ def create_app(settings: Settings) -> faust.App:
             generate_latest(), content_type=CONTENT_TYPE_LATEST.split(";")[0] + "; version=0.0.4"
         )
 
-    @app.on_before_shutdown.connect
+
+def _stop_on_shutdown(parts: Parts) -> None:
+    """Shutdown does not wait out a store outage: the retries stop, unfinished batches are replayed."""
+    worker = parts.worker
+
+    @parts.app.on_before_shutdown.connect
     async def stop_waiting(sender: Any, /, *args: Any, **kwargs: Any) -> None:
         worker.shutdown()
-
-    app.worker_context = worker  # type: ignore[attr-defined]  # for tests and the CLI
-    return app
