@@ -64,7 +64,7 @@ def test_fresh_fact_answered_from_buffer_then_from_memory(tmp_path, settings) ->
                 ts=datetime(2026, 3, 1, 10, i, tzinfo=UTC),
             )
             for i, text in enumerate(
-                ["Hi there!", "My locker code room is B12 on the third floor.", "ok thanks"]
+                ["Hi there!", "My locker room is B12 since yesterday, on the third floor.", "ok thanks"]
             )
         ]
         rt.pipeline.ingest(
@@ -75,6 +75,8 @@ def test_fresh_fact_answered_from_buffer_then_from_memory(tmp_path, settings) ->
         before = rt.retriever.query(request)
         assert [m.id for m in before.memories] == ["buffer:m1"]
         assert "B12" in before.context
+        assert "yesterday (2026-02-28)" in before.context  # a buffered turn is dated like a memory
+        assert before.memories[0].event_time == "2026-02-28"
         assert (
             rt.retriever.query(QueryRequest(tenant_id="other", query="Where is the locker room?")).memories
             == []

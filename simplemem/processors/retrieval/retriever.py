@@ -44,7 +44,7 @@ from functools import lru_cache, partial
 import numpy as np
 
 from simplemem.processors.ingest.embedding import Embedder
-from simplemem.processors.language.temporal import find_anchors
+from simplemem.processors.language.temporal import anchor_text, find_anchors
 from simplemem.processors.language.text import STOPWORDS, query_terms
 from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.retrieval.budget import Budget, fit
@@ -380,12 +380,15 @@ class Retriever:
                 if names and _names_any(text, names):
                     score += self.settings.person_boost
                 uid = f"buffer:{t.message_id}"
+                # dated like a memory: "yesterday" said a moment ago is a day, not a word
+                dated, anchors = anchor_text(text, t.ts, past=bool(_PAST.search(text)))
                 unit = MemoryUnit(
                     id=uid,
                     tenant_id=tenant,
-                    text=text,
+                    text=dated,
                     source_ids=[t.message_id],
                     stated_at=t.ts.isoformat(),
+                    event_time=anchors[0].value if anchors else None,
                     speaker=t.speaker,
                     session_id=t.session_id,
                 )
