@@ -30,6 +30,9 @@ from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 _FTS_SAID_VERSION = 3
 _SHARED_CONTEXT_VERSION = 4
+# The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
+# 0.006 answer recall against 1.0, and 2.0 gained nothing.
+CONTEXT_WEIGHT = 1.0
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     tenant, body, said, uid UNINDEXED, tokenize = 'porter unicode61'
 )"""
@@ -236,7 +239,7 @@ class SqliteLexicalStore:
             "around AS (SELECT c.hash AS hash, bm25(contexts_fts) AS s FROM contexts_fts",
             "JOIN contexts c ON c.rowid = contexts_fts.rowid AND c.tenant_id = ? WHERE contexts_fts MATCH ?),",
             "scored AS (SELECT r, s FROM own UNION ALL",
-            "SELECT u.rowid, a.s FROM around a JOIN units u ON u.tenant_id = ? AND u.ctx = a.hash)",
+            f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.tenant_id = ? AND u.ctx = a.hash)",
             "SELECT u.id, SUM(x.s) AS s FROM scored x JOIN units u ON u.rowid = x.r AND u.tenant_id = ?",
             "WHERE 1",
         ]
