@@ -82,3 +82,35 @@ def test_a_boost_reaches_a_memory_ranked_well_below_k() -> None:
     retriever = Retriever(Settings(), Units(units), None, None)  # type: ignore[arg-type]
     chosen = retriever._select("t", ranked, 2, boosts=Boosts(event=0.2))
     assert [u.id for u, _ in chosen] == ["dated", "u0"]
+
+
+def test_one_long_answer_does_not_fill_the_top_k() -> None:
+    """Twelve statements of one message rank first; the top 5 still takes only three of them and
+    reaches the other sessions' memories."""
+    from simplemem.processors.retrieval.retriever import Retriever
+    from simplemem.schemas.settings import Settings
+
+    answer = [
+        MemoryUnit.model_validate(
+            unit(f"a{i}", text=f"step {i} of the long plan").model_dump() | {"source_ids": ["m-answer"]}
+        )
+        for i in range(12)
+    ]
+    others = [unit(f"o{i}", text=f"a fact from session {i}") for i in range(3)]
+    ranked = [(u.id, 1.0 - i * 0.01) for i, u in enumerate([*answer, *others])]
+    retriever = Retriever(Settings(units_per_message=3), Units([*answer, *others]), None, None)  # type: ignore[arg-type]
+    chosen = [u.id for u, _ in retriever._select("t", ranked, 5)]
+    assert chosen == ["a0", "a1", "a2", "o0", "o1"]
+
+
+def test_a_long_messages_siblings_are_those_sharing_a_word_with_the_question() -> None:
+    from simplemem.processors.retrieval.retriever import _sibling_order
+
+    long = [
+        unit(f"s{i}", text=f"item {i}: {w}")
+        for i, w in enumerate(["museum pass", "hotel", "museum cafe", "train"] * 2)
+    ]
+    order = [u.id for u in _sibling_order(long, {"museum"}, limit=6)]
+    assert order == ["s0", "s2", "s4", "s6"]
+    short = [unit("b"), unit("a")]
+    assert [u.id for u in _sibling_order(short, {"nothing"}, limit=6)] == ["a", "b"]  # all, in order

@@ -231,6 +231,12 @@ class Settings(BaseSettings):
         description="a longer memory contributes only its parts that match the question (code: whole or not "
         "at all)",
     )
+    units_per_message: int = Field(
+        3,
+        ge=1,
+        description="memories of one message among the top k (before its siblings): a long answer's "
+        "statements otherwise crowd out the other sessions",
+    )
     sibling_units: int = Field(
         6, ge=0, description="other statements of the chosen memories' messages added after the top k"
     )

@@ -284,7 +284,7 @@ class Retriever:
         transient = {uid: u for uid, (u, _) in recent.items()}
         boosts = Boosts(event=event_boost, speakers=frozenset(names), speaker=s.speaker_boost)
         chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, boosts)
-        chosen += self._siblings(tenant, chosen, filters)
+        chosen += self._siblings(tenant, chosen, filters, request.query)
         return self._answer(request, score, k, chosen, replaced)
 
     def _answer(
@@ -400,10 +400,12 @@ class Retriever:
         return any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept)
 
     def _siblings(
-        self, tenant: str, chosen: list[tuple[MemoryUnit, float]], filters: QueryFilters
+        self, tenant: str, chosen: list[tuple[MemoryUnit, float]], filters: QueryFilters, query: str
     ) -> list[tuple[MemoryUnit, float]]:
-        """The other active statements of the chosen memories' messages, in their rank order, each
-        with the score of the memory that brought it."""
+        """The other active statements of the chosen memories' messages, each with the score of the
+        memory that brought it. A short message's statements are each other's context and come in
+        their order; of a long one (more statements than ``sibling_units``: a list, a plan) only those
+        sharing a word with the question come, best first: the rest is another topic."""
         limit = self.settings.sibling_units
         if not limit or not chosen:
             return []
@@ -413,9 +415,10 @@ class Retriever:
         for unit in self.lexical.units_from_sources(tenant, sources):
             if unit.id not in have and _allowed(unit, filters):
                 by_source.setdefault(unit.source_ids[0], []).append(unit)
+        terms = set(query_terms(query))
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:
-            for unit in sorted(by_source.pop(parent.source_ids[0], []), key=lambda u: u.id):
+            for unit in _sibling_order(by_source.pop(parent.source_ids[0], []), terms, limit):
                 if self._repeats(unit, chosen) or self._repeats(unit, added):
                     continue
                 added.append((unit, score))
@@ -492,16 +495,36 @@ class Retriever:
         if as_of is not None and replaced is not None:
             head = self._rank_current_first(tenant, head, units, as_of, replaced)
         chosen: list[tuple[MemoryUnit, float]] = []
+        taken: dict[str, int] = {}
         for uid, sc in head:
             unit = units.get(uid)
             if unit is None or (filters is not None and not _allowed(unit, filters)):
                 continue
-            if self._repeats(unit, chosen):
+            if self._repeats(unit, chosen) or _over_message_cap(unit, taken, self.settings.units_per_message):
                 continue
             chosen.append((unit, sc))
             if len(chosen) == k:
                 break
         return chosen
+
+
+def _sibling_order(units: list[MemoryUnit], terms: set[str], limit: int) -> list[MemoryUnit]:
+    """A short message's statements in their order; a long message's that share a question word,
+    the most shared first."""
+    if len(units) < limit:
+        return sorted(units, key=lambda u: u.id)
+    shared = [(len(terms & set(query_terms(u.text))), u.id, u) for u in units]
+    return [u for n, _, u in sorted(shared, key=lambda x: (-x[0], x[1])) if n > 0]
+
+
+def _over_message_cap(unit: MemoryUnit, taken: dict[str, int], cap: int) -> bool:
+    """Whether the context already holds ``cap`` memories of this unit's message (a long answer
+    would otherwise fill it with its own statements, and crowd out the other sessions)."""
+    source = unit.source_ids[0] if unit.source_ids else unit.id
+    if taken.get(source, 0) >= cap:
+        return True
+    taken[source] = taken.get(source, 0) + 1
+    return False
 
 
 def _allowed(unit: MemoryUnit, filters: QueryFilters) -> bool:
