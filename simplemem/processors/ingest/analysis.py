@@ -38,15 +38,16 @@ class NlpPreparer:
 
     def prepare(self, events: Sequence[ChatEvent]) -> list[AnalyzedMessage]:
         """Scrubbed and analysed messages, without vectors; the raw text goes no further."""
-        raw_docs = pipe(self.nlp, (e.text for e in events))
-        scrubbed = [self.scrubber.scrub(e.text, d) for e, d in zip(events, raw_docs, strict=True)]
+        texts = [_plain_unless_code(e.text) for e in events]
+        raw_docs = pipe(self.nlp, texts)
+        scrubbed = [self.scrubber.scrub(t, d) for t, d in zip(texts, raw_docs, strict=True)]
         # A speaker may be named by an e-mail address or phone number; it travels with every
         # statement, the names table and the query context, so it is scrubbed too (once per name).
         speakers = {name: self.scrubber.scrub_speaker(name) for name in {e.speaker for e in events}}
         splits = [_plain_prose(split_code(s.text)) for s in scrubbed]
         # Re-analyse only the messages whose prose differs from what spaCy saw (PII or code removed).
         docs = list(raw_docs)
-        changed = [i for i, (e, sp) in enumerate(zip(events, splits, strict=True)) if sp.prose != e.text]
+        changed = [i for i, (t, sp) in enumerate(zip(texts, splits, strict=True)) if sp.prose != t]
         for i, doc in zip(changed, pipe(self.nlp, (splits[i].prose for i in changed)), strict=True):
             docs[i] = doc
         prepared = []
@@ -74,6 +75,13 @@ class NlpPreparer:
                 )
             )
         return prepared
+
+
+def _plain_unless_code(text: str) -> str:
+    """Markup removed before the first spaCy pass, so that a message whose only change is its markup
+    is parsed once (half of an assistant history's characters); a message with code keeps its text
+    (code is verbatim) and has its prose cleaned after the split, for the second pass it needs anyway."""
+    return text if split_code(text).code_blocks else plain(text)
 
 
 def _plain_prose(split: CodeSplit) -> CodeSplit:
