@@ -114,3 +114,28 @@ def test_a_long_messages_siblings_are_those_sharing_a_word_with_the_question() -
     assert order == ["s0", "s2", "s4", "s6"]
     short = [unit("b"), unit("a")]
     assert [u.id for u in _sibling_order(short, {"nothing"}, limit=6)] == ["a", "b"]  # all, in order
+
+
+def test_questions_that_count_or_order_gather_one_mention_per_message() -> None:
+    from simplemem.processors.retrieval.retriever import GATHER_CUES, Retriever
+    from simplemem.schemas.settings import Settings
+
+    gathering = [
+        "How many model kits have I bought?",
+        "Which trip did I take first, Rome or Oslo?",
+        "How long since I started the course?",
+        "List all the books I read",
+    ]
+    lookups = ["What is my dog's name?", "Where did Caroline move to?"]
+    assert all(GATHER_CUES.search(q) for q in gathering)
+    assert not any(GATHER_CUES.search(q) for q in lookups)
+    units = [
+        MemoryUnit.model_validate(
+            unit(f"{m}{i}", text=f"kit {m}{i}").model_dump() | {"source_ids": [f"msg-{m}"]}
+        )
+        for m in "abc"
+        for i in range(3)
+    ]
+    ranked = [(u.id, 1.0 - n * 0.01) for n, u in enumerate(units)]
+    retriever = Retriever(Settings(), Units(units), None, None)  # type: ignore[arg-type]
+    assert [u.id for u, _ in retriever._select("t", ranked, 9, per_message=1)] == ["a0", "b0", "c0"]

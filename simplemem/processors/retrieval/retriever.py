@@ -65,6 +65,18 @@ AGGREGATION_CUES = re.compile(
     re.I,
 )
 _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*")
+# Questions that count, list, total or order things ("how many ... did I", "all the", "which ...
+# first", "how long since"): their answer is every mention across the sessions, not the best few. Such a
+# question gets k_max memories, one per message, no siblings, each shortened to its matching part, so
+# the budget holds many short mentions, each under its date. Limits: a question that counts without
+# these words ("What's the tally of ...") is a lookup; one that uses them for one thing ("all the way")
+# spends its budget on more mentions than it needs.
+GATHER_CUES = re.compile(
+    r"\b(how many|how much|how often|how long|number of|in total|total|all (?:the|of|my)|list|every|"
+    r"each|which \w+(?: \w+)? (?:first|last|earlier|later|before|after)|in what order|order of|"
+    r"first|compare|since|ago)\b",
+    re.I,
+)
 _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 
 
@@ -250,7 +262,8 @@ class Retriever:
         named = [c for c in candidates if " " not in c and any(n.startswith(c.lower()) for n in names)]
         score = complexity(request.query, len(named))
         event_boost = s.event_time_boost if TEMPORAL_CUES.search(request.query) else 0.0
-        k = min(filters.k, s.k_max) if filters.k else k_for(score, s.k_min, s.k_max)
+        gather = not filters.k and bool(GATHER_CUES.search(request.query))
+        k = min(filters.k, s.k_max) if filters.k else (s.k_max if gather else k_for(score, s.k_min, s.k_max))
         flt = SymbolicFilter(
             names=tuple(names),
             first_day=first_day,
@@ -283,9 +296,11 @@ class Retriever:
         replaced: dict[str, MemoryUnit] = {}
         transient = {uid: u for uid, (u, _) in recent.items()}
         boosts = Boosts(event=event_boost, speakers=frozenset(names), speaker=s.speaker_boost)
-        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, boosts)
-        chosen += self._siblings(tenant, chosen, filters, request.query)
-        return self._answer(request, score, k, chosen, replaced)
+        per_message = 1 if gather else s.units_per_message
+        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, boosts, per_message)
+        if not gather:
+            chosen += self._siblings(tenant, chosen, filters, request.query)
+        return self._answer(request, score, k, chosen, replaced, gather)
 
     def _answer(
         self,
@@ -294,13 +309,14 @@ class Retriever:
         k: int,
         chosen: list[tuple[MemoryUnit, float]],
         replaced: dict[str, MemoryUnit],
+        gather: bool = False,
     ) -> QueryResult:
-        """The chosen memories that fit the token budget, and their context."""
+        """The chosen memories that fit the token budget, and their context (a question that gathers
+        mentions gets shorter ones: half the per-memory cap)."""
         s = self.settings
         notes = update_notes([u for u, _ in chosen], replaced)
-        budget = Budget(
-            s.context_tokens, s.context_unit_tokens, partial(count_tokens, encoding=s.tokenizer_encoding)
-        )
+        per_unit = s.context_unit_tokens // 2 if gather else s.context_unit_tokens
+        budget = Budget(s.context_tokens, per_unit, partial(count_tokens, encoding=s.tokenizer_encoding))
         shown = fit([u for u, _ in chosen], request.query, budget, lambda units: build_context(units, notes))
         kept = {u.id for u in shown}
         memories = [
@@ -483,8 +499,10 @@ class Retriever:
         as_of: datetime | None = None,
         replaced: dict[str, MemoryUnit] | None = None,
         boosts: Boosts | None = None,
+        per_message: int | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
         head = ranked[: k * SELECT_HEAD_FACTOR]
+        cap = per_message or self.settings.units_per_message
         units = {
             u.id: u
             for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (transient or {})])
@@ -500,7 +518,7 @@ class Retriever:
             unit = units.get(uid)
             if unit is None or (filters is not None and not _allowed(unit, filters)):
                 continue
-            if self._repeats(unit, chosen) or _over_message_cap(unit, taken, self.settings.units_per_message):
+            if self._repeats(unit, chosen) or _over_message_cap(unit, taken, cap):
                 continue
             chosen.append((unit, sc))
             if len(chosen) == k:
