@@ -77,15 +77,13 @@ def files_holding(folder: Path, words: tuple[str, ...]) -> list[str]:
 
 
 def stored_bytes(rt: Any) -> bytes:
-    """Every document of the index (all of ``_source``) and every Redis key and value under the
-    prefix, read whole. (Milvus holds no text: ids, tenant, status, days and vectors.)"""
+    """Every document of the indexes (units and contexts, all of ``_source``) and every Redis key and
+    value under the prefix, read whole. (Milvus holds no text: ids, tenant, status, days and vectors.)"""
     from opensearchpy.helpers import scan
 
-    rt.lexical.client.indices.refresh(index=rt.lexical.index)
-    docs = [
-        h["_source"]
-        for h in scan(rt.lexical.client, index=rt.lexical.index, query={"query": {"match_all": {}}})
-    ]
+    indexes = f"{rt.lexical.index},{rt.lexical.contexts}"
+    rt.lexical.client.indices.refresh(index=indexes)
+    docs = [h["_source"] for h in scan(rt.lexical.client, index=indexes, query={"query": {"match_all": {}}})]
     stored = orjson.dumps(docs)
     redis = rt.buffer.r
     readers = {

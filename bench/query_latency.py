@@ -52,7 +52,8 @@ def main() -> None:
             )
         finally:
             if name == "services":
-                rt.lexical.client.indices.delete(index=settings.opensearch_index)  # type: ignore[attr-defined]
+                for index in (settings.opensearch_index, f"{settings.opensearch_index}-contexts"):
+                    rt.lexical.client.indices.delete(index=index, ignore=[404])  # type: ignore[attr-defined]
                 rt.vectors.client.drop_collection(settings.milvus_collection)  # type: ignore[attr-defined]
                 for key in rt.buffer.r.scan_iter(f"{settings.redis_key_prefix}:*"):  # type: ignore[attr-defined]
                     rt.buffer.r.delete(key)  # type: ignore[attr-defined]

@@ -112,18 +112,17 @@ def test_tenant_isolation_in_both_stores(services_runtime) -> None:  # type: ign
 
 
 def test_pii_is_absent_from_the_stores(services_runtime, golden) -> None:  # type: ignore[no-untyped-def]
-    """Every stored document of the index (all of ``_source``) and every Redis key and value under
+    """Every stored document of the indexes (all of ``_source``) and every Redis key and value under
     the prefix, read whole: none holds a string the golden set says must be absent. (The Milvus
     collection holds no text: ids, tenant, status, days and vectors.)"""
     from opensearchpy.helpers import scan
 
     rt = services_runtime
     absent = [a for q in golden["queries"] for a in q.get("absent", [])]
-    docs = [
-        h["_source"]
-        for h in scan(rt.lexical.client, index=rt.lexical.index, query={"query": {"match_all": {}}})
-    ]
+    indexes = f"{rt.lexical.index},{rt.lexical.contexts}"  # the units and the contexts they share
+    docs = [h["_source"] for h in scan(rt.lexical.client, index=indexes, query={"query": {"match_all": {}}})]
     assert len(docs) >= rt.lexical.count("golden") > 0, "every golden memory was read"
+    assert any("hash" in d for d in docs), "the contexts were read too"
     stored = orjson.dumps(docs)
     redis = rt.buffer.r
     readers = {b"hash": redis.hgetall, b"zset": lambda k: redis.zrange(k, 0, -1), b"string": redis.get}
@@ -420,3 +419,39 @@ def test_a_new_collection_gets_the_configured_number_of_tenant_partitions(servic
     finally:
         rt.vectors.client.drop_collection(settings.milvus_collection)
         rt.close()
+
+
+def test_opensearch_stores_a_shared_context_once_and_drops_it_with_its_last_unit(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    from simplemem.processors.stores.protocols import SymbolicFilter
+    from simplemem.schemas.memory import MemoryKind, MemoryUnit
+
+    rt = services_runtime
+    message = "Option one: the Cedar trail. Option two: the Falls trail. Bring crampons in winter."
+    units = [
+        MemoryUnit.build(
+            tenant_id="ctx-tenant",
+            text=f"assistant suggested option {i}",
+            kind=MemoryKind.FACT,
+            source_ids=["ctx-answer"],
+            stated_at="2026-01-10T10:00:00+00:00",
+            context=message,
+        )
+        for i in range(3)
+    ]
+    rt.lexical.upsert(units)
+    rt.lexical.upsert(units)  # a replay
+
+    def contexts() -> int:
+        rt.lexical.client.indices.refresh(index=rt.lexical.contexts)
+        body = {"query": {"term": {"tenant_id": "ctx-tenant"}}}
+        return int(rt.lexical.client.count(index=rt.lexical.contexts, body=body)["count"])
+
+    assert contexts() == 1
+    found = rt.lexical.search("ctx-tenant", "crampons", 10, SymbolicFilter())
+    assert {h.id for h in found} == {u.id for u in units}  # a word of the context only
+    assert rt.lexical.search("other-tenant", "crampons", 10, SymbolicFilter()) == []
+    assert [u.context for u in rt.lexical.get("ctx-tenant", [units[0].id])] == [message]
+    rt.lexical.delete("ctx-tenant", [units[0].id, units[1].id])
+    assert contexts() == 1
+    rt.lexical.delete("ctx-tenant", [units[2].id])
+    assert contexts() == 0

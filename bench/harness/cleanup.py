@@ -7,14 +7,14 @@ from simplemem.schemas.settings import Settings
 
 
 def drop_namespace(settings: Settings) -> None:
-    """Delete the OpenSearch index, the Milvus collection and the Redis keys named by ``settings``."""
+    """Delete the OpenSearch indexes (units, contexts), the Milvus collection and the Redis keys named by ``settings``."""
     import redis
     from opensearchpy import OpenSearch
     from pymilvus import MilvusClient
 
-    OpenSearch(hosts=[settings.opensearch_endpoint]).indices.delete(
-        index=settings.opensearch_index, ignore=[404]
-    )
+    client = OpenSearch(hosts=[settings.opensearch_endpoint])
+    for index in (settings.opensearch_index, f"{settings.opensearch_index}-contexts"):
+        client.indices.delete(index=index, ignore=[404])
     MilvusClient(settings.milvus_server_uri).drop_collection(settings.milvus_collection)
     r = redis.Redis.from_url(settings.redis_endpoint)
     for key in r.scan_iter(f"{settings.redis_key_prefix}:*"):

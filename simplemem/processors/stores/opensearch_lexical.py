@@ -6,10 +6,16 @@ An index per tenant would give physical isolation but costs a shard set per tena
 hundred tenants the cluster state and heap grow with the tenant count. Routing keeps the shard
 count fixed; its limit is a very large tenant, which would make its shard hot (then give that
 tenant an index of its own, or use routing partitions: ``index.routing_partition_size``).
+
+A unit's ``context`` (the message around it) is stored once per distinct text, in the index
+``<index>-contexts`` (routed by tenant too); units carry its hash (``ctx``). A search asks both
+indexes in one ``_msearch`` and adds a unit's own score and its context's; reads put the context
+back; a context no unit refers to any more is deleted with the last one.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from datetime import date
 from typing import Any
@@ -53,6 +59,7 @@ MAPPING: dict[str, Any] = {
             "entities": {"type": "keyword"},
             "source_ids": {"type": "keyword"},
             "context_ids": {"type": "keyword"},
+            "ctx": {"type": "keyword"},
             "event_time": {"type": "keyword"},
             "event_start": {"type": "date", "format": "strict_date"},
             "event_end": {"type": "date", "format": "strict_date"},
@@ -73,7 +80,26 @@ def _about(names: Sequence[str]) -> dict[str, Any]:
 
 
 # Fields added after the first release: put into an existing index's mapping when it is opened.
-NEW_FIELDS: dict[str, Any] = {"context_ids": {"type": "keyword"}}
+NEW_FIELDS: dict[str, Any] = {"context_ids": {"type": "keyword"}, "ctx": {"type": "keyword"}}
+CONTEXT_MAPPING: dict[str, Any] = {
+    "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}},
+    "mappings": {
+        "dynamic": "strict",
+        "properties": {
+            "tenant_id": {"type": "keyword"},
+            "hash": {"type": "keyword"},
+            "text": {"type": "text", "analyzer": "english"},
+        },
+    },
+}
+
+
+def context_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
+
+
+def _context_id(tenant_id: str, ctx: str) -> str:
+    return hashlib.sha256(f"{tenant_id}\x1f{ctx}".encode()).hexdigest()[:32]
 
 
 class OrjsonSerializer(JSONSerializer):
@@ -117,49 +143,135 @@ class OpenSearchLexicalStore:
                     raise
         else:  # an index made before a field was added to the mapping: add it (new fields only)
             self.client.indices.put_mapping(index=index, body={"properties": NEW_FIELDS})
+        self.contexts = f"{index}-contexts"
+        self._create_if_missing(self.contexts, CONTEXT_MAPPING, refresh_interval)
+
+    def _create_if_missing(self, index: str, mapping: dict[str, Any], refresh_interval: str) -> None:
+        if self.client.indices.exists(index=index):
+            return
+        body = {**mapping, "settings": {"index": {**mapping["settings"]["index"]}}}
+        body["settings"]["index"]["refresh_interval"] = refresh_interval
+        try:
+            self.client.indices.create(index=index, body=body)
+        except RequestError as exc:
+            if exc.error != "resource_already_exists_exception":
+                raise
 
     # --- writes ---------------------------------------------------------------------------------
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
         if not units:
             return
-        actions = []
-        for u in units:
-            start, end = day_range(u)
-            actions.append(
-                {
-                    "_op_type": "index",
-                    "_index": self.index,
-                    "_id": u.id,
-                    "_routing": u.tenant_id,
-                    "_source": {
-                        "tenant_id": u.tenant_id,
-                        "text": u.text,
-                        "context": u.context or "",
-                        "keywords": " ".join(u.keywords),
-                        "kind": u.kind.value,
-                        "status": u.status.value,
-                        "persons": u.persons,
-                        "person_names": index_names(u),
-                        "entities": u.entities,
-                        "source_ids": u.source_ids,
-                        "context_ids": u.context_ids,
-                        "event_time": u.event_time,
-                        "event_start": _day(start),
-                        "event_end": _day(end),
-                        "stated_at": u.stated_at,
-                        "doc": u.model_dump(mode="json"),
-                    },
-                }
-            )
+        before = self._stored_contexts([(u.tenant_id, u.id) for u in units])
+        contexts = {(u.tenant_id, context_hash(u.context)): u.context for u in units if u.context}
+        actions = [
+            {
+                "_op_type": "index",
+                "_index": self.contexts,
+                "_id": _context_id(tenant, ctx),
+                "_routing": tenant,
+                "_source": {"tenant_id": tenant, "hash": ctx, "text": text},
+            }
+            for (tenant, ctx), text in contexts.items()
+        ]
+        actions += [self._unit_action(u) for u in units]
         # refresh=wait_for: a write is visible to the next query, without forcing a refresh per call;
         # it returns at the index's next scheduled refresh (``refresh_interval``).
         helpers.bulk(self.client, actions, refresh="wait_for")
+        self._drop_unused_contexts(set(before.values()) - set(contexts))
+
+    def _unit_action(self, u: MemoryUnit) -> dict[str, Any]:
+        start, end = day_range(u)
+        return {
+            "_op_type": "index",
+            "_index": self.index,
+            "_id": u.id,
+            "_routing": u.tenant_id,
+            "_source": {
+                "tenant_id": u.tenant_id,
+                "text": u.text,
+                "keywords": " ".join(u.keywords),
+                "kind": u.kind.value,
+                "status": u.status.value,
+                "persons": u.persons,
+                "person_names": index_names(u),
+                "entities": u.entities,
+                "source_ids": u.source_ids,
+                "context_ids": u.context_ids,
+                "ctx": context_hash(u.context) if u.context else None,
+                "event_time": u.event_time,
+                "event_start": _day(start),
+                "event_end": _day(end),
+                "stated_at": u.stated_at,
+                "doc": u.model_dump(mode="json", exclude={"context"}),
+            },
+        }
+
+    def _stored_contexts(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
+        """(tenant, unit id) -> (tenant, context hash) of the stored units that have a context."""
+        if not keys:
+            return {}
+        docs = [{"_id": uid, "routing": tenant, "_source": ["ctx"]} for tenant, uid in keys]
+        found = self.client.mget(index=self.index, body={"docs": docs})["docs"]
+        return {
+            (tenant, uid): (tenant, d["_source"]["ctx"])
+            for (tenant, uid), d in zip(keys, found, strict=True)
+            if d.get("found") and d["_source"].get("ctx")
+        }
+
+    def _drop_unused_contexts(self, pairs: set[tuple[str, str]]) -> None:
+        """Delete the contexts that no unit of their tenant refers to any more. (Units of one message
+        are written by its session's worker, so a context is not taken up again meanwhile.)"""
+        by_tenant: dict[str, list[str]] = {}
+        for tenant, ctx in pairs:
+            by_tenant.setdefault(tenant, []).append(ctx)
+        actions = []
+        for tenant, hashes in by_tenant.items():
+            body = {
+                "size": 0,
+                "query": {"bool": {"filter": [{"term": {"tenant_id": tenant}}, {"terms": {"ctx": hashes}}]}},
+                "aggs": {"used": {"terms": {"field": "ctx", "size": len(hashes)}}},
+            }
+            used = {b["key"] for b in self._search(tenant, body)["aggregations"]["used"]["buckets"]}
+            actions += [
+                {
+                    "_op_type": "delete",
+                    "_index": self.contexts,
+                    "_id": _context_id(tenant, c),
+                    "_routing": tenant,
+                }
+                for c in hashes
+                if c not in used
+            ]
+        if actions:
+            helpers.bulk(self.client, actions, refresh="wait_for", raise_on_error=False)
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
         if not ids:
             return
+        before = self._stored_contexts([(tenant_id, i) for i in ids])
         actions = [{"_op_type": "delete", "_index": self.index, "_id": i, "_routing": tenant_id} for i in ids]
         helpers.bulk(self.client, actions, refresh="wait_for", raise_on_error=False)
+        self._drop_unused_contexts(set(before.values()))
+
+    def _with_contexts(self, tenant_id: str, hits: list[dict[str, Any]]) -> list[MemoryUnit]:
+        """The units of these hits (``_source`` with ``doc`` and ``ctx``), their contexts put back."""
+        hashes = sorted({h["_source"]["ctx"] for h in hits if h["_source"].get("ctx")})
+        texts: dict[str, str] = {}
+        if hashes:
+            docs = [{"_id": _context_id(tenant_id, c), "routing": tenant_id} for c in hashes]
+            for c, d in zip(
+                hashes, self.client.mget(index=self.contexts, body={"docs": docs})["docs"], strict=True
+            ):
+                if d.get("found"):
+                    texts[c] = d["_source"]["text"]
+        units = []
+        for h in hits:
+            unit = MemoryUnit.model_validate(h["_source"]["doc"])
+            ctx = h["_source"].get("ctx")
+            if ctx in texts:
+                unit = unit.model_copy(update={"context": texts[ctx]})
+            units.append(unit)
+        return units
 
     # --- reads ----------------------------------------------------------------------------------
     def _filters(self, tenant_id: str, flt: SymbolicFilter | None = None) -> list[dict[str, Any]]:
@@ -202,20 +314,60 @@ class OpenSearchLexicalStore:
                 }
             },
         }
-        hits = self._search(tenant_id, body)["hits"]["hits"]
-        return [Hit(h["_id"], float(h["_score"])) for h in hits]
+        around = {
+            "size": limit,
+            "_source": ["hash"],
+            "query": {
+                "bool": {
+                    "must": {"match": {"text": " ".join(terms)}},
+                    "filter": [{"term": {"tenant_id": tenant_id}}],
+                }
+            },
+        }
+        own_hits, context_hits = self._msearch(tenant_id, [(self.index, body), (self.contexts, around)])
+        scores = {h["_id"]: float(h["_score"]) for h in own_hits}
+        by_context = {h["_source"]["hash"]: float(h["_score"]) for h in context_hits}
+        for uid, ctx in self._units_with_contexts(tenant_id, list(by_context), flt, limit):
+            scores[uid] = scores.get(uid, 0.0) + by_context[ctx]
+        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return [Hit(uid, score) for uid, score in ranked]
+
+    def _msearch(
+        self, tenant_id: str, searches: list[tuple[str, dict[str, Any]]]
+    ) -> list[list[dict[str, Any]]]:
+        """Several searches in one request, each routed to the tenant's shard; an error is raised."""
+        body: list[dict[str, Any]] = []
+        for index, search in searches:
+            body += [{"index": index, "routing": tenant_id}, search]
+        responses = self.client.msearch(body=body)["responses"]
+        for r in responses:
+            if "error" in r:
+                raise RequestError(r.get("status", 500), str(r["error"]), r["error"])
+        return [r["hits"]["hits"] for r in responses]
+
+    def _units_with_contexts(
+        self, tenant_id: str, hashes: list[str], flt: SymbolicFilter, limit: int
+    ) -> list[tuple[str, str]]:
+        """(unit id, context hash) of the tenant's units, passing ``flt``, whose context is one of these."""
+        if not hashes:
+            return []
+        body = {
+            "size": min(MAX_RESULT_WINDOW, max(limit, len(hashes) * UNITS_PER_MESSAGE_GUESS * 4)),
+            "_source": ["ctx"],
+            "query": {"bool": {"filter": [*self._filters(tenant_id, flt), {"terms": {"ctx": hashes}}]}},
+        }
+        return [(h["_id"], h["_source"]["ctx"]) for h in self._search(tenant_id, body)["hits"]["hits"]]
 
     def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]:
         if not ids:
             return []
         body = {
             "size": len(ids),
-            "_source": ["doc"],
+            "_source": ["doc", "ctx"],
             "query": {"bool": {"filter": [*self._filters(tenant_id), {"ids": {"values": list(ids)}}]}},
         }
         found = {
-            h["_id"]: MemoryUnit.model_validate(h["_source"]["doc"])
-            for h in self._search(tenant_id, body)["hits"]["hits"]
+            u.id: u for u in self._with_contexts(tenant_id, self._search(tenant_id, body)["hits"]["hits"])
         }
         return [found[i] for i in ids if i in found]
 
@@ -293,10 +445,15 @@ class OpenSearchLexicalStore:
         """Every unit matching ``query`` (up to the result window), asking for ``guess`` first."""
         size = max(1, min(guess, MAX_RESULT_WINDOW))
         while True:
-            body = {"size": size, "_source": ["doc"], "track_total_hits": MAX_RESULT_WINDOW, "query": query}
+            body = {
+                "size": size,
+                "_source": ["doc", "ctx"],
+                "track_total_hits": MAX_RESULT_WINDOW,
+                "query": query,
+            }
             hits = self._search(tenant_id, body)["hits"]
             if len(hits["hits"]) >= hits["total"]["value"] or size == MAX_RESULT_WINDOW:
-                return [MemoryUnit.model_validate(h["_source"]["doc"]) for h in hits["hits"]]
+                return self._with_contexts(tenant_id, hits["hits"])
             size = min(int(hits["total"]["value"]), MAX_RESULT_WINDOW)
 
     def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
@@ -307,32 +464,29 @@ class OpenSearchLexicalStore:
         body = {
             "from": offset,
             "size": size,
-            "_source": ["doc"],
+            "_source": ["doc", "ctx"],
             "sort": [{"stated_at": "asc"}, {"_id": "asc"}],
             "query": {"bool": {"filter": self._filters(tenant_id)}},
         }
-        return [
-            MemoryUnit.model_validate(h["_source"]["doc"])
-            for h in self._search(tenant_id, body)["hits"]["hits"]
-        ]
+        return self._with_contexts(tenant_id, self._search(tenant_id, body)["hits"]["hits"])
 
     def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
         """A scroll over the tenant's documents (a consistent snapshot, ``batch`` per page)."""
         hits = helpers.scan(
             self.client,
             index=self.index,
-            query={"query": {"bool": {"filter": self._filters(tenant_id)}}, "_source": ["doc"]},
+            query={"query": {"bool": {"filter": self._filters(tenant_id)}}, "_source": ["doc", "ctx"]},
             routing=tenant_id,
             size=batch,
         )
-        page: list[MemoryUnit] = []
+        page: list[dict[str, Any]] = []
         for h in hits:
-            page.append(MemoryUnit.model_validate(h["_source"]["doc"]))
+            page.append(h)
             if len(page) == batch:
-                yield page
+                yield self._with_contexts(tenant_id, page)
                 page = []
         if page:
-            yield page
+            yield self._with_contexts(tenant_id, page)
 
     def tenants(self) -> list[str]:
         body = {"size": 0, "aggs": {"tenants": {"terms": {"field": "tenant_id", "size": MAX_TENANTS_LISTED}}}}
@@ -341,7 +495,7 @@ class OpenSearchLexicalStore:
 
     def expunge(self) -> None:
         """Deleted documents stay in Lucene segments until merged: merge them away now."""
-        self.client.indices.forcemerge(index=self.index, only_expunge_deletes=True)
+        self.client.indices.forcemerge(index=f"{self.index},{self.contexts}", only_expunge_deletes=True)
 
     def count(self, tenant_id: str) -> int:
         body = {"query": {"bool": {"filter": self._filters(tenant_id)}}}
