@@ -26,6 +26,8 @@ if [ ! -f "$venv/.complete" ]; then
   rm -rf "$venv"
   mkdir -p "$cache_root/venvs"
   uv venv --quiet --python "$py" "$venv"
+  # run from the repo: uv reads pyproject.toml's [tool.uv] here, which keeps the model package from
+  # pulling sentence-transformers and torch (CUDA) back in
   VIRTUAL_ENV="$venv" uv pip install --quiet -r requirements.lock
   touch "$venv/.complete"
 fi
