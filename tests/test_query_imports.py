@@ -1,5 +1,6 @@
 """A query process imports what answering needs (MiniLM on ONNX Runtime, the tokenizer, the stores),
-never the ingestion side (spaCy, Presidio, torch, transformers), and answers as the full runtime does."""
+never the ingestion side (spaCy, Presidio; torch and transformers where the `torch` extra is installed)
+nor the one-time model build (onnx, safetensors), and answers as the full runtime does."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from simplemem.schemas.query import QueryRequest
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 INGESTION_ONLY = ("torch", "spacy", "thinc", "presidio_analyzer", "transformers", "sentence_transformers")
+MODEL_BUILD_ONLY = ("onnx", "safetensors", "simplemem.processors.ingest.onnx_graph")
 # Runs the CLI in a fresh interpreter and reports, last on stderr, which ingestion modules it imported.
 PROBE = f"""
 import sys, orjson
@@ -25,7 +27,7 @@ try:
     app(prog_name="simplemem")
 except SystemExit as exc:
     code = exc.code
-sys.stderr.write("\\n" + orjson.dumps([m for m in {INGESTION_ONLY!r} if m in sys.modules]).decode())
+sys.stderr.write("\\n" + orjson.dumps([m for m in {INGESTION_ONLY + MODEL_BUILD_ONLY!r} if m in sys.modules]).decode())
 sys.exit(code)
 """
 
@@ -35,7 +37,7 @@ def test_a_query_imports_no_ingestion_model_and_answers_as_the_full_runtime(tmp_
     from simplemem.processors.ingest.onnx_embedding import int8_model_path
     from simplemem.runtime import open_runtime
 
-    int8_model_path(shipped_model_dir(), settings.model_cache_dir)  # built once per machine, with torch
+    int8_model_path(shipped_model_dir(), settings.model_cache_dir)  # built once per machine
     store = tmp_path / "store"
     cli = [sys.executable, "-c", PROBE]
     env = {**os.environ, "PYTHONPATH": str(REPO)}

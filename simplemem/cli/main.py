@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from simplemem.cli import consolidate, demo, forget, golden, infra, memory, serve, streams
 from simplemem.cli.errors import ExitCode, error_line
+from simplemem.processors.ingest.embedding import missing_backend
 from simplemem.schemas.events import describe_errors
 from simplemem.schemas.settings import Settings
 
@@ -25,10 +26,13 @@ for group in (memory, demo, streams, infra, forget, consolidate, serve, golden):
 
 def main() -> None:  # pragma: no cover
     try:
-        Settings()
+        settings = Settings()
     except ValidationError as exc:
         error_line(f"invalid SIMPLEMEM_* settings: {describe_errors(exc)}")
         raise SystemExit(ExitCode.USAGE) from None
+    if reason := missing_backend(settings.embedding_backend):
+        error_line(reason)
+        raise SystemExit(ExitCode.USAGE)
     app(prog_name="simplemem")
 
 

@@ -104,7 +104,7 @@ class Settings(BaseSettings):
     embedding_backend: Literal["onnx-int8", "torch"] = Field(
         "onnx-int8",
         description="onnx-int8: ONNX Runtime on int8 weights derived from the shipped model (1.6x torch "
-        "bf16 on one core, mean cosine 0.99 to it); torch: sentence-transformers",
+        "bf16 on one core, mean cosine 0.99 to it); torch: sentence-transformers (the `torch` extra)",
     )
     embedding_dtype: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="torch backend only: bfloat16 where the CPU has native support"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Protocol
 
@@ -12,6 +13,24 @@ import numpy as np
 import numpy.typing as npt
 
 Vectors = npt.NDArray[np.float32]
+
+TORCH_EXTRA_HINT = (
+    'embedding_backend="torch" needs the `torch` extra (torch, sentence-transformers), which the default '
+    "install leaves out: `uv pip install '.[torch]'` where simplemem is installed, `uv pip install torch "
+    "sentence-transformers` into the ./.venv infra/bootstrap.sh links; or keep the default backend, onnx-int8"
+)
+
+
+class MissingExtra(ImportError):
+    """An optional backend was chosen but its packages (a ``pyproject.toml`` extra) are not installed."""
+
+
+def missing_backend(backend: str) -> str | None:
+    """Why ``backend`` cannot run here, or None; looks the packages up without importing them, so the
+    CLI can say it in one line before any work."""
+    if backend == "torch" and any(find_spec(name) is None for name in ("torch", "sentence_transformers")):
+        return TORCH_EXTRA_HINT
+    return None
 
 
 class Embedder(Protocol):
@@ -59,7 +78,8 @@ def bf16_is_native() -> bool:
 
 
 class MiniLMEmbedder:
-    """sentence-transformers on the CPU, batched; loads only from a local folder."""
+    """sentence-transformers on the CPU, batched; loads only from a local folder. Needs the ``torch``
+    extra: the default install embeds with ONNX Runtime (``processors/onnx_embedding.py``)."""
 
     def __init__(
         self, model_dir: Path | None = None, *, batch_size: int = 32, threads: int = 0, dtype: str = "auto"
@@ -67,11 +87,14 @@ class MiniLMEmbedder:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        import torch
-        from transformers.utils import logging as hf_logging
+        try:
+            import torch
+            from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()
-        from sentence_transformers import SentenceTransformer
+            hf_logging.disable_progress_bar()
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise MissingExtra(TORCH_EXTRA_HINT) from exc
 
         if threads:
             torch.set_num_threads(threads)

@@ -1,9 +1,10 @@
 """MiniLM through ONNX Runtime with int8 weights: the same model, about 1.6x the throughput of torch
 bf16 on one core, which is what lets the embedder and spaCy share a 2-core machine.
 
-The int8 file is derived once per machine from the shipped weights (export with ``torch.onnx``, then
-``onnxruntime`` dynamic quantization, per-channel) and cached under a key of the source files and the
-tool versions; nothing comes from a model hub. Vectors agree with the fp32 torch model to a mean
+The int8 file is derived once per machine from the shipped weights (the fp32 graph written from
+``model.safetensors`` by ``simplemem/processors/ingest/onnx_graph.py``, no torch, then ``onnxruntime`` dynamic
+quantization, per-channel) and cached under a key of the source files, that builder and the tool
+versions; nothing comes from a model hub. Vectors agree with the fp32 torch model to a mean
 cosine of 0.991 (minimum 0.966) on the 5,522 informative LoCoMo sentences (measured once, when this
 backend was adopted); ``tests/test_onnx_embedding.py`` checks mean > 0.98 and minimum > 0.95 on ten
 sentences of its own.
@@ -29,17 +30,23 @@ from simplemem.processors.ingest.embedding import Vectors, model_dimension, ship
 log = logging.getLogger(__name__)
 
 _SOURCE_FILES = ("config.json", "model.safetensors", "tokenizer.json", "modules.json")
+# what reads the weights, writes the fp32 graph and quantizes it (the builder is imported by a build
+# only: a query process that finds the int8 file does not load onnx)
+_BUILD_TOOLS = ("safetensors", "numpy", "onnx", "onnxruntime")
+_GRAPH_BUILDER = Path(__file__).with_name("onnx_graph.py")
 
 
 def model_key(model_dir: Path) -> str:
-    """Changes when the weights or the converting tools change, so a stale file is never reused."""
+    """Changes when the weights, the graph builder or the converting tools change, so a stale file is
+    never reused."""
     h = hashlib.sha256()
     for name in _SOURCE_FILES:
         path = model_dir / name
         if path.exists():
             stat = path.stat()
             h.update(f"{name}:{stat.st_size}:{int(stat.st_mtime)}".encode())
-    for package in ("torch", "onnxruntime", "onnx"):
+    h.update(_GRAPH_BUILDER.read_bytes())
+    for package in _BUILD_TOOLS:
         h.update(f"{package}={version(package)}".encode())
     return h.hexdigest()[:16]
 
@@ -52,9 +59,12 @@ def int8_model_path(model_dir: Path, cache_dir: Path) -> Path:
     cache_dir.mkdir(parents=True, exist_ok=True)
     log.info("building the int8 ONNX model of %s into %s (once per machine)", model_dir, target)
     with tempfile.TemporaryDirectory(dir=cache_dir) as tmp, _quiet_tools():
-        fp32 = Path(tmp) / "fp32.onnx"
-        _export_fp32(model_dir, fp32)
         from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        from simplemem.processors.ingest.onnx_graph import write_fp32
+
+        fp32 = Path(tmp) / "fp32.onnx"
+        write_fp32(model_dir, fp32)
 
         int8 = Path(tmp) / "int8.onnx"
         quantize_dynamic(fp32, int8, weight_type=QuantType.QInt8, per_channel=True)
@@ -64,16 +74,12 @@ def int8_model_path(model_dir: Path, cache_dir: Path) -> Path:
 
 @contextmanager
 def _quiet_tools() -> Iterator[None]:
-    """The one-time build says nothing on stderr: transformers' weight-loading progress bar, the
-    exporter's tracer warnings and the quantizer's advice (logged on the root logger) are about
-    tools, not about anything a user can act on."""
+    """The one-time build says nothing on stderr: the quantizer's advice (logged on the root logger)
+    and ONNX Runtime's warnings are about tools, not about anything a user can act on."""
     import onnxruntime as ort
-    from transformers.utils import logging as hf_logging
 
     root = logging.getLogger()
-    level, verbosity = root.level, hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
+    level = root.level
     ort.set_default_logger_severity(3)
     root.setLevel(logging.ERROR)
     try:
@@ -82,47 +88,22 @@ def _quiet_tools() -> Iterator[None]:
             yield
     finally:
         root.setLevel(level)
-        hf_logging.set_verbosity(verbosity)
-        hf_logging.enable_progress_bar()
-
-
-def _export_fp32(model_dir: Path, out: Path) -> None:
-    import torch
-    from transformers import AutoModel
-
-    model = AutoModel.from_pretrained(str(model_dir)).eval()
-
-    class Encoder(torch.nn.Module):
-        """Token states only: pooling and normalisation happen in numpy."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.bert = model
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            return self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-
-    sample = torch.ones((2, 8), dtype=torch.int64)
-    dynamic = {0: "batch", 1: "tokens"}
-    with torch.no_grad():
-        torch.onnx.export(
-            Encoder(),
-            (sample, sample),
-            str(out),
-            input_names=["input_ids", "attention_mask"],
-            output_names=["token_states"],
-            dynamic_axes={"input_ids": dynamic, "attention_mask": dynamic, "token_states": dynamic},
-            opset_version=17,
-            dynamo=False,
-        )
 
 
 class OnnxMiniLMEmbedder:
     """Mean-pooled, normalised MiniLM vectors from the int8 ONNX model, in length-sorted batches."""
 
     def __init__(
-        self, model_dir: Path | None, cache_dir: Path, *, batch_size: int = 32, threads: int = 1
+        self,
+        model_dir: Path | None,
+        cache_dir: Path,
+        *,
+        batch_size: int = 32,
+        threads: int = 1,
+        onnx_file: Path | None = None,
     ) -> None:
+        """``onnx_file`` runs another graph of the same model instead of the cached int8 one (the tests
+        run the fp32 graph through the same tokenizer and pooling)."""
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
@@ -132,7 +113,7 @@ class OnnxMiniLMEmbedder:
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         self._session = ort.InferenceSession(
-            str(int8_model_path(source, cache_dir)), options, providers=["CPUExecutionProvider"]
+            str(onnx_file or int8_model_path(source, cache_dir)), options, providers=["CPUExecutionProvider"]
         )
         self._tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
         self._tokenizer.enable_truncation(_max_tokens(source))
