@@ -455,3 +455,10 @@ def test_opensearch_stores_a_shared_context_once_and_drops_it_with_its_last_unit
     assert contexts() == 1
     rt.lexical.delete("ctx-tenant", [units[2].id])
     assert contexts() == 0
+
+
+def test_reconciliation_repairs_milvus_drifting_from_opensearch(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    """A vector deleted and an orphan added in the real Milvus, behind the product's back."""
+    from tests.reconcile_checks import reconcile_in_process
+
+    reconcile_in_process(services_runtime, "golden")

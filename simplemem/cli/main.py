@@ -7,7 +7,7 @@ import os
 import typer
 from pydantic import ValidationError
 
-from simplemem.cli import consolidate, demo, forget, golden, infra, memory, serve, streams
+from simplemem.cli import consolidate, demo, forget, golden, infra, memory, reconcile, serve, streams
 from simplemem.cli.errors import ExitCode, error_line
 from simplemem.processors.ingest.embedding import missing_backend
 from simplemem.schemas.events import describe_errors
@@ -20,7 +20,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Streaming long-term memory for LLM agents."
 )
-for group in (memory, demo, streams, infra, forget, consolidate, serve, golden):
+for group in (memory, demo, streams, infra, forget, consolidate, reconcile, serve, golden):
     group.register(app)
 
 

@@ -12,6 +12,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+
 Vectors = npt.NDArray[np.float32]
 
 TORCH_EXTRA_HINT = (
@@ -118,3 +120,10 @@ class MiniLMEmbedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def embed_text(unit: MemoryUnit) -> str:
+    """What a unit's vector is computed from when it has none: code with its prose, else its text."""
+    if unit.kind == MemoryKind.CODE and unit.context:
+        return f"{unit.context}\n{unit.text}"
+    return unit.text

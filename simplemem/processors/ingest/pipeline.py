@@ -21,7 +21,7 @@ import numpy as np
 
 from simplemem.processors.ingest.analysis import MessageAnalyzer, one_by_one
 from simplemem.processors.ingest.decompose import Decomposition, DraftUnit
-from simplemem.processors.ingest.embedding import Embedder
+from simplemem.processors.ingest.embedding import Embedder, embed_text
 from simplemem.processors.ingest.entropy import EntropyFilter, SessionHistory
 from simplemem.processors.ingest.sessions import LocalSessions
 from simplemem.processors.ingest.windowing import Windower
@@ -121,10 +121,7 @@ class Indexer:
 
 
 def _embed_text(draft: DraftUnit) -> str:
-    unit = draft.unit
-    if unit.kind == MemoryKind.CODE and unit.context:
-        return f"{unit.context}\n{unit.text}"
-    return unit.text
+    return embed_text(draft.unit)
 
 
 class Pipeline:

@@ -11,9 +11,10 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -240,6 +241,25 @@ class MilvusVectorStore:
                 )
             )
         return int(rows[0]["count(*)"]) if rows else 0
+
+    def ids(self, tenant_id: str, batch: int) -> Iterator[list[str]]:
+        """Pages of the tenant's ids in primary-key order (a range on ``id``: Milvus caps offsets)."""
+        last = ""
+        while True:
+            expr = f"tenant_id == {_lit(tenant_id)} and id > {_lit(last)}"
+            with self._lock:
+                rows = self._loaded(
+                    partial(
+                        self.client.query, self.collection, filter=expr, output_fields=["id"], limit=batch
+                    )
+                )
+            page = sorted(str(r["id"]) for r in rows)
+            if not page:
+                return
+            yield page
+            if len(page) < batch:
+                return
+            last = page[-1]
 
     def close(self) -> None:
         self.flush()
