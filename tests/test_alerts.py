@@ -52,6 +52,7 @@ def test_the_agreed_alerts_are_there() -> None:
     assert "< 0.05" in by_name["SimpleMemDiscardRateLow"]["expr"]
     assert "simplemem_dead_letters_total" in by_name["SimpleMemDeadLetters"]["expr"]
     assert "deriv(simplemem_consumer_lag" in by_name["SimpleMemConsumerLagGrowing"]["expr"]
+    assert "simplemem_store_drift_units" in by_name["SimpleMemStoreDrift"]["expr"]
     for rule in by_name.values():
         assert rule["labels"]["severity"] in {"warning", "critical"}
         assert rule["annotations"]["summary"]

@@ -462,3 +462,26 @@ def test_reconciliation_repairs_milvus_drifting_from_opensearch(services_runtime
     from tests.reconcile_checks import reconcile_in_process
 
     reconcile_in_process(services_runtime, "golden")
+
+
+def test_a_worker_reports_units_missing_from_milvus(services_settings, services_runtime) -> None:  # type: ignore[no-untyped-def]
+    from simplemem.processors.lifecycle.reconcile import find_drift, repair
+    from simplemem.streams.worker import Worker
+
+    rt = services_runtime
+    [unit, *_] = [u for page in rt.lexical.iter_units("golden", 100) for u in page]
+    rt.vectors.delete("golden", [unit.id])
+    rt.vectors.flush()
+    worker = Worker(services_settings)
+    try:
+        assert worker.store_drift() == (1, 1)
+    finally:
+        repair(
+            find_drift("golden", rt.lexical, rt.vectors, 100),
+            rt.lexical,
+            rt.vectors,
+            lambda: rt.embedder,
+            100,
+        )
+        worker.runtime.close()
+    assert Worker(services_settings).store_drift() == (0, 0)

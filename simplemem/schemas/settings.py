@@ -138,6 +138,12 @@ class Settings(BaseSettings):
     consolidation_max_units: int = Field(
         100_000, ge=1, description="memories one run reads per tenant at most: bounds a run's work"
     )
+    drift_check_seconds: float = Field(
+        3600.0,
+        ge=0.0,
+        description="how often a worker compares the two stores' per-tenant unit counts "
+        "(simplemem_store_drift_units; 0: never)",
+    )
     consolidation_interval_seconds: float = Field(
         600.0, gt=0, description="a worker consolidates the tenants it indexed for at least this often"
     )

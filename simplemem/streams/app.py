@@ -85,6 +85,7 @@ def create_app(settings: Settings) -> faust.App:
     _idle_sessions_timer(parts)
     _erasure_timer(parts)
     _lag_timer(parts)
+    _drift_timer(parts)
     _stack_dump_task(app)
     _metrics_page(app)
     _stop_on_shutdown(parts)
@@ -316,6 +317,23 @@ def _erasure_timer(parts: Parts) -> None:
         """Forgotten records are erased within the deadline even on a partition with no traffic
         (:data:`simplemem.streams.erasure.ROLL_KEY`)."""
         await parts.deliver(roll_markers(parts.settings))
+
+
+def _drift_timer(parts: Parts) -> None:
+    """The store drift gauges, every ``drift_check_seconds`` (0: never)."""
+    if not parts.settings.drift_check_seconds:
+        return
+
+    @parts.app.timer(parts.settings.drift_check_seconds)
+    async def store_drift() -> None:
+        """Per-tenant unit counts of the two stores, compared off the event loop."""
+        try:
+            units, tenants = await asyncio.to_thread(parts.worker.store_drift)
+        except Exception as exc:  # a store outage: the stages' retries report it
+            log.warning("store drift not checked: %s", exc)
+            return
+        metrics.STORE_DRIFT_UNITS.set(units)
+        metrics.STORE_DRIFT_TENANTS.set(tenants)
 
 
 def _lag_timer(parts: Parts) -> None:

@@ -51,6 +51,12 @@ STORE_WRITE_SECONDS = Histogram(
 STORE_BLOCKED = Gauge(
     "simplemem_store_outage", "Store writes waiting for an unreachable store (0: none)", ["store"]
 )
+STORE_DRIFT_UNITS = Gauge(
+    "simplemem_store_drift_units",
+    "Units the lexical and the vector store disagree on (count difference summed over tenants; "
+    "simplemem reconcile repairs it)",
+)
+STORE_DRIFT_TENANTS = Gauge("simplemem_store_drift_tenants", "Tenants whose two stores' unit counts differ")
 SESSIONS = Gauge("simplemem_sessions", "Session states held by this worker (open, and closed within grace)")
 SESSIONS_REMOVED = Counter("simplemem_sessions_removed_total", "Closed sessions' states removed")
 REFETCHED = Gauge(

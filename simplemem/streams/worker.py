@@ -112,6 +112,13 @@ class Worker:
 
         return seed_tombstones(self.settings, self.runtime.tombstones)
 
+    def store_drift(self) -> tuple[int, int]:
+        """(units, tenants) by which the lexical and the vector store's per-tenant counts differ:
+        a cheap check for drift (``simplemem reconcile`` finds the ids and repairs them)."""
+        rt = self.runtime
+        differences = [abs(rt.lexical.count(t) - rt.vectors.count(t)) for t in rt.lexical.tenants()]
+        return sum(differences), sum(1 for d in differences if d)
+
     def due_for_consolidation(self, now: float) -> list[tuple[str, str]]:
         """(tenant, reason) for the tenants with ``consolidation_volume`` new memories, or with new
         memories for ``consolidation_interval_seconds``; each is forgotten here once returned."""
