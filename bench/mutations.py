@@ -106,6 +106,10 @@ MUTATIONS: tuple[Mutation, ...] = (
                         '"SELECT u.id, SUM(x.s) AS s FROM scored x JOIN units u ON u.rowid = x.r AND u.tenant_id = ?",',
                         '"SELECT u.id, SUM(x.s) AS s FROM scored x JOIN units u ON u.rowid = x.r AND ? IS NOT NULL",',
                     ),
+                    (
+                        '"JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ? WHERE units_fts MATCH ?",',
+                        '"JOIN units u ON u.rowid = f.rowid AND ? IS NOT NULL WHERE units_fts MATCH ?",',
+                    ),
                 ),
             ),
         ),

@@ -33,6 +33,8 @@ _SHARED_CONTEXT_VERSION = 4
 # The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
 # 0.006 answer recall against 1.0, and 2.0 gained nothing.
 CONTEXT_WEIGHT = 1.0
+# Matches each FTS side keeps per unit asked for, before filters and the sum (filters may drop some).
+SEARCH_REACH = 4
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     tenant, body, said, uid UNINDEXED, tokenize = 'porter unicode61'
 )"""
@@ -233,17 +235,27 @@ class SqliteLexicalStore:
             return []
         match = f"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})"
         ctx_match = f"tenant:{tenant_token(tenant_id)} AND body:({' OR '.join(_quote(t) for t in terms)})"
+        # Each FTS side keeps its best matches only (a common word matches thousands of contexts, each
+        # shared by dozens of units); the unit side is filtered before its cut, so a date range or a
+        # person filter never empties it. Context matches add to the units they reach.
+        reach = limit * SEARCH_REACH
         sql = [
-            "WITH own AS (SELECT rowid AS r, bm25(units_fts, 0.0, 1.0, 0.0) AS s FROM units_fts",
-            "WHERE units_fts MATCH ?),",
+            "WITH own AS (SELECT u.rowid AS r, bm25(units_fts, 0.0, 1.0, 0.0) AS s FROM units_fts f",
+            "JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ? WHERE units_fts MATCH ?",
+        ]
+        args: list[object] = [tenant_id, match]
+        _where_filter(sql, args, flt, tenant_id)
+        sql += [
+            "ORDER BY s LIMIT ?),",
             "around AS (SELECT c.hash AS hash, bm25(contexts_fts) AS s FROM contexts_fts",
-            "JOIN contexts c ON c.rowid = contexts_fts.rowid AND c.tenant_id = ? WHERE contexts_fts MATCH ?),",
+            "JOIN contexts c ON c.rowid = contexts_fts.rowid AND c.tenant_id = ? WHERE contexts_fts MATCH ?",
+            "ORDER BY s LIMIT ?),",
             "scored AS (SELECT r, s FROM own UNION ALL",
             f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.tenant_id = ? AND u.ctx = a.hash)",
             "SELECT u.id, SUM(x.s) AS s FROM scored x JOIN units u ON u.rowid = x.r AND u.tenant_id = ?",
             "WHERE 1",
         ]
-        args: list[object] = [match, tenant_id, ctx_match, tenant_id, tenant_id]
+        args += [reach, tenant_id, ctx_match, reach, tenant_id, tenant_id]
         _where_filter(sql, args, flt, tenant_id)
         sql.append("GROUP BY u.rowid ORDER BY s LIMIT ?")
         args.append(limit)
