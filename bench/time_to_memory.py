@@ -1,8 +1,10 @@
-"""Time to memory, embedded `simplemem serve` with default pause and idle settings: from a turn
-accepted by the API to the memory listed by ``GET /v1/memories``, for a complete exchange
-(``ends_exchange``) and for turns without any marker (decided after ``SIMPLEMEM_PAUSE_SECONDS``).
+"""Time to memory with default pause and idle settings: from a turn accepted by the API (or
+published with kcat, in services mode) to the memory listed by ``GET /v1/memories``, for a complete
+exchange (``ends_exchange``) and for turns without any marker (decided after
+``SIMPLEMEM_PAUSE_SECONDS``). Embedded: one `simplemem serve`; services: one worker and one
+`simplemem serve` on the local services (`simplemem infra up`), in a namespace of their own.
 
-    python -m bench.time_to_memory [--turns 30]
+    python -m bench.time_to_memory [--turns 30] [--mode embedded|services]
 """
 
 from __future__ import annotations
@@ -11,11 +13,14 @@ import argparse
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
 from bench.harness.serving import ServeProcess
 from simplemem.cli.golden import percentile
@@ -23,7 +28,13 @@ from simplemem.cli.golden import percentile
 FACTS = ["teal", "mango", "cello", "Lisbon", "kayaking", "Brompton", "oolong", "tabby", "Porto", "sourdough"]
 
 
-def seconds_to_listed(api: httpx.Client, headers: dict[str, str], i: int, marked: bool) -> float:
+Publish = Callable[[dict[str, Any]], None]
+
+
+def seconds_to_listed(
+    api: httpx.Client, headers: dict[str, str], i: int, marked: bool, publish: Publish | None = None
+) -> float:
+    """From the turn sent (through the API, or ``publish``) to its memory listed."""
     word = f"{FACTS[i % len(FACTS)]}{i}"
     event: dict[str, Any] = {
         "session_id": f"s{i}",
@@ -35,7 +46,10 @@ def seconds_to_listed(api: httpx.Client, headers: dict[str, str], i: int, marked
         "ends_exchange": marked,
     }
     start = time.perf_counter()
-    assert api.post("/v1/events", json=event, headers=headers).status_code == 202
+    if publish is None:
+        assert api.post("/v1/events", json=event, headers=headers).status_code == 202
+    else:
+        publish(event)
     while True:
         page = api.get("/v1/memories", params={"limit": 1000}, headers=headers).json()
         if any(word in m["text"] for m in page["memories"]):
@@ -45,12 +59,76 @@ def seconds_to_listed(api: httpx.Client, headers: dict[str, str], i: int, marked
         time.sleep(0.05)
 
 
+def report(name: str, times: list[float]) -> None:
+    print(
+        f"{name}: {len(times)} turns, listed after p50 {percentile(times, 50) * 1000:.0f} ms, "
+        f"p99 {percentile(times, 99) * 1000:.0f} ms"
+    )
+
+
+def measure(api: httpx.Client, admin: str, turns: int, publish: Publish | None, via: str) -> None:
+    made = api.post("/v1/admin/keys", json={"tenant_id": "ttm"}, headers={"Authorization": f"Bearer {admin}"})
+    headers = {"Authorization": f"Bearer {made.json()['key']}"}
+    for marked in (True, False):
+        offset = (0 if marked else 10_000) + (20_000 if publish else 0)
+        times = [seconds_to_listed(api, headers, i + offset, marked, publish) for i in range(turns)]
+        report(f"{via}, {'ends_exchange' if marked else 'no marker (pause)'}", times)
+
+
+def services_env(tmp: Path) -> dict[str, str]:
+    tag = f"ttm{uuid.uuid4().hex[:8]}"
+    return {
+        "SIMPLEMEM_MODE": "services",
+        "SIMPLEMEM_TOPIC_PREFIX": f"{tag}.",
+        "SIMPLEMEM_STREAM_APP_ID": tag,
+        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-{tag}",
+        "SIMPLEMEM_MILVUS_COLLECTION": tag,
+        "SIMPLEMEM_REDIS_KEY_PREFIX": tag,
+        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp / "faust"),
+    }
+
+
+def run_services(tmp: Path, admin: str, turns: int) -> None:
+    import asyncio
+
+    from bench.harness.cleanup import drop_namespace
+    from bench.harness.kcat import kcat_publish
+    from bench.harness.workers import WorkerProcess
+    from simplemem.schemas.settings import settings_for
+    from simplemem.streams.topics import ensure_topics
+
+    env = services_env(tmp)
+    settings = settings_for(env)
+    asyncio.run(ensure_topics(settings))
+    worker = WorkerProcess(env, tmp / "worker.log").start()
+    proc = ServeProcess({**env, "SIMPLEMEM_ADMIN_KEY": admin}, tmp / "serve.log").start()
+    try:
+        worker.wait_ready()
+        proc.wait_ready()
+        with httpx.Client(base_url=proc.url, timeout=120) as api:
+            measure(api, admin, turns, None, "services, API")
+            publish = partial(_kcat, settings, kcat_publish)
+            measure(api, admin, turns, publish, "services, kcat")
+    finally:
+        proc.stop()
+        worker.stop()
+        drop_namespace(settings)
+
+
+def _kcat(settings: Any, kcat_publish: Callable[..., None], event: dict[str, Any]) -> None:
+    kcat_publish(settings, [orjson.dumps({**event, "tenant_id": "ttm"})])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--mode", choices=["embedded", "services"], default="embedded")
     args = parser.parse_args()
     admin = f"admin-{uuid.uuid4().hex}"
     with tempfile.TemporaryDirectory() as tmp:
+        if args.mode == "services":
+            run_services(Path(tmp), admin, args.turns)
+            return
         env = {
             "SIMPLEMEM_MODE": "embedded",
             "SIMPLEMEM_STORE": str(Path(tmp) / "store"),
@@ -60,20 +138,7 @@ def main() -> None:
         try:
             proc.wait_ready()
             with httpx.Client(base_url=proc.url, timeout=120) as api:
-                made = api.post(
-                    "/v1/admin/keys", json={"tenant_id": "ttm"}, headers={"Authorization": f"Bearer {admin}"}
-                )
-                headers = {"Authorization": f"Bearer {made.json()['key']}"}
-                for marked in (True, False):
-                    times = [
-                        seconds_to_listed(api, headers, i + (0 if marked else 10_000), marked)
-                        for i in range(args.turns)
-                    ]
-                    name = "ends_exchange" if marked else "no marker (pause)"
-                    print(
-                        f"{name}: {len(times)} turns, listed after p50 {percentile(times, 50) * 1000:.0f} ms, "
-                        f"p99 {percentile(times, 99) * 1000:.0f} ms"
-                    )
+                measure(api, admin, args.turns, None, "embedded, API")
         finally:
             proc.stop()
 

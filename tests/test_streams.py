@@ -21,10 +21,10 @@ from typing import Any
 import orjson
 import pytest
 
+from bench.harness.kcat import kcat_publish
 from bench.harness.workers import WorkerProcess
 from simplemem.infra.errors import log_tail
 from simplemem.schemas.accounting import MessageOutcome
-from simplemem.schemas.keys import SessionKey
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryRequest
 from simplemem.schemas.settings import Settings, settings_for
@@ -48,23 +48,6 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
 
 def settings_of(env: dict[str, str]) -> Settings:
     return settings_for(env)
-
-
-def kcat_publish(settings: Settings, lines: list[bytes]) -> None:
-    """Publish with kcat, keyed by session (Java's murmur2 partitioner, like every client)."""
-    from simplemem.infra.stack import ensure_kcat
-
-    payload = b""
-    for raw in lines:
-        try:
-            data = orjson.loads(raw)
-            key = SessionKey(data["tenant_id"], data["session_id"]).encode()
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            key = b"unkeyed"
-        payload += key + b"\t" + raw.rstrip(b"\n") + b"\n"
-    cmd = [ensure_kcat(), "-P", "-b", settings.kafka_endpoint, "-t", settings.topic(settings.turns_topic)]
-    cmd += ["-K", "\t", "-X", "partitioner=murmur2_random", "-X", "message.max.bytes=2000000"]
-    subprocess.run(cmd, input=payload, check=True, timeout=60)
 
 
 def read(settings: Settings, name: str) -> list[bytes]:
