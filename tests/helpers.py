@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from simplemem.schemas.events import Role
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -32,3 +33,21 @@ def message(
         entities=entities or [],
         embedding=embedding or [],
     )
+
+
+ANSWER = "Option one: the Cedar trail. Option two: the Falls trail. Bring crampons in winter."
+
+
+def answer_units(tenant: str, n: int, message: str = ANSWER) -> list[MemoryUnit]:
+    """The statements of one long answer, each with the whole message as its context."""
+    return [
+        MemoryUnit.build(
+            tenant_id=tenant,
+            text=f"assistant suggested option {i}",
+            kind=MemoryKind.FACT,
+            source_ids=[f"{tenant}:answer"],
+            stated_at="2026-01-10T10:00:00+00:00",
+            context=message,
+        )
+        for i in range(n)
+    ]

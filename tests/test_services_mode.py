@@ -423,21 +423,11 @@ def test_a_new_collection_gets_the_configured_number_of_tenant_partitions(servic
 
 def test_opensearch_stores_a_shared_context_once_and_drops_it_with_its_last_unit(services_runtime) -> None:  # type: ignore[no-untyped-def]
     from simplemem.processors.stores.protocols import SymbolicFilter
-    from simplemem.schemas.memory import MemoryKind, MemoryUnit
+    from tests.helpers import ANSWER, answer_units
 
     rt = services_runtime
-    message = "Option one: the Cedar trail. Option two: the Falls trail. Bring crampons in winter."
-    units = [
-        MemoryUnit.build(
-            tenant_id="ctx-tenant",
-            text=f"assistant suggested option {i}",
-            kind=MemoryKind.FACT,
-            source_ids=["ctx-answer"],
-            stated_at="2026-01-10T10:00:00+00:00",
-            context=message,
-        )
-        for i in range(3)
-    ]
+    message = ANSWER
+    units = answer_units("ctx-tenant", 3)
     rt.lexical.upsert(units)
     rt.lexical.upsert(units)  # a replay
 

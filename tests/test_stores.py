@@ -15,6 +15,7 @@ from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from tests.helpers import answer_units
 
 pytestmark = pytest.mark.slow
 
@@ -161,28 +162,11 @@ def test_a_flush_the_server_never_finishes_is_given_up_after_its_bound(tmp_path:
     store.close()
 
 
-def _answer_units(tenant: str, n: int) -> list[MemoryUnit]:
-    """The statements of one long answer: each with the whole message as its context."""
-    message = " ".join(f"Option {i}: the {name} trail." for i, name in enumerate(["Cedar", "Falls", "Ridge"]))
-    message += " Bring crampons in winter."
-    return [
-        MemoryUnit.build(
-            tenant_id=tenant,
-            text=f"assistant suggested option {i}",
-            kind=MemoryKind.FACT,
-            source_ids=[f"{tenant}:answer"],
-            stated_at="2026-01-10T10:00:00+00:00",
-            context=message,
-        )
-        for i in range(n)
-    ]
-
-
 def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_path: Path) -> None:
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
-    units = _answer_units("t1", 3)
-    other = _answer_units("t2", 1)  # the same words in another tenant: a row of its own
+    units = answer_units("t1", 3)
+    other = answer_units("t2", 1)  # the same words in another tenant: a row of its own
     store.upsert([*units, *other])
     store.upsert(units)  # a replay
     db = sqlite3.connect(path)
@@ -210,7 +194,7 @@ def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -
 
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
-    units = _answer_units("t1", 2)
+    units = answer_units("t1", 2)
     store.upsert(units)
     store.close()
     db = sqlite3.connect(path)  # version 3: the context in each document, no contexts table

@@ -13,8 +13,7 @@ import typer
 
 from simplemem.cli.console import json_line, plain
 from simplemem.cli.errors import one_line_errors
-from simplemem.cli.store import open_store
-from simplemem.schemas.keys import check_id
+from simplemem.cli.store import checked_tenant, open_store, tenants_of
 from simplemem.schemas.settings import get_settings
 
 
@@ -28,13 +27,9 @@ def consolidate(
     json_out: Annotated[bool, typer.Option("--json", help="one JSON line per decision")] = False,
 ) -> None:
     """Consolidate memories into abstracts and mark superseded facts."""
-    if tenant is not None:
-        try:
-            check_id(tenant, tenant=True)
-        except ValueError as exc:
-            raise typer.BadParameter(f"--tenant: {exc}") from None
+    tenant = checked_tenant(tenant)
     with open_store(get_settings(), store, "simplemem consolidate", create=False) as rt:
-        tenants = [tenant] if tenant is not None else rt.lexical.tenants()
+        tenants = tenants_of(rt, tenant)
         for t in tenants:
             run = rt.consolidate(t)
             if json_out:

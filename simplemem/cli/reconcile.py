@@ -14,8 +14,7 @@ import typer
 
 from simplemem.cli.console import json_line, plain
 from simplemem.cli.errors import one_line_errors
-from simplemem.cli.store import open_store
-from simplemem.schemas.keys import check_id
+from simplemem.cli.store import checked_tenant, open_store, tenants_of
 from simplemem.schemas.settings import get_settings
 
 
@@ -32,15 +31,11 @@ def reconcile(
     """Compare the lexical and the vector store per tenant and repair the difference."""
     from simplemem.processors.lifecycle.reconcile import find_drift, repair
 
-    if tenant is not None:
-        try:
-            check_id(tenant, tenant=True)
-        except ValueError as exc:
-            raise typer.BadParameter(f"--tenant: {exc}") from None
+    tenant = checked_tenant(tenant)
     settings = get_settings()
     batch = settings.forget_batch_units
     with open_store(settings, store, "simplemem reconcile", create=False) as rt:
-        for t in [tenant] if tenant is not None else rt.lexical.tenants():
+        for t in tenants_of(rt, tenant):
             drift = find_drift(t, rt.lexical, rt.vectors, batch)
             if drift.drifted and not dry_run:
                 repair(drift, rt.lexical, rt.vectors, lambda: rt.embedder, batch)

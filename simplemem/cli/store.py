@@ -16,8 +16,11 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import typer
+
 from simplemem.cli.console import quiet_libraries
 from simplemem.cli.errors import CliError, ExitCode
+from simplemem.schemas.keys import check_id
 
 if TYPE_CHECKING:
     from simplemem.runtime import Runtime
@@ -86,3 +89,18 @@ def open_store(settings: Settings, store: Path | None, holder: str, *, create: b
         rt = open_runtime(settings, folder)
         stack.callback(rt.close)
         yield rt
+
+
+def checked_tenant(tenant: str | None) -> str | None:
+    """A ``--tenant`` option's value, refused as a bad parameter when it is no tenant id."""
+    if tenant is not None:
+        try:
+            check_id(tenant, tenant=True)
+        except ValueError as exc:
+            raise typer.BadParameter(f"--tenant: {exc}") from None
+    return tenant
+
+
+def tenants_of(rt: Runtime, tenant: str | None) -> list[str]:
+    """The one tenant asked for, or every tenant of the store."""
+    return [tenant] if tenant is not None else rt.lexical.tenants()
