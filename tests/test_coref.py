@@ -12,7 +12,7 @@ def tokens(*words: str) -> list[Token]:
     out: list[Token] = []
     for word in words:
         text, tag, *ent = word.split("/")
-        out.append((text, " ", "", tag, ent[0] if ent else ""))
+        out.append(Token(text, " ", "", tag, ent[0] if ent else ""))
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
@@ -56,8 +56,15 @@ HalfVector = Annotated[
     PlainSerializer(_half_to_text, return_type=str, when_used="json"),
 ]
 
-# One token: (text, trailing whitespace, coarse POS, fine tag, entity label as "B-PERSON"/"I-GPE"/"")
-Token = tuple[str, str, str, str, str]
+
+class Token(NamedTuple):
+    """One token as the analysis pass saw it (a JSON array on the topics: five strings)."""
+
+    text: str
+    ws: str  # the whitespace after it
+    pos: str  # coarse part of speech (NOUN, VERB, ...)
+    tag: str  # fine Penn Treebank tag (NNP, VBD, ...)
+    ent: str  # entity label with its position: "B-PERSON", "I-GPE", or ""
 
 
 class Sentence(BaseModel):

@@ -114,7 +114,7 @@ def is_question(sentence: Sentence) -> bool:
     """
     if not sentence.text.rstrip().endswith("?"):
         return False
-    words = [t[0].lower() for t in sentence.tokens if t[0].strip() and t[2] not in ("PUNCT", "INTJ")]
+    words = [t.text.lower() for t in sentence.tokens if t.text.strip() and t.pos not in ("PUNCT", "INTJ")]
     return not words or words[0] in INTERROGATIVE_OPENERS or (len(words) > 1 and words[1] in ("you", "u"))
 
 
@@ -123,8 +123,8 @@ PLACEHOLDER = re.compile(r"<[A-Z_]+>")
 
 def has_content(sentence: Sentence) -> bool:
     """Two content words, or a named entity, or a scrubbed value (the fact that one was shared)."""
-    content = [t for t in sentence.tokens if t[2] in CONTENT_POS and t[0].lower() not in PHATIC]
-    return len(content) >= 2 or any(t[4] for t in sentence.tokens) or bool(PLACEHOLDER.search(sentence.text))
+    content = [t for t in sentence.tokens if t.pos in CONTENT_POS and t.text.lower() not in PHATIC]
+    return len(content) >= 2 or any(t.ent for t in sentence.tokens) or bool(PLACEHOLDER.search(sentence.text))
 
 
 # An assistant's courtesy lines carry no fact about the user or the answer ("Let me know if you'd
@@ -260,7 +260,7 @@ class OfflineDecomposer:
         spans = _entity_spans(tokens)
         location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
         keywords = _unique(
-            [t[0].lower() for t in tokens if t[2] in KEYWORD_POS and t[0].lower() not in STOP_KEYWORDS]
+            [t.text.lower() for t in tokens if t.pos in KEYWORD_POS and t.text.lower() not in STOP_KEYWORDS]
         )[:MAX_KEYWORDS]
         unit = MemoryUnit.build(
             tenant_id=message.tenant_id,
@@ -308,7 +308,7 @@ class _Referents:
 def anchor_tokens(tokens: list[Token], ref: datetime) -> tuple[list[Token], list[Anchor]]:
     """Temporal anchoring on a sentence's tokens, each expression read in its own clause's tense: the
     absolute date follows the expression's last token ("until July (2026-07)")."""
-    text = "".join(t[0] + t[1] for t in tokens)
+    text = "".join(t.text + t.ws for t in tokens)
     anchors = find_anchors(text, ref, past=lambda start: past_at(tokens, start))
     if not anchors:
         return tokens, []
@@ -316,13 +316,12 @@ def anchor_tokens(tokens: list[Token], ref: datetime) -> tuple[list[Token], list
     starts, pos = [], 0
     for t in tokens:
         starts.append(pos)
-        pos += len(t[0]) + len(t[1])
+        pos += len(t.text) + len(t.ws)
     for a in anchors:
         if a.iso in a.phrase:
             continue
         last = max(i for i, start in enumerate(starts) if start < a.end)
-        word, ws, *rest = out[last]
-        out[last] = (word, f" ({a.iso})" + ws, *rest)  # type: ignore[assignment]
+        out[last] = out[last]._replace(ws=f" ({a.iso})" + out[last].ws)
     return out, anchors
 
 
@@ -340,8 +339,8 @@ def _numeric_fragment(sentence: Sentence) -> bool:
     """A verbless fragment holding a number ("2:04:37.", "3.6 kg."): a terse answer whose meaning is
     in the sentence after it."""
     tokens = sentence.tokens
-    return any(t[3] == "CD" and any(c.isdigit() for c in t[0]) for t in tokens) and not any(
-        t[3].startswith("VB") or t[3] == "MD" for t in tokens
+    return any(t.tag == "CD" and any(c.isdigit() for c in t.text) for t in tokens) and not any(
+        t.tag.startswith("VB") or t.tag == "MD" for t in tokens
     )
 
 
@@ -431,7 +430,7 @@ def rewrite_pronouns(
     replaced_before = False
     for i, (word, ws, _pos, tag, _ent) in enumerate(tokens):
         low = word.lower().replace("’", "'")
-        following = next((t for t in tokens[i + 1 :] if t[3] not in ("RB", "RBR", "RBS")), None)
+        following = next((t for t in tokens[i + 1 :] if t.tag not in ("RB", "RBR", "RBS")), None)
         if replaced_before and (low in CONTRACTIONS or low == "'d"):
             out[-1] = out[-1].rstrip() + " "
             out.append(_spelled_out(low, following) + ws)

@@ -110,8 +110,8 @@ def cue_before(tokens: list[Token], i: int) -> str | None:
 
 
 def _looks_like_name(token: Token) -> bool:
-    text = token[0]
-    return (text[:1].isupper() or token[3] in NAME_TAGS) and text.isalpha() and len(text) > 1
+    text = token.text
+    return (text[:1].isupper() or token.tag in NAME_TAGS) and text.isalpha() and len(text) > 1
 
 
 def _capitalised_common_noun(tokens: list[Token], start: int, name: str) -> bool:
@@ -119,7 +119,7 @@ def _capitalised_common_noun(tokens: list[Token], start: int, name: str) -> bool
     the capital and decided against a name ("Lisinopril 10 mg once daily"). A lower-case name tagged
     as a noun stays a person (chat is often written in lower case)."""
     span = tokens[start : start + len(name.split())]
-    return all(t[0][:1].isupper() and t[3] in COMMON_NOUN_TAGS for t in span)
+    return all(t.text[:1].isupper() and t.tag in COMMON_NOUN_TAGS for t in span)
 
 
 def bare_subject(tokens: list[Token], i: int) -> bool:
@@ -142,7 +142,7 @@ def bare_subject(tokens: list[Token], i: int) -> bool:
 def _unknown_name_word(token: Token) -> bool:
     """A lower-case word the tagger may have given a name it does not know: letters only, as long
     as a name part, tagged as a noun, adjective, foreign word or pronoun but no personal pronoun."""
-    text, tag = token[0], token[3]
+    text, tag = token.text, token.tag
     return (
         tag in UNKNOWN_WORD_TAGS
         and text.isalpha()
@@ -188,7 +188,7 @@ def name_words(sentences: Iterable[Iterable[Sentence]]) -> set[str]:
     """Words of the messages' sentences that could be a name the tenant's memory holds: what
     :func:`tenant_name` asks the memory about."""
     return {
-        t[0]
+        t.text
         for message in sentences
         for sentence in message
         for t in sentence.tokens
@@ -243,20 +243,20 @@ class PeopleTracker:
             if i in covered:
                 continue
             cue = cue_before(tokens, i)
-            if _looks_like_name(token) and token[0].lower() in known:
-                found[i] = Mention(number, i, known[token[0].lower()])
-            elif _is_cue(token[0]):
+            if _looks_like_name(token) and token.text.lower() in known:
+                found[i] = Mention(number, i, known[token.text.lower()])
+            elif _is_cue(token.text):
                 continue  # "my gp is dr. halvorsen": the title is not the name
             elif (
                 cue
-                and token[3] in NAME_TAGS | {"NN"}
+                and token.tag in NAME_TAGS | {"NN"}
                 and (_looks_like_name(token) or cue != tokens[i - 1][0])
             ):
-                found[i] = Mention(number, i, token[0], listed=cue.lower() not in PET_WORDS)
+                found[i] = Mention(number, i, token.text, listed=cue.lower() not in PET_WORDS)
             elif _looks_like_name(token) and bare_subject(tokens, i):
-                found[i] = Mention(number, i, token[0])
+                found[i] = Mention(number, i, token.text)
             elif tenant_name(tokens, i, self.tenant_names):
-                found[i] = Mention(number, i, token[0], listed=False)
+                found[i] = Mention(number, i, token.text, listed=False)
         for i, mention in found.items():
             gender = _cue_gender(cue_before(tokens, i) or "")
             if gender:

@@ -183,7 +183,7 @@ def doc_sentences(doc: Doc) -> list[Sentence]:
     sentences = []
     for sent in doc.sents:
         tokens: list[Token] = [
-            (
+            Token(
                 t.text,
                 t.whitespace_,
                 coarse_pos(t.text, t.tag_),
@@ -192,7 +192,7 @@ def doc_sentences(doc: Doc) -> list[Sentence]:
             )
             for t in sent
         ]
-        if any(t[0].strip() for t in tokens):
+        if any(t.text.strip() for t in tokens):
             # model_construct: the fields come straight from spaCy, validation would only cost time
             at = bisect_right(starts, sent.start_char) - 1 if lines else 0
             sentences.append(

@@ -48,9 +48,9 @@ def _verb_is_past(tokens: list[Token], i: int) -> bool:
         return True
     if text.lower() in PERFECT_AUX:
         for nxt in tokens[i + 1 : i + 4]:
-            if nxt[3] == "VBN":
+            if nxt.tag == "VBN":
                 return True
-            if nxt[3] not in ("RB", "RBR", "PRP"):
+            if nxt.tag not in ("RB", "RBR", "PRP"):
                 break
     return False
 
@@ -62,7 +62,7 @@ PARTICLE_VERB_TAGS = {"NNS": "VBZ", "NN": "VBP"}
 
 def _tags(tokens: list[Token]) -> list[str]:
     """The tokens' fine tags, a noun before a particle (RP) read as the present verb it is."""
-    tags = [t[3] for t in tokens]
+    tags = [t.tag for t in tokens]
     for i in range(len(tags) - 1):
         if tags[i + 1] == "RP" and tags[i] in PARTICLE_VERB_TAGS:
             tags[i] = PARTICLE_VERB_TAGS[tags[i]]
@@ -74,7 +74,7 @@ def past_at(tokens: list[Token], start: int) -> bool:
     text and trailing whitespace joined) is read in the past. See the module docstring."""
     starts = _offsets(tokens)
     first = next((i for i, s in enumerate(starts) if s >= start), len(tokens))
-    words = [t[0].lower() for t in tokens]
+    words = [t.text.lower() for t in tokens]
     tags = _tags(tokens)
     if words[first : first + 1] and words[first] in ALWAYS_FORWARD:
         return False
