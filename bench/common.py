@@ -30,8 +30,11 @@ def conversations(args: argparse.Namespace) -> list[Conversation]:
     return load_all(args.data, args.limit)
 
 
-def event_lines(convs: list[Conversation]) -> list[tuple[str, bytes]]:
-    return [(e["message_id"], orjson.dumps(e)) for c in convs for e in c.events()]
+def event_lines(convs: list[Conversation], pause_every_turn: bool = False) -> list[tuple[str, bytes]]:
+    """The conversations' events; ``pause_every_turn``: each one marked ``ends_exchange``, so every
+    window is decided at once, as a pause after every turn would (the worst case of a short pause)."""
+    mark = {"ends_exchange": True} if pause_every_turn else {}
+    return [(e["message_id"], orjson.dumps({**e, **mark})) for c in convs for e in c.events()]
 
 
 def warm_latencies_ms(retriever: Retriever, questions: list[Question], warm_up: int = 10) -> list[float]:

@@ -83,6 +83,11 @@ def main() -> None:
         "--reuse", action="store_true", help="with --store: answer from the store an earlier run filled"
     )
     ap.add_argument("--no-baselines", action="store_true", help="measure the pipeline only")
+    ap.add_argument(
+        "--pause-every-turn",
+        action="store_true",
+        help="decide the window after every turn (as a pause after each would): quality with windows cut short",
+    )
     ap.add_argument("--details", type=Path, default=None, help="one JSON line per question (pipeline)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
     args = ap.parse_args()
@@ -101,7 +106,7 @@ def main() -> None:
         pipeline = rt.pipeline
         pipeline.warm_up()
         t0 = time.perf_counter()
-        report = pipeline.ingest(event_lines(convs))
+        report = pipeline.ingest(event_lines(convs, args.pause_every_turn))
         ingest_s = time.perf_counter() - t0
         print(
             f"ingested {report.accepted} turns in {ingest_s:.1f}s ({report.accepted / ingest_s:.0f} turns/s): "

@@ -1,0 +1,96 @@
+"""The golden set published with kcat as frontends publish (no end-of-session or end-of-exchange
+marker), one worker running, then asked through the API: are the turns decided and answerable after a
+short wait? (``simplemem golden`` marks each session's last event; this does not.)
+
+    python -m bench.golden_kcat [--wait 30] [--file simplemem/cli/data/golden.json]
+
+Needs the local services (`simplemem infra up`); runs in a namespace of its own and drops it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+
+from bench.harness.cleanup import drop_namespace
+from bench.harness.kcat import kcat_publish
+from bench.harness.serving import ServeProcess
+from bench.harness.workers import WorkerProcess
+from bench.time_to_memory import services_env
+from simplemem.cli.golden import DEFAULT_FILE, found_in
+from simplemem.schemas.settings import settings_for
+from simplemem.streams.topics import ensure_topics
+
+TENANT = "golden-kcat"
+
+
+def unmarked(events: list[dict[str, Any]]) -> list[bytes]:
+    drop = {"ends_session", "ends_exchange"}
+    return [
+        orjson.dumps({k: v for k, v in e.items() if k not in drop} | {"tenant_id": TENANT}) for e in events
+    ]
+
+
+def ask(api: httpx.Client, key: str, queries: list[dict[str, Any]]) -> tuple[int, int, list[str]]:
+    """Expected strings found, expected in all, and the misses."""
+    found, expected, misses = 0, 0, []
+    for q in queries:
+        body = {"query": q["query"], "as_of": q.get("as_of")}
+        context = api.post("/v1/query", json=body, headers={"Authorization": f"Bearer {key}"}).json()[
+            "context"
+        ]
+        for want in q.get("expected", []):
+            expected += 1
+            if found_in(context, want):
+                found += 1
+            else:
+                misses.append(f"{q['id']}: {want}")
+    return found, expected, misses
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--wait", type=float, default=30.0, help="seconds between the last publish and the questions"
+    )
+    ap.add_argument("--file", type=Path, default=DEFAULT_FILE)
+    args = ap.parse_args()
+    golden = orjson.loads(args.file.read_bytes())
+    admin = f"admin-{uuid.uuid4().hex}"
+    with tempfile.TemporaryDirectory() as tmp:
+        env = services_env(Path(tmp))
+        settings = settings_for(env)
+        asyncio.run(ensure_topics(settings))
+        worker = WorkerProcess(env, Path(tmp) / "worker.log").start()
+        proc = ServeProcess({**env, "SIMPLEMEM_ADMIN_KEY": admin}, Path(tmp) / "serve.log").start()
+        try:
+            worker.wait_ready()
+            proc.wait_ready()
+            kcat_publish(settings, unmarked(golden["events"]))
+            time.sleep(args.wait)
+            with httpx.Client(base_url=proc.url, timeout=120) as api:
+                made = api.post(
+                    "/v1/admin/keys", json={"tenant_id": TENANT}, headers={"Authorization": f"Bearer {admin}"}
+                )
+                found, expected, misses = ask(api, made.json()["key"], golden["queries"])
+            print(
+                f"kcat, no markers, asked {args.wait:.0f} s after publishing: {found}/{expected} expected strings"
+            )
+            for miss in misses:
+                print(f"  missed {miss}")
+        finally:
+            proc.stop()
+            worker.stop()
+            drop_namespace(settings)
+
+
+if __name__ == "__main__":
+    main()
