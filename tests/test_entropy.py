@@ -138,3 +138,31 @@ def test_names_new_to_the_session_in_code_count_as_novelty_and_known_ones_do_not
         window([with_code(2, "import requests\nclient = requests.Session()\nfetch_event(event_id)")])
     )
     assert again.novelty == 0.0  # requests, client, Session: plain words
+
+
+def test_a_window_a_pause_cut_to_one_turn_is_judged_on_a_full_stretch() -> None:
+    """Turns decided one by one (a pause after each) are judged with the turns before them, as in a
+    full window; a full window and a session's last window keep judging their new turns alone."""
+    from simplemem.schemas.window import CloseReason
+
+    f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20, judged_messages=3)
+    s = Session(f)
+    s.decide(window([message(0, entities=["old"], embedding=[1.0, 0.0])]))
+    news = [message(i, entities=[f"new{i}"], embedding=[0.0, 1.0]) for i in (1, 2)]
+    for i in range(len(news)):
+        s.decide(
+            Window(
+                tenant_id="t1", session_id="s1", messages=news[: i + 1], new_from=i, reason=CloseReason.PAUSE
+            )
+        )
+    quiet = message(3, embedding=[0.0, 1.0])  # names nothing, says what was just said
+    msgs = [*news, quiet]
+    paused = f.score(
+        Window(tenant_id="t1", session_id="s1", messages=msgs, new_from=2, reason=CloseReason.PAUSE),
+        s.history,
+    )
+    alone = f.score(
+        Window(tenant_id="t1", session_id="s1", messages=msgs, new_from=2, reason=CloseReason.END), s.history
+    )
+    assert paused.kept and paused.novelty == 1.0  # the stretch names new things
+    assert not alone.kept and alone.score == 0.0

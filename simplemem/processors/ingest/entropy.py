@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
-from simplemem.schemas.window import AnalyzedMessage, EntropyScore, HalfVector, Vector, Window
+from simplemem.schemas.window import AnalyzedMessage, CloseReason, EntropyScore, HalfVector, Vector, Window
 
 
 class SessionHistory(BaseModel):
@@ -91,19 +91,27 @@ def most_divergent(new: list[Vector], past: list[Vector]) -> float:
 
 
 class EntropyFilter:
-    def __init__(self, threshold: float, alpha: float, history_messages: int) -> None:
+    def __init__(
+        self, threshold: float, alpha: float, history_messages: int, judged_messages: int = 1
+    ) -> None:
         self.threshold = threshold
         self.alpha = alpha
         self.history_messages = history_messages
+        self.judged_messages = judged_messages
 
     def score(self, window: Window, history: SessionHistory) -> EntropyScore:
         """Score a window against a history (pure: does not update it)."""
-        history = history.without({m.message_id for m in window.new_messages})
-        # Only the new messages are judged: the context part is already in the history.
-        window_entities = {e for m in window.new_messages for e in named_things(m)}
+        judged = self.judged(window)
+        history = history.without({m.message_id for m in judged})
+        # Only the new messages are judged (the context part is already in the history), but at least
+        # ``judged_messages`` of the window's last ones: a window a pause or a complete exchange cut
+        # short (one turn) is judged on the same stretch of conversation as a full one. Judged alone,
+        # one turn that names nothing new scored below the threshold more often than not (LoCoMo with a
+        # pause after every turn: 58% of the turns filtered, against 9% in full windows).
+        window_entities = {e for m in judged for e in named_things(m)}
         seen = {e for ents in history.entities for e in ents}
         novelty = len(window_entities - seen) / len(window_entities) if window_entities else 0.0
-        new = [v for m in window.new_messages for v in statement_vectors(m)]
+        new = [v for m in judged for v in statement_vectors(m)]
         past = [v for message in history.vectors for v in message]
         if not past:  # nothing said before (a session's first window): nothing in it is redundant
             divergence, novelty = 1.0, 1.0
@@ -118,6 +126,15 @@ class EntropyFilter:
             divergence=round(divergence, 4),
             kept=score >= self.threshold,
         )
+
+    def judged(self, window: Window) -> list[AnalyzedMessage]:
+        """The window's new messages, or, for a window a pause cut short, its last
+        ``judged_messages``. (A session's last window keeps its own: measured on LoCoMo, judging it
+        on more lost 0.005 answer recall.)"""
+        new = window.new_messages
+        if window.reason != CloseReason.PAUSE or len(new) >= self.judged_messages:
+            return new
+        return window.messages[max(0, len(window.messages) - self.judged_messages) :]
 
     def remember(self, history: SessionHistory, messages: list[AnalyzedMessage]) -> SessionHistory:
         """The history after ``messages`` were seen (kept or not: history is what was said); an

@@ -141,7 +141,10 @@ class Pipeline:
         self.indexer = indexer
         self.windower = Windower(settings.window_size, settings.window_stride, settings.session_idle_seconds)
         self.entropy = EntropyFilter(
-            settings.entropy_threshold, settings.entropy_alpha, settings.entropy_history_messages
+            settings.entropy_threshold,
+            settings.entropy_alpha,
+            settings.entropy_history_messages,
+            judged_messages=settings.window_stride,
         )
         self.sessions = LocalSessions(self.windower)  # embedded mode's session state (streams: a table)
         self.clock = clock

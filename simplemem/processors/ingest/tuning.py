@@ -29,7 +29,9 @@ def scored_windows(settings: Settings, messages: list[AnalyzedMessage]) -> list[
     sessions = LocalSessions(
         Windower(settings.window_size, settings.window_stride, settings.session_idle_seconds)
     )
-    entropy = EntropyFilter(1.0, settings.entropy_alpha, settings.entropy_history_messages)
+    entropy = EntropyFilter(
+        1.0, settings.entropy_alpha, settings.entropy_history_messages, judged_messages=settings.window_stride
+    )
     windows = [w for m in messages for w in sessions.add(m)] + sessions.close_all()
     scored = []
     for w in windows:
