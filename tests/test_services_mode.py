@@ -455,16 +455,20 @@ def test_reconciliation_repairs_milvus_drifting_from_opensearch(services_runtime
 
 
 def test_a_worker_reports_units_missing_from_milvus(services_settings, services_runtime) -> None:  # type: ignore[no-untyped-def]
+    """Other tests of the module write to one store alone: their tenants' drift is theirs, so the
+    check is on what deleting one of the golden tenant's vectors adds."""
     from simplemem.processors.lifecycle.reconcile import find_drift, repair
     from simplemem.streams.worker import Worker
 
     rt = services_runtime
+    assert not find_drift("golden", rt.lexical, rt.vectors, 100).drifted
+    worker = Worker(services_settings)
+    units, tenants = worker.store_drift()
     [unit, *_] = [u for page in rt.lexical.iter_units("golden", 100) for u in page]
     rt.vectors.delete("golden", [unit.id])
     rt.vectors.flush()
-    worker = Worker(services_settings)
     try:
-        assert worker.store_drift() == (1, 1)
+        assert worker.store_drift() == (units + 1, tenants + 1)
     finally:
         repair(
             find_drift("golden", rt.lexical, rt.vectors, 100),
@@ -473,5 +477,5 @@ def test_a_worker_reports_units_missing_from_milvus(services_settings, services_
             lambda: rt.embedder,
             100,
         )
-        worker.runtime.close()
-    assert Worker(services_settings).store_drift() == (0, 0)
+    assert worker.store_drift() == (units, tenants)
+    worker.runtime.close()

@@ -237,7 +237,10 @@ class MilvusVectorStore:
         with self._lock:
             rows = self._loaded(
                 lambda: self.client.query(
-                    self.collection, filter=f"tenant_id == {_lit(tenant_id)}", output_fields=["count(*)"]
+                    self.collection,
+                    filter=f"tenant_id == {_lit(tenant_id)}",
+                    output_fields=["count(*)"],
+                    consistency_level="Strong",  # drift checks compare it with the lexical store's count
                 )
             )
         return int(rows[0]["count(*)"]) if rows else 0
