@@ -10,7 +10,6 @@ Needs the local services (`simplemem infra up`); runs in a namespace of its own 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import tempfile
 import time
 import uuid
@@ -20,14 +19,9 @@ from typing import Any
 import httpx
 import orjson
 
-from bench.harness.cleanup import drop_namespace
+from bench.harness.deployment import local_deployment
 from bench.harness.kcat import kcat_publish
-from bench.harness.serving import ServeProcess
-from bench.harness.workers import WorkerProcess
-from bench.time_to_memory import services_env
 from simplemem.cli.golden import DEFAULT_FILE, found_in
-from simplemem.schemas.settings import settings_for
-from simplemem.streams.topics import ensure_topics
 
 TENANT = "golden-kcat"
 
@@ -65,31 +59,20 @@ def main() -> None:
     args = ap.parse_args()
     golden = orjson.loads(args.file.read_bytes())
     admin = f"admin-{uuid.uuid4().hex}"
-    with tempfile.TemporaryDirectory() as tmp:
-        env = services_env(Path(tmp))
-        settings = settings_for(env)
-        asyncio.run(ensure_topics(settings))
-        worker = WorkerProcess(env, Path(tmp) / "worker.log").start()
-        proc = ServeProcess({**env, "SIMPLEMEM_ADMIN_KEY": admin}, Path(tmp) / "serve.log").start()
-        try:
-            worker.wait_ready()
-            proc.wait_ready()
-            kcat_publish(settings, unmarked(golden["events"]))
-            time.sleep(args.wait)
-            with httpx.Client(base_url=proc.url, timeout=120) as api:
-                made = api.post(
-                    "/v1/admin/keys", json={"tenant_id": TENANT}, headers={"Authorization": f"Bearer {admin}"}
-                )
-                found, expected, misses = ask(api, made.json()["key"], golden["queries"])
-            print(
-                f"kcat, no markers, asked {args.wait:.0f} s after publishing: {found}/{expected} expected strings"
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        local_deployment("goldenkcat", Path(tmp), admin) as (settings, url),
+    ):
+        kcat_publish(settings, unmarked(golden["events"]))
+        time.sleep(args.wait)
+        with httpx.Client(base_url=url, timeout=120) as api:
+            made = api.post(
+                "/v1/admin/keys", json={"tenant_id": TENANT}, headers={"Authorization": f"Bearer {admin}"}
             )
-            for miss in misses:
-                print(f"  missed {miss}")
-        finally:
-            proc.stop()
-            worker.stop()
-            drop_namespace(settings)
+            found, expected, misses = ask(api, made.json()["key"], golden["queries"])
+    print(f"kcat, no markers, asked {args.wait:.0f} s after publishing: {found}/{expected} expected strings")
+    for miss in misses:
+        print(f"  missed {miss}")
 
 
 if __name__ == "__main__":

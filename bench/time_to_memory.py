@@ -15,7 +15,6 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,48 +74,20 @@ def measure(api: httpx.Client, admin: str, turns: int, publish: Publish | None, 
         report(f"{via}, {'ends_exchange' if marked else 'no marker (pause)'}", times)
 
 
-def services_env(tmp: Path) -> dict[str, str]:
-    tag = f"ttm{uuid.uuid4().hex[:8]}"
-    return {
-        "SIMPLEMEM_MODE": "services",
-        "SIMPLEMEM_TOPIC_PREFIX": f"{tag}.",
-        "SIMPLEMEM_STREAM_APP_ID": tag,
-        "SIMPLEMEM_OPENSEARCH_INDEX": f"simplemem-{tag}",
-        "SIMPLEMEM_MILVUS_COLLECTION": tag,
-        "SIMPLEMEM_REDIS_KEY_PREFIX": tag,
-        "SIMPLEMEM_STREAM_DATA_DIR": str(tmp / "faust"),
-    }
-
-
 def run_services(tmp: Path, admin: str, turns: int) -> None:
-    import asyncio
-
-    from bench.harness.cleanup import drop_namespace
+    from bench.harness.deployment import local_deployment
     from bench.harness.kcat import kcat_publish
-    from bench.harness.workers import WorkerProcess
-    from simplemem.schemas.settings import settings_for
-    from simplemem.streams.topics import ensure_topics
 
-    env = services_env(tmp)
-    settings = settings_for(env)
-    asyncio.run(ensure_topics(settings))
-    worker = WorkerProcess(env, tmp / "worker.log").start()
-    proc = ServeProcess({**env, "SIMPLEMEM_ADMIN_KEY": admin}, tmp / "serve.log").start()
-    try:
-        worker.wait_ready()
-        proc.wait_ready()
-        with httpx.Client(base_url=proc.url, timeout=120) as api:
-            measure(api, admin, turns, None, "services, API")
-            publish = partial(_kcat, settings, kcat_publish)
-            measure(api, admin, turns, publish, "services, kcat")
-    finally:
-        proc.stop()
-        worker.stop()
-        drop_namespace(settings)
+    with (
+        local_deployment("ttm", tmp, admin) as (settings, url),
+        httpx.Client(base_url=url, timeout=120) as api,
+    ):
+        measure(api, admin, turns, None, "services, API")
 
+        def publish(event: dict[str, Any]) -> None:
+            kcat_publish(settings, [orjson.dumps({**event, "tenant_id": "ttm"})])
 
-def _kcat(settings: Any, kcat_publish: Callable[..., None], event: dict[str, Any]) -> None:
-    kcat_publish(settings, [orjson.dumps({**event, "tenant_id": "ttm"})])
+        measure(api, admin, turns, publish, "services, kcat")
 
 
 def main() -> None:

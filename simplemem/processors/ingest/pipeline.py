@@ -108,7 +108,7 @@ class Indexer:
 
     def _write(self, drafts: Sequence[DraftUnit]) -> None:
         missing = [i for i, d in enumerate(drafts) if d.vector is None]
-        fresh = self.embedder.encode([_embed_text(drafts[i]) for i in missing])
+        fresh = self.embedder.encode([embed_text(drafts[i].unit) for i in missing])
         matrix = np.zeros((len(drafts), self.embedder.dim), dtype=np.float32)
         for row, i in enumerate(missing):
             matrix[i] = fresh[row]
@@ -118,10 +118,6 @@ class Indexer:
         units = [d.unit for d in drafts]
         self.vectors.upsert(units, matrix)
         self.lexical.upsert(units)
-
-
-def _embed_text(draft: DraftUnit) -> str:
-    return embed_text(draft.unit)
 
 
 class Pipeline:
