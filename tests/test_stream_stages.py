@@ -94,21 +94,37 @@ def test_an_idle_check_closes_a_silent_session_only() -> None:
     clock = Clock()
     memory = stage(clock=clock)
     r1 = memory.run([turn(0), turn(1), turn(0, session="s2")], {}, direct)
-    check = StageRecord.idle_check(SessionKey("t1", "s1"), clock.now)
-    clock.now += 10
-    early = memory.run([check], r1.states, direct)
+
+    def check(after: float) -> StageRecord:
+        return StageRecord.idle_check(S1, 1000.0 + after)
+
+    early = memory.run([check(10)], r1.states, direct)
     assert early.windows == [] and early.states[S1].buffer is not None
-    clock.now += 15  # past the pause: the tail is decided, the session stays open
-    paused = memory.run([check], r1.states, direct)
+    paused = memory.run([check(25)], r1.states, direct)  # past the pause: decided, the session stays open
     assert [o.message_id for o in paused.outcomes] == ["s1:m0", "s1:m1"]
     assert paused.states[S1].buffer is not None and paused.states[S1].buffer.pending == 0
     assert paused.states[S1].closed_at is None
-    clock.now += 40  # past the idle time: closed, with nothing left to decide
-    late = memory.run([check], paused.states, direct)
-    assert late.outcomes == [] and late.states[S1].buffer is None and late.states[S1].closed_at == clock.now
+    late = memory.run([check(65)], paused.states, direct)  # past the idle time: closed, nothing to decide
+    assert late.outcomes == [] and late.states[S1].buffer is None and late.states[S1].closed_at == 1065.0
     assert late.states[SessionKey("t1", "s2")].buffer is not None, "another session is untouched"
-    again = memory.run([check], r1.states, direct)  # straight from open to idle: closed with its tail
+    again = memory.run([check(65)], r1.states, direct)  # straight from open to idle: closed with its tail
     assert [o.message_id for o in again.outcomes] == ["s1:m0", "s1:m1"] and again.states[S1].buffer is None
+
+
+def test_silences_are_read_from_the_records_so_a_replay_cuts_the_same_windows() -> None:
+    """After a crash the batch comes again later and faster: the pause the first run saw between a
+    turn and its idle check is the one between their stamps, whatever the clock says now."""
+    records = [stamped(turn(0), 100.0), stamped(turn(1), 101.0), StageRecord.idle_check(S1, 130.0)]
+    first = stage(clock=lambda: 130.0).run(records, {}, direct)
+    replayed = stage(clock=lambda: 5000.0).run(records, {}, direct)
+    decided = [o.message_id for o in first.outcomes]
+    assert decided == ["s1:m0", "s1:m1"] == [o.message_id for o in replayed.outcomes]
+    too_soon = [stamped(turn(0), 100.0), stamped(turn(1), 125.0), StageRecord.idle_check(S1, 130.0)]
+    assert stage(clock=lambda: 5000.0).run(too_soon, {}, direct).outcomes == [], "5 s of silence is no pause"
+
+
+def stamped(record: StageRecord, at: float) -> StageRecord:
+    return record.model_copy(update={"scrubbed_at": at})
 
 
 def test_a_closed_session_keeps_only_its_position_until_a_turn_reopens_it() -> None:

@@ -34,14 +34,30 @@ class StageRecord(BaseModel):
     idle_check_at: float | None = Field(
         None, description="wall-clock time of an idle check (then ``message`` is empty)"
     )
+    scrubbed_at: float | None = Field(
+        None,
+        description="wall-clock time the scrub stage wrote the turn: the memory stage reads silences "
+        "from the records' own times, so a replay cuts the same windows as the first run",
+    )
+
+    @property
+    def at(self) -> float | None:
+        """When this record happened (its turn was scrubbed, or its idle check was sent)."""
+        return self.scrubbed_at if self.message is not None else self.idle_check_at
 
     @property
     def session_key(self) -> SessionKey:
         return SessionKey(self.tenant_id, self.session_id)
 
     @classmethod
-    def turn(cls, message: AnalyzedMessage, source: SourceRef) -> StageRecord:
-        return cls(tenant_id=message.tenant_id, session_id=message.session_id, message=message, source=source)
+    def turn(cls, message: AnalyzedMessage, source: SourceRef, at: float | None = None) -> StageRecord:
+        return cls(
+            tenant_id=message.tenant_id,
+            session_id=message.session_id,
+            message=message,
+            source=source,
+            scrubbed_at=at,
+        )
 
     @classmethod
     def idle_check(cls, key: SessionKey, at: float) -> StageRecord:

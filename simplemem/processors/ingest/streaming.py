@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -60,9 +61,11 @@ class ScrubStage:
         embed: Callable[[list[AnalyzedMessage]], list[AnalyzedMessage]],
         buffer: RecentTurnBuffer | None = None,
         tombstones: Tombstones | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.preparer = preparer
+        self.clock = clock
         self.embed = embed
         self.buffer = buffer
         self.tombstones = tombstones
@@ -95,9 +98,10 @@ class ScrubStage:
             gone = forgotten_among(self.tombstones, ((e.tenant_id, e.message_id, e.ts) for _, e in accepted))
             out.forgotten = sum((e.tenant_id, e.message_id) in gone for _, e in accepted)
             accepted = [(src, e) for src, e in accepted if (e.tenant_id, e.message_id) not in gone]
+        at = self.clock()
         for (source, _), message in zip(accepted, self._prepare(accepted, out), strict=True):
             if message is not None:
-                out.records.append(StageRecord.turn(message, source))
+                out.records.append(StageRecord.turn(message, source, at))
         return out
 
     def finish(self, prepared: ScrubResult, write: Write = lambda call: call()) -> ScrubResult:
@@ -232,10 +236,13 @@ class MemoryStage:
         return kept
 
     def _window(self, records: Sequence[StageRecord], fresh: set[int], result: MemoryResult) -> list[Window]:
-        """Advance each session's open window; idle checks close the windows of silent sessions."""
-        now = self.clock()
+        """Advance each session's open window; idle checks close the windows of silent sessions.
+        Silences are measured between the records' own times (the clock only for records written
+        without one), so a batch replayed after a crash cuts the windows the first run cut."""
+        clock = self.clock()
         windows: list[Window] = []
         for record in records:
+            now = clock if record.at is None else record.at
             state = result.states.get(record.session_key) or SessionState()
             if record.message is not None and record.source is not None:
                 if id(record) not in fresh:
