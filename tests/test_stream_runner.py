@@ -311,3 +311,22 @@ def test_the_gap_guard_reports_what_it_re_read_as_the_refetched_metric() -> None
     late = Item(SourceRef(topic="turns", partition=0, offset=3), b"k", b"v")
     assert len(anyio.run(guard.complete, [late])) == 4
     assert REFETCHED._value.get() - before == 3
+
+
+def test_a_pause_check_waits_while_the_sessions_turns_are_still_to_scrub() -> None:
+    """A backlog is not a pause: the check is held (and asked for again), not dropped."""
+    from simplemem.streams.backlog import ScrubBacklog
+
+    backlog, sessions = ScrubBacklog(), SessionTable({})
+    key = SessionKey("t", "open")
+    sessions.put(key, _state(pending=True))
+    assert not backlog.behind(0, 40), "nothing scrubbed since the start: not held"
+    log = Log()
+    runner = AgentRunner(RecordingStage(log), log.deliver, done=backlog.done)
+    asyncio.run(runner.run(from_list([log.batch(item(10), item(11), item(30, partition=1))])))
+    assert backlog.finished == {0: 11, 1: 30}
+    assert backlog.behind(0, 40) and not backlog.behind(0, 12) and not backlog.behind(0, None)
+    assert sessions.idle(200.0, 5, 30, held=lambda k: backlog.behind(0, 40)) == []
+    assert sessions.idle(200.0, 5, 30, held=lambda k: backlog.behind(0, 12)) == [key]
+    backlog.reset()
+    assert not backlog.behind(0, 40)

@@ -325,13 +325,13 @@ class Settings(BaseSettings):
         description="wall-clock silence that closes a session's window in a stream (default: session_idle_seconds)",
     )
     pause_seconds: float = Field(
-        5.0,
+        1.0,
         gt=0,
         description="wall-clock silence after which a session's undecided messages are decided (serve and "
         "streams); the session stays open, its decided messages context for the next window",
     )
     idle_check_seconds: float = Field(
-        2.0, gt=0, description="how often workers look for paused and idle sessions"
+        0.5, gt=0, description="how often workers look for paused and idle sessions"
     )
     stream_stall_seconds: float = Field(
         300.0,
@@ -443,7 +443,7 @@ class Settings(BaseSettings):
     api_page_size: int = Field(100, ge=1, description="GET /v1/memories: memories per page by default")
     api_max_page_size: int = Field(1000, ge=1, description="GET /v1/memories: largest page")
     api_idle_check_seconds: float = Field(
-        2.0, gt=0, description="embedded serve: how often silent sessions' windows are closed"
+        0.25, gt=0, description="embedded serve: how often silent sessions' windows are closed"
     )
     golden_min_found: float = Field(
         0.9, ge=0.0, le=1.0, description="`simplemem golden --url` fails below this share of found strings"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -34,14 +34,15 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from simplemem.processors.stores.retry import WriteCancelled
 from simplemem.schemas.codec import dumps
-from simplemem.schemas.keys import tenant_key
+from simplemem.schemas.keys import SessionKey, tenant_key
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.stream import ConsolidationRequest, StageRecord
 from simplemem.streams import diagnostics, metrics
+from simplemem.streams.backlog import ScrubBacklog
 from simplemem.streams.batching import Batcher
 from simplemem.streams.erasure import roll_markers
 from simplemem.streams.gaps import GapGuard, Hole
-from simplemem.streams.kafka_io import committed_offsets, end_offsets
+from simplemem.streams.kafka_io import committed_offsets, end_offsets, session_partition
 from simplemem.streams.ownership import Ownership
 from simplemem.streams.runner import AgentRunner, Output
 from simplemem.streams.stall import StallWatch
@@ -163,6 +164,7 @@ class Parts:
     sessions: SessionTable
     ownership: Ownership
     guards: list[GapGuard] = field(default_factory=list)  # one per agent, reset at each rebalance
+    backlog: ScrubBacklog = field(default_factory=ScrubBacklog)  # the idle timer's view of the scrub stage
     seeded: bool = False  # the table's sessions known to the idle timer since the last rebalance
 
     async def deliver(self, records: Sequence[Output]) -> None:
@@ -226,7 +228,8 @@ def _track_ownership(parts: Parts) -> None:
 
 def _scrub_agent(parts: Parts) -> None:
     """``turns`` -> ``scrubbed``."""
-    runner, batches = AgentRunner(ScrubStep(parts.worker), parts.deliver, overlap=True), parts.batcher()
+    step, done = ScrubStep(parts.worker), parts.backlog.done
+    runner, batches = AgentRunner(step, parts.deliver, overlap=True, done=done), parts.batcher()
 
     @parts.app.agent(parts.topics["turns"], name="scrub")
     async def scrub(stream: faust.StreamT) -> None:
@@ -286,6 +289,7 @@ def _reseed_on_rebalance(parts: Parts) -> None:
         """After a restart or a rebalance the table holds sessions this process never saw, and
         every partition resumes from its committed offset."""
         parts.seeded = False
+        parts.backlog.reset()
         for guard in parts.guards:
             guard.reset()
 
@@ -302,11 +306,28 @@ def _idle_sessions_timer(parts: Parts) -> None:
             parts.seeded = True
             sessions.seed()
         now = time.time()
-        for key in sessions.idle(now, settings.pause_seconds, settings.wall_clock_idle_seconds):
+        due = sessions.idle(now, settings.pause_seconds, settings.wall_clock_idle_seconds, _scrubbing(parts))
+        for key in due:
             record = StageRecord.idle_check(key, now)
             await parts.topics["scrubbed"].send(key=key.encode(), value=dumps(record), force=True)
         metrics.SESSIONS_REMOVED.inc(sessions.expire(now, settings.session_state_grace_seconds))
         metrics.SESSIONS.set(len(sessions))
+
+
+def _scrubbing(parts: Parts) -> Callable[[SessionKey], bool]:
+    """Whether turns wait to be scrubbed on a session's partition of the turns topic
+    (:mod:`simplemem.streams.backlog`): its pause check waits for them."""
+    topic, partitions = parts.topics["turns"].get_topic_name(), parts.settings.topic_partitions
+
+    def behind(key: SessionKey) -> bool:
+        p = session_partition(key, partitions)
+        try:
+            end = parts.app.consumer.highwater(TP(topic, p))
+        except Exception:  # not assigned here (a rebalance under way): not this timer's to hold
+            return False
+        return parts.backlog.behind(p, end)
+
+    return behind
 
 
 def _erasure_timer(parts: Parts) -> None:

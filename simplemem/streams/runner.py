@@ -71,10 +71,18 @@ class Stage(Protocol[P]):
 class AgentRunner(Generic[P]):
     """Drives a :class:`Stage` over batches. ``overlap``: prepare batch N+1 while N is finished."""
 
-    def __init__(self, stage: Stage[P], deliver: Deliver, *, overlap: bool = False) -> None:
+    def __init__(
+        self,
+        stage: Stage[P],
+        deliver: Deliver,
+        *,
+        overlap: bool = False,
+        done: Callable[[list[Item]], None] = lambda items: None,
+    ) -> None:
         self.stage = stage
         self.deliver = deliver
         self.overlap = overlap
+        self.done = done  # told of each batch once it is acknowledged
         self.poisoned = 0
         self.fenced = 0  # batches dropped because a rebalance gave their partitions away
 
@@ -117,6 +125,7 @@ class AgentRunner(Generic[P]):
             if not await self.isolate(batch):
                 return
         await batch.ack()
+        self.done(batch.items)
 
     async def _still_ours(self, batch: Batch) -> bool:
         if await batch.owned():

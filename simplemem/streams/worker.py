@@ -311,10 +311,17 @@ class SessionTable:
         for raw_key, raw in list(self.table.items()):
             self.track(SessionKey.decode(raw_key), SessionState.model_validate_json(raw))
 
-    def idle(self, now: float, pause_seconds: float, idle_seconds: float) -> list[SessionKey]:
+    def idle(
+        self,
+        now: float,
+        pause_seconds: float,
+        idle_seconds: float,
+        held: Callable[[SessionKey], bool] = lambda key: False,
+    ) -> list[SessionKey]:
         """Sessions due a silence check (each returned once): undecided messages that waited
-        ``pause_seconds``, or an open session with nothing undecided silent for ``idle_seconds``."""
-        due = [k for k, last in self.pending_since.items() if now - last >= pause_seconds]
+        ``pause_seconds`` (unless ``held``: turns still to scrub; asked again next time), or an open
+        session with nothing undecided silent for ``idle_seconds``."""
+        due = [k for k, last in self.pending_since.items() if now - last >= pause_seconds and not held(k)]
         for key in due:
             del self.pending_since[key]
         quiet = [k for k, last in self.settled_since.items() if now - last >= idle_seconds]
