@@ -4,7 +4,7 @@
                                 [--no-baselines] [--out bench/results/longmemeval.json]
 
 Ingestion (embedded mode, one store): turns, cl100k tokens, turns/s and tokens/s after the models are
-loaded, memory units (per turn, mean length), the bytes of the SQLite and Milvus Lite files against
+loaded, memory units (per turn, mean length), the bytes of the lexical and vector files against
 the scrubbed input, peak RSS, rejected messages by reason. ``--reuse`` answers from a store an
 earlier run with the same ``--store`` and questions filled (no ingestion numbers then).
 
@@ -167,7 +167,7 @@ def unit_stats(rt: Runtime, questions: list[LmeQuestion]) -> dict[str, float]:
 
 
 def disk_bytes(store: Path) -> dict[str, int]:
-    """Bytes on disk: the SQLite file (with its WAL), the Milvus Lite file or folder, the rest."""
+    """Bytes on disk: the lexical SQLite file (with its WAL), the vector file, the rest."""
     out = {"sqlite": 0, "milvus": 0, "other": 0}
     for path in store.rglob("*"):
         if not path.is_file():
@@ -363,7 +363,7 @@ def print_ingest(stats: IngestStats, units: dict[str, float], disk: dict[str, in
         f"chars ({units['share_with_context']:.0%} have one), mean stored doc {units['mean_doc_bytes']:.0f} B"
     )
     total = disk["sqlite"] + disk["milvus"]
-    line = f"on disk: SQLite {disk['sqlite'] / 1e6:.1f} MB, Milvus Lite {disk['milvus'] / 1e6:.1f} MB"
+    line = f"on disk: SQLite {disk['sqlite'] / 1e6:.1f} MB, vectors {disk['milvus'] / 1e6:.1f} MB"
     if s.scrubbed_bytes:
         line += (
             f", {total / 1e6:.1f} MB for {s.scrubbed_bytes / 1e6:.1f} MB of scrubbed text "

@@ -1,12 +1,14 @@
 """Builds the pipeline and the retriever from settings: the embedded default or the service stores.
 
-``SIMPLEMEM_MODE=embedded``: SQLite FTS5 + Milvus Lite files under the store folder, an in-process
-buffer. ``SIMPLEMEM_MODE=services``: OpenSearch, a Milvus server and Redis at their configured
+``SIMPLEMEM_MODE=embedded``: SQLite files under the store folder (FTS5 text, exact per-tenant vectors),
+an in-process buffer. ``SIMPLEMEM_MODE=services``: OpenSearch, a Milvus server and Redis at their configured
 endpoints. The processors are the same in both.
 """
 
 from __future__ import annotations
 
+import logging
+import shutil
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -20,6 +22,7 @@ from simplemem.processors.stores.private import private_dir
 from simplemem.processors.stores.protocols import LexicalStore, VectorStore
 from simplemem.processors.stores.retry import connect
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.processors.stores.tombstones import (
     TOMBSTONE_FILE,
     RedisTombstones,
@@ -37,6 +40,10 @@ if TYPE_CHECKING:  # the ingestion side (spaCy, Presidio, torch) is imported by 
     from simplemem.processors.lifecycle.updates import UpdateJudge
 
 LEXICAL_FILE = "lexical.sqlite"  # an embedded store's SQLite file: a folder without one holds no store
+VECTOR_FILE = "vectors.sqlite"
+OLD_VECTOR_FILE = "vectors.db"  # the Milvus Lite file of embedded stores written before VECTOR_FILE
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -85,25 +92,24 @@ class Runtime:
     @cached_property
     def vectors(self) -> VectorStore:
         from simplemem.processors.ingest.embedding import model_dimension
-        from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 
         s = self.settings
         dim = model_dimension(s.embedding_model_dir)
+        if s.mode == "services" or s.milvus_uri:
+            from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 
-        def store(uri: str) -> MilvusVectorStore:
-            return MilvusVectorStore(
-                uri,
-                s.milvus_collection,
-                dim,
-                index_type=s.milvus_index_type,
-                flush_seconds=s.store_flush_seconds,
-                partitions=s.milvus_partitions,
-            )
+            def store() -> MilvusVectorStore:
+                return MilvusVectorStore(
+                    s.milvus_server_uri if s.mode == "services" else str(s.milvus_uri),
+                    s.milvus_collection,
+                    dim,
+                    index_type=s.milvus_index_type,
+                    flush_seconds=s.store_flush_seconds,
+                    partitions=s.milvus_partitions,
+                )
 
-        if s.mode == "services":
-            return connect(lambda: store(s.milvus_server_uri), s.store_connect_seconds)
-        private_dir(self.store_dir)
-        return store(s.milvus_uri or str(self.store_dir / "vectors.db"))
+            return connect(store, s.store_connect_seconds) if s.mode == "services" else store()
+        return embedded_vectors(self.store_dir, dim, s.milvus_collection)
 
     @cached_property
     def buffer(self) -> RecentTurnBuffer:
@@ -238,6 +244,22 @@ class Runtime:
         for name in ("preparer", "vectors", "lexical", "buffer", "tombstones"):
             if name in self.__dict__:
                 self.__dict__[name].close()
+
+
+def embedded_vectors(store_dir: Path, dim: int, collection: str) -> SqliteVectorStore:
+    """The store folder's vector file; a Milvus Lite file an older version wrote there is copied in
+    first and then removed (forgetting must not leave vectors behind in it)."""
+    from simplemem.processors.stores.sqlite_vectors import import_milvus_lite
+
+    vectors = SqliteVectorStore(private_dir(store_dir) / VECTOR_FILE, dim)
+    old = store_dir / OLD_VECTOR_FILE
+    if old.exists():
+        copied = import_milvus_lite(old, vectors, collection)
+        log.warning(
+            "copied %d vectors from the Milvus Lite file %s into %s; removing it", copied, old, VECTOR_FILE
+        )
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
+    return vectors
 
 
 def store_exists(store: Path) -> bool:

@@ -29,8 +29,8 @@ print(orjson.dumps([victim.model_dump(mode="json"), ghost.model_dump(mode="json"
 
 
 def test_reconcile_reports_then_repairs_a_drift(tmp_path: Path, settings, golden) -> None:  # type: ignore[no-untyped-def]
-    """Each step in its own process, as a user and an outside fault would run them (Milvus Lite
-    holds its file for the life of the process that opened it)."""
+    """Each step in its own process, as a user and an outside fault would run them (an embedded
+    store serves one process at a time)."""
     from simplemem.runtime import open_runtime
     from simplemem.schemas.memory import MemoryUnit
 

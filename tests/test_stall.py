@@ -50,3 +50,24 @@ def test_after_offsets_could_not_be_read_the_clock_starts_again() -> None:
     watch.reset()  # Kafka was unreachable meanwhile
     assert watch.observe(100, {TP: 5}, {TP: 9}, waiting_by_design=False) == []
     assert watch.observe(160, {TP: 5}, {TP: 9}, waiting_by_design=False) == [TP]
+
+
+def test_a_partition_acted_on_waits_the_whole_limit_again() -> None:
+    """The re-read of skipped records: one seek per limit, not one per lag tick."""
+    watch = StallWatch(15)
+    watch.observe(0, {TP: 5}, {TP: 9}, waiting_by_design=False)
+    assert watch.observe(15, {TP: 5}, {TP: 9}, waiting_by_design=False) == [TP]
+    watch.forget(TP)
+    assert watch.observe(20, {TP: 5}, {TP: 9}, waiting_by_design=False) == []
+    assert watch.observe(34, {TP: 5}, {TP: 9}, waiting_by_design=False) == []
+    assert watch.observe(35, {TP: 5}, {TP: 9}, waiting_by_design=False) == [TP]
+
+
+def test_a_partition_left_out_while_its_agent_is_busy_starts_afresh() -> None:
+    """The re-read watches idle agents only: a busy one's partitions are not passed, so they wait
+    the whole limit again from when the agent is idle."""
+    watch = StallWatch(15)
+    watch.observe(0, {TP: 5}, {TP: 9}, waiting_by_design=False)
+    watch.observe(10, {TP: 5}, {}, waiting_by_design=False)  # busy
+    assert watch.observe(20, {TP: 5}, {TP: 9}, waiting_by_design=False) == []
+    assert watch.observe(35, {TP: 5}, {TP: 9}, waiting_by_design=False) == [TP]

@@ -1,10 +1,11 @@
-"""The embedded stores for real (SQLite FTS5 file, Milvus Lite file): idempotent, tenant-scoped."""
+"""The embedded stores for real (SQLite FTS5 file, SQLite vector file; the Milvus adapter on a Milvus Lite
+file): idempotent, tenant-scoped."""
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from datetime import date
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +15,8 @@ from pymilvus import MilvusException
 from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
-from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
+from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
 
 pytestmark = pytest.mark.slow
@@ -132,6 +134,50 @@ def test_milvus_lite_store_scoping_and_idempotence(tmp_path: Path) -> None:
     store.delete("t1", [units[0].id])
     store.flush()
     assert store.count("t1") == 1
+    store.close()
+
+
+def test_the_embedded_vector_store_is_exact_scoped_filtered_and_follows_each_write(tmp_path: Path) -> None:
+    store = SqliteVectorStore(tmp_path / "vectors.sqlite", 4)
+    units = [unit("t1", "alpha"), unit("t1", "beta", "2026-03-01"), unit("t2", "gamma")]
+    vectors = np.eye(4, dtype=np.float32)[:3] * 3  # not unit length: scores are cosines all the same
+    store.upsert(units, vectors)
+    store.upsert(units, vectors)
+    assert store.count("t1") == 2 and store.count("t2") == 1
+    hits = store.search("t1", np.array([0.6, 0.8, 0, 0], dtype=np.float32), 10, SymbolicFilter())
+    assert [(h.id, round(h.score, 3)) for h in hits] == [(units[1].id, 0.8), (units[0].id, 0.6)]
+    march = SymbolicFilter(first_day=date(2026, 3, 1), last_day=date(2026, 3, 31))
+    assert [h.id for h in store.search("t1", vectors[0], 10, march)] == [units[1].id]
+    before = SymbolicFilter(stated_before=datetime(2026, 1, 1, tzinfo=UTC))
+    assert store.search("t1", vectors[0], 10, before) == [], "stated after the question's date"
+    archived = units[0].model_copy(update={"status": MemoryStatus.ARCHIVED})
+    store.upsert([archived], vectors[:1])  # a write after a search: the next search sees it
+    assert [h.id for h in store.search("t1", vectors[0], 10, SymbolicFilter())] == [units[1].id]
+    assert len(store.search("t1", vectors[0], 10, SymbolicFilter(active_only=False))) == 2
+    store.delete("t1", [units[1].id])
+    assert store.search("t1", vectors[1], 10, SymbolicFilter()) == [] and store.count("t1") == 1
+    assert sorted(store.vectors("t2", [units[2].id, units[0].id])) == [units[2].id], "another tenant's id"
+    assert [i for page in store.ids("t1", 1) for i in page] == [units[0].id]
+    store.delete_tenant("t2")
+    assert store.count("t2") == 0
+    store.close()
+
+
+def test_a_store_written_with_milvus_lite_is_copied_into_the_vector_file_and_the_old_file_removed(
+    tmp_path: Path,
+) -> None:
+    from simplemem.runtime import OLD_VECTOR_FILE, embedded_vectors
+
+    old = MilvusVectorStore(str(tmp_path / OLD_VECTOR_FILE), "units", 4)
+    units = [unit("t1", "alpha"), unit("t1", "beta", "2026-03-01"), unit("t2", "gamma")]
+    old.upsert(units, np.eye(4, dtype=np.float32)[:3])
+    old.close()
+    store = embedded_vectors(tmp_path, 4, "units")
+    assert not (tmp_path / OLD_VECTOR_FILE).exists()
+    assert store.count("t1") == 2 and store.count("t2") == 1
+    assert [h.id for h in store.search("t1", np.eye(4, dtype=np.float32)[1], 1, SymbolicFilter())] == [
+        units[1].id
+    ]
     store.close()
 
 

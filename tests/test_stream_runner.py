@@ -330,3 +330,21 @@ def test_a_pause_check_waits_while_the_sessions_turns_are_still_to_scrub() -> No
     assert sessions.idle(200.0, 5, 30, held=lambda k: backlog.behind(0, 12)) == [key]
     backlog.reset()
     assert not backlog.behind(0, 40)
+
+
+def test_the_runner_counts_the_batches_in_flight() -> None:
+    """What the re-read of skipped records asks before it touches a partition: an agent at work."""
+    log, gate = Log(), asyncio.Event()
+    runner = AgentRunner(RecordingStage(log, gate), log.deliver, overlap=True)
+
+    async def scenario() -> list[int]:
+        seen = []
+        task = asyncio.ensure_future(runner.run(from_list([log.batch(item(0)), log.batch(item(1))])))
+        await asyncio.sleep(0.01)
+        seen.append(runner.in_flight)  # the first waits in finish, the second is prepared
+        gate.set()
+        await task
+        seen.append(runner.in_flight)
+        return seen
+
+    assert asyncio.run(scenario()) == [2, 0]

@@ -1,6 +1,6 @@
 """The two ways the service reaches the memory, behind one small protocol.
 
-Embedded: this process owns the store (Milvus Lite serves its folder to one process), runs the
+Embedded: this process owns the store (an embedded store serves one process), runs the
 pipeline on the events it receives and answers from the same runtime; one lock serialises the
 store's users, and a timer closes the windows of sessions gone silent. Services: events and
 deletions go to their topics (the workers derive the memory), queries go to OpenSearch, Milvus and

@@ -1,8 +1,9 @@
 """The store a command works on: checked, and in embedded mode locked, before any model loads.
 
-An embedded store serves one process at a time, readers included: Milvus Lite runs its file in a
-server of the process that opened it, and a second process opening the same file fails ("Open local
-milvus failed", after loading its models). So every command that opens an embedded store holds an
+An embedded store serves one process at a time, readers included: its vector store keeps each
+tenant's vectors in memory until that process writes them again, so another process's writes would go
+unseen (and a Milvus Lite file, with ``SIMPLEMEM_MILVUS_URI``, fails to open in a second process). So
+every command that opens an embedded store holds an
 exclusive lock on ``<store>/.lock`` for its whole run, and a second one stops at once, saying who holds
 it. A query never creates a store, unless lazy migration may have to import a tenant into it.
 """

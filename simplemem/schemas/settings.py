@@ -266,7 +266,8 @@ class Settings(BaseSettings):
     # Endpoints default to the local services on the ports below (simplemem/infra/); set them for remote ones.
     milvus_uri: str | None = Field(
         None,
-        description="server URI; default: a Milvus Lite file in the store (embedded), the local server (services)",
+        description="Milvus URI (a server, or a Milvus Lite file); default: the local server in services mode, "
+        "the SQLite vector file of the store folder in embedded mode",
     )
     milvus_collection: str = "simplemem_units"
     milvus_index_type: Literal["AUTOINDEX", "HNSW", "IVF_FLAT"] = "AUTOINDEX"
@@ -338,6 +339,13 @@ class Settings(BaseSettings):
         ge=0,
         description="a worker whose partitions keep records waiting this long, with no store outage and no "
         "table restore in progress, logs where it waits and stops for its supervisor to restart it; 0: never",
+    )
+    stream_resync_seconds: float = Field(
+        15.0,
+        ge=0,
+        description="a partition whose records wait this long while its agent is idle, with no store outage "
+        "and no table restore, is read again from its committed offset (Faust 0.15 can drop the records it "
+        "fetched just before a rebalance: a tail nothing follows would wait for good); 0: never",
     )
     stream_data_dir: Path = Field(Path(".simplemem/faust"), description="a worker's local Faust files")
     worker_web_port: int = Field(6066, ge=1, le=65535, description="a worker's /metrics (and Faust web)")

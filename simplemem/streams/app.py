@@ -165,6 +165,7 @@ class Parts:
     ownership: Ownership
     guards: list[GapGuard] = field(default_factory=list)  # one per agent, reset at each rebalance
     backlog: ScrubBacklog = field(default_factory=ScrubBacklog)  # the idle timer's view of the scrub stage
+    readers: dict[str, tuple[AgentRunner[Any], Batcher]] = field(default_factory=dict)  # by source topic
     seeded: bool = False  # the table's sessions known to the idle timer since the last rebalance
 
     async def deliver(self, records: Sequence[Output]) -> None:
@@ -230,6 +231,7 @@ def _scrub_agent(parts: Parts) -> None:
     """``turns`` -> ``scrubbed``."""
     step, done = ScrubStep(parts.worker), parts.backlog.done
     runner, batches = AgentRunner(step, parts.deliver, overlap=True, done=done), parts.batcher()
+    parts.readers[parts.topics["turns"].get_topic_name()] = (runner, batches)
 
     @parts.app.agent(parts.topics["turns"], name="scrub")
     async def scrub(stream: faust.StreamT) -> None:
@@ -240,6 +242,7 @@ def _scrub_agent(parts: Parts) -> None:
 def _memorize_agent(parts: Parts) -> None:
     """``scrubbed`` -> the stores, ``units`` and ``outcomes``; the session states in the table."""
     runner, batches = AgentRunner(MemorizeStep(parts.worker, parts.sessions), parts.deliver), parts.batcher()
+    parts.readers[parts.topics["scrubbed"].get_topic_name()] = (runner, batches)
 
     @parts.app.agent(parts.topics["scrubbed"], name="memorize")
     async def memorize(stream: faust.StreamT) -> None:
@@ -360,7 +363,7 @@ def _drift_timer(parts: Parts) -> None:
 def _lag_timer(parts: Parts) -> None:
     """The ``simplemem_consumer_lag`` gauge, and the stall check that reads it."""
     app, settings, topics = parts.app, parts.settings, parts.topics
-    stall = StallWatch(settings.stream_stall_seconds)
+    stall, skipped = StallWatch(settings.stream_stall_seconds), StallWatch(settings.stream_resync_seconds)
 
     @app.timer(LAG_SECONDS)
     async def consumer_lag() -> None:
@@ -377,8 +380,43 @@ def _lag_timer(parts: Parts) -> None:
         metrics.CONSUMER_LAG.clear()  # partitions a rebalance took away are another worker's to report
         for tp, end in ends.items():
             metrics.CONSUMER_LAG.labels(*map(str, tp)).set(max(0, end - committed.get(tp, 0)))
+        if settings.stream_resync_seconds:
+            await _reread_if_skipped(parts, skipped, committed, ends)
         if settings.stream_stall_seconds:
             await _stop_if_stalled(parts, stall, committed, ends)
+
+
+def _waiting_by_design(parts: Parts) -> bool:
+    """A store outage or a table restore: records wait on purpose."""
+    recovery = parts.app.tables.recovery  # type: ignore[attr-defined]  # the TableManager has it, its type not
+    return outage_in_progress() or (recovery.in_recovery and recovery.need_recovery())
+
+
+async def _reread_if_skipped(
+    parts: Parts, watch: StallWatch, committed: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]
+) -> None:
+    """Records waiting on a partition whose agent has been idle for ``stream_resync_seconds``, nothing
+    buffered for it: Faust dropped them (:mod:`simplemem.streams.gaps` re-reads a hole only once a
+    later record comes, and a tail has none). Seeking the partition back to its committed offset
+    fetches them again; a record that was only late comes twice, which replays tolerate."""
+    idle = {
+        topic
+        for topic, (runner, batcher) in parts.readers.items()
+        if not runner.in_flight and not batcher.queued()
+    }
+    waiting = {tp: end for tp, end in ends.items() if tp[0] in idle}
+    for tp in watch.observe(time.monotonic(), committed, waiting, _waiting_by_design(parts)):
+        offset = committed.get(tp, 0)
+        log.warning(
+            "%s/%d: %d records waited %.0f s with its agent idle; reading them again from offset %d",
+            *tp,
+            waiting[tp] - offset,
+            parts.settings.stream_resync_seconds,
+            offset,
+        )
+        metrics.RESYNCS.inc()
+        await parts.app.consumer.seek(TP(*tp), offset)
+        watch.forget(tp)
 
 
 async def _stop_if_stalled(
@@ -386,9 +424,7 @@ async def _stop_if_stalled(
 ) -> None:
     """(:mod:`simplemem.streams.stall`) Waiting out a store outage or restoring the table is by design."""
     app = parts.app
-    recovery = app.tables.recovery  # type: ignore[attr-defined]  # the TableManager has it, its type not
-    restoring = recovery.in_recovery and recovery.need_recovery()
-    stalled = stall.observe(time.monotonic(), committed, ends, outage_in_progress() or restoring)
+    stalled = stall.observe(time.monotonic(), committed, ends, _waiting_by_design(parts))
     if not stalled:
         return
     log.error(

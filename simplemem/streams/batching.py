@@ -46,9 +46,14 @@ class Batcher:
         self.guard = guard
         self.mark_gap = mark_gap  # tells the consumer that a re-read range is done (see gaps.py)
         self.ownership = ownership  # fences batches whose partitions were lost meanwhile (ownership.py)
+        self._queue: Any = None  # the stream's buffer, once the agent runs
+
+    def queued(self) -> bool:
+        """Whether records wait in the stream's buffer for this agent."""
+        return self._queue is not None and not self._queue.empty()
 
     async def batches(self, stream: ManualStream) -> AsyncIterator[Batch]:
-        buffered = stream.channel.queue
+        buffered = self._queue = stream.channel.queue
         loop = asyncio.get_running_loop()
         events: list[Any] = []
         epochs: dict[TopicPartition, int] = {}  # each partition's epoch when its first record came

@@ -63,3 +63,7 @@ REFETCHED = Gauge(
     "simplemem_refetched_records",
     "Records the consumer skipped and the gap guard re-read (simplemem/streams/gaps.py)",
 )
+RESYNCS = Counter(
+    "simplemem_partition_rereads_total",
+    "Partitions read again from their committed offset: records waited while their agent was idle",
+)

@@ -83,6 +83,7 @@ class AgentRunner(Generic[P]):
         self.deliver = deliver
         self.overlap = overlap
         self.done = done  # told of each batch once it is acknowledged
+        self.in_flight = 0  # batches taken and not finished (the resync leaves a busy agent alone)
         self.poisoned = 0
         self.fenced = 0  # batches dropped because a rebalance gave their partitions away
 
@@ -90,6 +91,7 @@ class AgentRunner(Generic[P]):
         previous: asyncio.Future[None] | None = None
         try:
             async for batch in batches:
+                self.in_flight += 1
                 prepared: P | Exception
                 try:
                     prepared = await self.stage.prepare(batch.items)
@@ -110,6 +112,12 @@ class AgentRunner(Generic[P]):
         """Finish, deliver, write state, acknowledge; a failure redoes the batch record by record.
         Nothing is delivered, written or acknowledged once the batch's partitions are another
         worker's (:mod:`simplemem.streams.ownership`): the new owner reads the records again."""
+        try:
+            await self._complete(batch, prepared)
+        finally:
+            self.in_flight -= 1
+
+    async def _complete(self, batch: Batch, prepared: P | Exception) -> None:
         try:
             if isinstance(prepared, Exception):
                 raise prepared

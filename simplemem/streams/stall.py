@@ -27,6 +27,10 @@ class StallWatch:
         """Offsets could not be read (Kafka unreachable: waited out by design); start afresh."""
         self._since.clear()
 
+    def forget(self, tp: TopicPartition) -> None:
+        """``tp`` was acted on: it must wait the whole limit again before it is reported again."""
+        self._since.pop(tp, None)
+
     def observe(
         self,
         now: float,
