@@ -361,6 +361,17 @@ class Pipeline:
         self.sessions.forget_closed()
         self.indexer.vectors.flush()
 
+    def close_silent(self, now: float) -> int:
+        """Serve's timer: decide or close the windows of sessions gone silent by ``now`` (wall clock,
+        the stream's rule and settings); returns how many windows that decided."""
+        s = self.settings
+        windows = self.sessions.close_silent(now, s.pause_seconds, s.wall_clock_idle_seconds)
+        if windows:
+            self.run_windows(windows, IngestReport())
+            self.indexer.vectors.flush()
+        self.sessions.forget_closed()
+        return len(windows)
+
     def _batches(
         self, lines: Iterable[tuple[str, bytes | str]], report: IngestReport
     ) -> Iterator[list[ChatEvent]]:
