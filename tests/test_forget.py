@@ -26,7 +26,7 @@ from bench.forget_data import (
 )
 from simplemem.cli.errors import ExitCode
 from simplemem.cli.main import app
-from simplemem.processors.ingest.pipeline import FORGOTTEN_REASON
+from simplemem.processors.ingest.admission import FORGOTTEN_REASON
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryRequest
 from simplemem.schemas.stream import DeletionRequest

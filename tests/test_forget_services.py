@@ -20,7 +20,7 @@ from bench.forget_data import (
     lines,
     stored_bytes,
 )
-from simplemem.processors.ingest.pipeline import FORGOTTEN_REASON
+from simplemem.processors.ingest.admission import FORGOTTEN_REASON
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.stream import DeletionRequest
 from tests.services import store_settings

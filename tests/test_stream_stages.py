@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
 
+import numpy as np
 import orjson
 import pytest
 
+from simplemem.processors.ingest.admission import FORGOTTEN_REASON
+from simplemem.processors.ingest.analysis import MessageAnalyzer, ThreadPreparer
 from simplemem.processors.ingest.decompose import OfflineDecomposer
 from simplemem.processors.ingest.pipeline import Pipeline
 from simplemem.processors.ingest.streaming import MemoryStage, ScrubStage, SessionState
+from simplemem.processors.stores.tombstones import SqliteTombstones
 from simplemem.schemas.accounting import Outcome
 from simplemem.schemas.events import ChatEvent
 from simplemem.schemas.keys import SessionKey
 from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import DeadLetterStage, SourceRef, StageRecord
+from simplemem.schemas.stream import DeadLetterStage, DeletionRequest, SourceRef, StageRecord
 from simplemem.schemas.window import AnalyzedMessage
 from tests.helpers import message
 from tests.test_accounting import RecordingIndexer
@@ -269,3 +275,32 @@ def test_a_message_that_breaks_the_analysis_costs_only_itself() -> None:
         (DeadLetterStage.ANALYZE, "m1", 1)
     ]
     assert [(o.message_id, o.outcome) for o in result.failed] == [("m1", Outcome.FAILED)]
+
+
+class NoSentences:
+    """An embedder for messages without sentences: the batch it gets is empty."""
+
+    dim = 2
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        return np.zeros((len(texts), self.dim), dtype=np.float32)
+
+
+def test_both_drivers_drop_forgotten_turns_and_fail_a_broken_one_alone(tmp_path: Path) -> None:
+    """One rule (processors/ingest/admission.py): the same batch loses the same turns either way."""
+    stones = SqliteTombstones(tmp_path / "forgotten.sqlite")
+    stones.add(DeletionRequest(tenant_id="t1", message_ids=["m2"], requested_at=datetime.now(UTC)))
+    texts = ["fine", "boom", "forgotten", "also fine"]
+    raw = [orjson.dumps({**EVENT, "message_id": f"m{i}", "text": text}) for i, text in enumerate(texts)]
+    scrub = ScrubStage(Settings(), PickyPreparer(), lambda m: list(m), tombstones=stones)  # type: ignore[arg-type]
+    streamed = scrub.run([(SourceRef(topic="turns", partition=0, offset=i), r) for i, r in enumerate(raw)])
+    analyzer = MessageAnalyzer(ThreadPreparer(PickyPreparer()), NoSentences())  # type: ignore[arg-type]
+    pipeline = Pipeline(Settings(), analyzer, OfflineDecomposer(), RecordingIndexer(), tombstones=stones)  # type: ignore[arg-type]
+    report = pipeline.ingest([(f"line {i}", r) for i, r in enumerate(raw)], close_sessions=False)
+    assert streamed.forgotten == 1 and [r.where for r in report.rejected] == ["m2"]
+    assert report.rejected[0].reason == FORGOTTEN_REASON
+    assert [r.message.message_id for r in streamed.records if r.message] == ["m0", "m3"]
+    assert streamed.failed == report.failures
+    assert [(o.message_id, o.reason) for o in report.failures] == [
+        ("m1", "analysis failed: cannot analyse this")
+    ]

@@ -129,3 +129,17 @@ def test_a_complete_exchange_is_decided_at_once_and_a_long_silence_closes() -> N
     w.add(message(2))
     kept, closed = windower.on_silence(w.buffers[key], silent=4000, pause=5, idle=3600)
     assert kept is None and [m.message_id for m in closed[0].new_messages] == ["s1:m2"]
+
+
+def test_silent_sessions_are_settled_after_the_pause_and_closed_after_the_idle_time() -> None:
+    w = sessions(window_size=10, stride=5, idle_seconds=3600)
+    w.add(message(0, session="quiet"), now=100.0)
+    w.add(message(0, session="gone"), now=0.0)
+    w.add(message(0, session="talking"), now=109.0)
+    out = w.close_silent(now=110.0, pause=5, idle=100)
+    assert sorted((x.session_id, x.reason) for x in out) == [
+        ("gone", CloseReason.IDLE),
+        ("quiet", CloseReason.PAUSE),
+    ]
+    assert set(w.buffers) == {SessionKey("t1", "quiet"), SessionKey("t1", "talking")}  # settled stays open
+    assert w.close_silent(now=111.0, pause=5, idle=100) == []  # nothing new to decide

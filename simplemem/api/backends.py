@@ -161,27 +161,9 @@ class EmbeddedBackend(_RuntimeReads):
                 log.exception("closing idle sessions failed")
 
     def close_idle(self, now: float) -> int:
-        """Decide the tails of sessions silent for the pause, close those silent for the idle time
-        (wall clock); returns how many windows that decided."""
-        s = self.rt.settings
+        """One tick of the timer: :meth:`Pipeline.close_silent` under the store's lock."""
         with self._lock:
-            pipeline = self.rt.pipeline
-            sessions = pipeline.sessions
-            windows = []
-            for key, buf in list(sessions.buffers.items()):
-                kept, decided = pipeline.windower.on_silence(
-                    buf, now - buf.last_seen, s.pause_seconds, s.wall_clock_idle_seconds
-                )
-                if kept is None:
-                    del sessions.buffers[key]
-                else:
-                    sessions.buffers[key] = kept
-                windows += decided
-            if windows:
-                pipeline.run_windows(windows, IngestReport())
-                pipeline.indexer.vectors.flush()
-            sessions.forget_closed()
-            return len(windows)
+            return self.rt.pipeline.close_silent(now)
 
     def _close_all(self) -> None:
         with self._lock:

@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from simplemem.api.keys import KEYS_FILE
 from simplemem.processors.stores.private import private_file
-from simplemem.schemas.keys import tenant_key
+from simplemem.processors.stores.redis_keys import RedisKeys
 from simplemem.schemas.settings import Settings
 
 if TYPE_CHECKING:
@@ -84,10 +84,10 @@ class SqliteDirectory:
 class RedisDirectory:
     def __init__(self, client: redis.Redis, prefix: str) -> None:
         self._r = client
-        self._prefix = prefix
+        self._keys = RedisKeys(prefix)
 
-    def _key(self, tenant_id: str) -> str:
-        return f"{self._prefix}:mem0_scopes:{tenant_key(tenant_id).decode()}"
+    def _key(self, tenant_id: str) -> bytes:
+        return self._keys.mem0_scopes(tenant_id)
 
     def record(self, tenant_id: str, scope: Scope) -> str:
         sid = scope.session_id()

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from simplemem.processors.stores.private import private_file
+from simplemem.processors.stores.redis_keys import RedisKeys
 from simplemem.schemas.api import FeedbackRecord
 from simplemem.schemas.settings import Settings
 
@@ -46,7 +47,7 @@ class FileFeedbackLog:
 class RedisFeedbackLog:
     def __init__(self, client: redis.Redis, prefix: str) -> None:
         self._r = client
-        self._key = f"{prefix}:feedback"
+        self._key = RedisKeys(prefix).feedback()
 
     def add(self, record: FeedbackRecord) -> None:
         self._r.rpush(self._key, record.model_dump_json())

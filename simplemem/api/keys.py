@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from simplemem.processors.stores.private import private_file
+from simplemem.processors.stores.redis_keys import RedisKeys
 from simplemem.schemas.api import ApiKeyRecord
-from simplemem.schemas.keys import tenant_key
 from simplemem.schemas.settings import Settings
 
 if TYPE_CHECKING:
@@ -132,11 +132,11 @@ class RedisKeyStore:
 
     def __init__(self, client: redis.Redis, prefix: str) -> None:
         self._r = client
-        self._records = f"{prefix}:api_keys"
-        self._prefix = prefix
+        self._keys = RedisKeys(prefix)
+        self._records = self._keys.api_keys()
 
-    def _by_tenant(self, tenant_id: str) -> str:
-        return f"{self._prefix}:api_keys_of:{tenant_key(tenant_id).decode()}"
+    def _by_tenant(self, tenant_id: str) -> bytes:
+        return self._keys.api_keys_of(tenant_id)
 
     def add(self, record: ApiKeyRecord) -> None:
         pipe = self._r.pipeline()

@@ -17,7 +17,7 @@ from limits import RateLimitItem, parse
 from limits.storage import Storage, storage_from_string
 from limits.strategies import FixedWindowRateLimiter
 
-from simplemem.schemas.keys import tenant_key
+from simplemem.processors.stores.redis_keys import RedisKeys, quota_identifier
 from simplemem.schemas.settings import Settings
 
 
@@ -38,7 +38,9 @@ class Quotas:
         if storage is None:
             uri = settings.redis_endpoint if settings.mode == "services" else "memory://"
             options = (
-                {"key_prefix": f"{settings.redis_key_prefix}:quota"} if settings.mode == "services" else {}
+                {"key_prefix": RedisKeys(settings.redis_key_prefix).quota_prefix()}
+                if settings.mode == "services"
+                else {}
             )
             found = storage_from_string(uri, **options)
             assert isinstance(found, Storage)  # the synchronous kind, for a synchronous limiter
@@ -56,7 +58,7 @@ class Quotas:
         can overdraw by at most one request each, never refuse what fits)."""
         item = self._items[quota]
         # One identifier: the tenant's byte key (a JSON array), never ids joined with a delimiter.
-        ident = tenant_key(tenant_id).decode()
+        ident = quota_identifier(tenant_id)
         if self._limiter.test(item, ident, cost=cost) and self._limiter.hit(item, ident, cost=cost):
             return Verdict(True)
         stats = self._limiter.get_window_stats(item, ident)

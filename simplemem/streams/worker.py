@@ -20,13 +20,13 @@ from typing import Any, TypeVar
 import orjson
 from pydantic import ValidationError
 
+from simplemem.processors.ingest.admission import failed_outcome
 from simplemem.processors.ingest.streaming import (
     MemoryResult,
     MemoryStage,
     ScrubResult,
     ScrubStage,
     SessionState,
-    failed_outcome,
     raw_dead_letter,
 )
 from simplemem.processors.lifecycle.consolidate import ConsolidationRun

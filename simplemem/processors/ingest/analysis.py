@@ -10,8 +10,7 @@ on 2 cores, since MiniLM needs both, and 15 s slower to start.)
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
@@ -25,8 +24,6 @@ from simplemem.processors.language.structure import plain
 from simplemem.processors.pii.scrubber import PiiScrubber
 from simplemem.schemas.events import ChatEvent
 from simplemem.schemas.window import AnalyzedMessage
-
-log = logging.getLogger(__name__)
 
 
 class NlpPreparer:
@@ -132,18 +129,3 @@ class MessageAnalyzer:
             mean = unit_mean([s.embedding for s in p.sentences])
             p.embedding = mean.tolist() if mean is not None else []
         return list(prepared)
-
-
-def one_by_one(
-    analyze: Callable[[list[ChatEvent]], list[AnalyzedMessage]], events: Sequence[ChatEvent]
-) -> list[AnalyzedMessage | Exception]:
-    """After a batch failed: each event alone, so one message that breaks the analysis costs only
-    itself (its place holds the exception, for the caller to account for)."""
-    results: list[AnalyzedMessage | Exception] = []
-    for event in events:
-        try:
-            results.extend(analyze([event]))
-        except Exception as exc:
-            log.warning("analysis failed for message %s: %s", event.message_id, exc)
-            results.append(exc)
-    return results

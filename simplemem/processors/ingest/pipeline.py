@@ -19,7 +19,8 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
-from simplemem.processors.ingest.analysis import MessageAnalyzer, one_by_one
+from simplemem.processors.ingest.admission import FORGOTTEN_REASON, analysed_or_failed, split_forgotten
+from simplemem.processors.ingest.analysis import MessageAnalyzer
 from simplemem.processors.ingest.decompose import Decomposition, DraftUnit
 from simplemem.processors.ingest.embedding import Embedder, embed_text
 from simplemem.processors.ingest.entropy import EntropyFilter, SessionHistory
@@ -37,8 +38,6 @@ from simplemem.schemas.settings import Settings
 from simplemem.schemas.window import AnalyzedMessage, BufferedTurn, Window
 
 log = logging.getLogger(__name__)
-
-FORGOTTEN_REASON = "forgotten on request (right to be forgotten): not accepted again"
 
 
 def validate_line(settings: Settings, raw: bytes | str, where: str, report: IngestReport) -> ChatEvent | None:
@@ -269,18 +268,10 @@ class Pipeline:
     def drop_forgotten(self, messages: Sequence[M], report: IngestReport) -> list[M]:
         """The messages not forgotten (the tombstone set); each forgotten one is counted as rejected,
         so replaying a history or re-ingesting a file cannot bring it back."""
-        if self.tombstones is None or not messages:
-            return list(messages)
-        gone = forgotten_among(self.tombstones, ((m.tenant_id, m.message_id, m.ts) for m in messages))
-        if not gone:
-            return list(messages)
-        kept = []
-        for m in messages:
-            if (m.tenant_id, m.message_id) in gone:
-                report.accepted -= 1
-                report.rejected.append(Rejection(where=m.message_id, reason=FORGOTTEN_REASON))
-            else:
-                kept.append(m)
+        kept, gone = split_forgotten(self.tombstones, messages, lambda m: (m.tenant_id, m.message_id, m.ts))
+        for m in gone:
+            report.accepted -= 1
+            report.rejected.append(Rejection(where=m.message_id, reason=FORGOTTEN_REASON))
         return kept
 
     def _without_forgotten(self, results: list[WindowResult]) -> list[WindowResult]:
@@ -370,6 +361,17 @@ class Pipeline:
         self.sessions.forget_closed()
         self.indexer.vectors.flush()
 
+    def close_silent(self, now: float) -> int:
+        """Serve's timer: decide or close the windows of sessions gone silent by ``now`` (wall clock,
+        the stream's rule and settings); returns how many windows that decided."""
+        s = self.settings
+        windows = self.sessions.close_silent(now, s.pause_seconds, s.wall_clock_idle_seconds)
+        if windows:
+            self.run_windows(windows, IngestReport())
+            self.indexer.vectors.flush()
+        self.sessions.forget_closed()
+        return len(windows)
+
     def _batches(
         self, lines: Iterable[tuple[str, bytes | str]], report: IngestReport
     ) -> Iterator[list[ChatEvent]]:
@@ -392,31 +394,17 @@ class Pipeline:
         report: IngestReport,
         progress: Callable[[int], None] | None,
     ) -> None:
-        try:
-            messages = self.analyzer.embed(prepared.result())
-        except Exception:
-            log.exception("analysis failed for a batch; retrying one by one")
-            messages = self._analyze_one_by_one(events, report)
+        messages: list[AnalyzedMessage] = []
+        for result in analysed_or_failed(
+            lambda: self.analyzer.embed(prepared.result()), self.analyzer.analyze, events
+        ):
+            if isinstance(result, MessageOutcome):
+                report.record(result)
+            else:
+                messages.append(result)
         self._window_and_index(messages, report)
         if progress:
             progress(len(events))
-
-    def _analyze_one_by_one(self, events: list[ChatEvent], report: IngestReport) -> list[AnalyzedMessage]:
-        messages: list[AnalyzedMessage] = []
-        for event, result in zip(events, one_by_one(self.analyzer.analyze, events), strict=True):
-            if isinstance(result, Exception):
-                report.record(
-                    MessageOutcome(
-                        tenant_id=event.tenant_id,
-                        session_id=event.session_id,
-                        message_id=event.message_id,
-                        outcome=Outcome.FAILED,
-                        reason=f"analysis failed: {result}",
-                    )
-                )
-            else:
-                messages.append(result)
-        return messages
 
     def _window_and_index(self, messages: list[AnalyzedMessage], report: IngestReport) -> None:
         messages = self.drop_forgotten(messages, report)

@@ -24,6 +24,19 @@ class LocalSessions:
             self.buffers[key] = buffer
         return emitted
 
+    def close_silent(self, now: float, pause: float, idle: float) -> list[Window]:
+        """Apply the silence rule (:meth:`Windower.on_silence`) to every open session at wall-clock
+        ``now``: tails of sessions silent for ``pause`` are decided, those silent for ``idle`` close."""
+        windows = []
+        for key, buffer in list(self.buffers.items()):
+            kept, decided = self.windower.on_silence(buffer, now - buffer.last_seen, pause, idle)
+            if kept is None:
+                del self.buffers[key]
+            else:
+                self.buffers[key] = kept
+            windows += decided
+        return windows
+
     def close_all(self) -> list[Window]:
         """The end of the input: every open window closes; the sessions' state is dropped after
         their last windows are judged (:meth:`forget_closed`)."""

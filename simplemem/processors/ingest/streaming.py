@@ -22,12 +22,13 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from simplemem.processors.ingest.analysis import NlpPreparer, one_by_one
+from simplemem.processors.ingest.admission import analysed_or_failed, split_forgotten
+from simplemem.processors.ingest.analysis import NlpPreparer
 from simplemem.processors.ingest.entropy import SessionHistory
 from simplemem.processors.ingest.pipeline import Pipeline, WindowResult, buffered_turns
 from simplemem.processors.ingest.windowing import SessionBuffer
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
-from simplemem.processors.stores.tombstones import Tombstones, forgotten_among
+from simplemem.processors.stores.tombstones import Tombstones
 from simplemem.schemas.accounting import IngestReport, MessageOutcome, Outcome
 from simplemem.schemas.events import ChatEvent, EventRejected, parse_event
 from simplemem.schemas.keys import SessionKey
@@ -94,10 +95,10 @@ class ScrubStage:
                 )
                 continue
             accepted.append((source, event))
-        if self.tombstones is not None and accepted:
-            gone = forgotten_among(self.tombstones, ((e.tenant_id, e.message_id, e.ts) for _, e in accepted))
-            out.forgotten = sum((e.tenant_id, e.message_id) in gone for _, e in accepted)
-            accepted = [(src, e) for src, e in accepted if (e.tenant_id, e.message_id) not in gone]
+        accepted, gone = split_forgotten(
+            self.tombstones, accepted, lambda pair: (pair[1].tenant_id, pair[1].message_id, pair[1].ts)
+        )
+        out.forgotten = len(gone)
         at = self.clock()
         for (source, _), message in zip(accepted, self._prepare(accepted, out), strict=True):
             if message is not None:
@@ -118,16 +119,13 @@ class ScrubStage:
         self, accepted: list[tuple[SourceRef, ChatEvent]], out: ScrubResult
     ) -> list[AnalyzedMessage | None]:
         events = [e for _, e in accepted]
-        try:
-            return list(self.preparer.prepare(events))
-        except Exception:
-            log.exception("analysis failed for a batch; retrying one by one")
         messages: list[AnalyzedMessage | None] = []
-        for (source, event), result in zip(accepted, one_by_one(self.preparer.prepare, events), strict=True):
-            if isinstance(result, Exception):
-                reason = f"analysis failed: {result}"
+        results = analysed_or_failed(lambda: self.preparer.prepare(events), self.preparer.prepare, events)
+        for (source, event), result in zip(accepted, results, strict=True):
+            if isinstance(result, MessageOutcome):
+                reason = result.reason or ""
                 out.dead.append(_dead_turn(DeadLetterStage.ANALYZE, "analysis_error", reason, source, event))
-                out.failed.append(_failed(event, reason))
+                out.failed.append(result)
                 messages.append(None)
             else:
                 messages.append(result)
@@ -223,15 +221,11 @@ class MemoryStage:
     def _not_forgotten(self, fresh: list[StageRecord], result: MemoryResult) -> list[StageRecord]:
         """Turns forgotten after they were scrubbed (or replayed from the scrubbed topic) never
         reach a window."""
-        tombstones = self.pipeline.tombstones
-        turns = [(r.tenant_id, r.message.message_id, r.message.ts) for r in fresh if r.message is not None]
-        if tombstones is None or not turns:
-            return fresh
-        gone = forgotten_among(tombstones, turns)
-        kept = [r for r in fresh if r.message is None or (r.tenant_id, r.message.message_id) not in gone]
-        result.forgotten_records = [
-            r for r in fresh if r.message is not None and (r.tenant_id, r.message.message_id) in gone
-        ]
+        kept, result.forgotten_records = split_forgotten(
+            self.pipeline.tombstones,
+            fresh,
+            lambda r: None if r.message is None else (r.tenant_id, r.message.message_id, r.message.ts),
+        )
         result.forgotten = len(result.forgotten_records)
         return kept
 
@@ -331,17 +325,3 @@ def raw_dead_letter(
         truncated=len(raw) > cap,
         failed_at=_now(),
     )
-
-
-def failed_outcome(tenant_id: str, session_id: str | None, message_id: str, reason: str) -> MessageOutcome:
-    return MessageOutcome(
-        tenant_id=tenant_id,
-        session_id=session_id,
-        message_id=message_id,
-        outcome=Outcome.FAILED,
-        reason=reason,
-    )
-
-
-def _failed(event: ChatEvent, reason: str) -> MessageOutcome:
-    return failed_outcome(event.tenant_id, event.session_id, event.message_id, reason)

@@ -3,8 +3,8 @@
 A window is emitted when it is full: the first one holds ``window_size`` new messages, each later one
 the ``window_size - stride`` previous messages as context plus ``stride`` new ones, so every message is
 decided on exactly once and still has context for coreference. A session that goes idle (a gap in
-event time, seen by :meth:`Windower.step`; in streams also a silent session, by wall clock, closed
-with :meth:`Windower.close`) or ends flushes what it has, so no message waits forever. The windower
+event time, seen by :meth:`Windower.step`; a session silent by wall clock, :meth:`Windower.on_silence`,
+the one rule for serve's timer and the stream's idle checks) or ends flushes what it has, so no message waits forever. The windower
 is pure: state is plain data (:class:`SessionBuffer`) that its caller keeps (a Faust table in
 streams, :class:`simplemem.processors.ingest.sessions.LocalSessions` in one process).
 """

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 import orjson
 
+from simplemem.processors.stores.redis_keys import RedisKeys
 from simplemem.schemas.keys import id_problem
 
 log = logging.getLogger(__name__)
@@ -123,35 +124,48 @@ class FileMigrationRegistry:
         self._path(tenant_id).write_bytes(orjson.dumps(record))
 
 
+# A claim: the key set while it is absent or holds no state name. A key holding something else is a
+# detail written under the old ``migration:<tenant>:detail`` key, which for tenant ``a`` was the state
+# key of tenant ``a:detail`` (simplemem/processors/stores/redis_keys.py): not a claim to respect.
+_CLAIM = """
+local held = redis.call('GET', KEYS[1])
+for i = 3, #ARGV do
+    if held == ARGV[i] then return 0 end
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+_STATES = [s.value for s in MigrationState]
+
+
 class RedisMigrationRegistry:
-    """Services mode: ``<prefix>:migration:<tenant>`` in Redis; a claim is SET NX with an expiry (the
-    lease), renewed by the importer and made permanent when it finishes."""
+    """Services mode: the tenant's state in Redis (``<prefix>:migration:<tenant>``); a claim is set
+    with an expiry (the lease), renewed by the importer and made permanent when it finishes."""
 
     def __init__(self, url: str, prefix: str) -> None:
         import redis
 
         self.redis = redis.Redis.from_url(url)
         self.prefix = prefix
-
-    def _key(self, tenant_id: str) -> str:
-        return f"{self.prefix}:migration:{tenant_id}"
+        self.keys = RedisKeys(prefix)
 
     def claim(self, tenant_id: str, lease_seconds: float) -> bool:
         lease_ms = max(1, int(lease_seconds * 1000))
-        return bool(
-            self.redis.set(self._key(tenant_id), MigrationState.IN_PROGRESS.value, nx=True, px=lease_ms)
-        )
+        key = self.keys.migration(tenant_id)
+        return bool(self.redis.eval(_CLAIM, 1, key, MigrationState.IN_PROGRESS.value, lease_ms, *_STATES))
 
     def renew(self, tenant_id: str, lease_seconds: float) -> None:
-        self.redis.pexpire(self._key(tenant_id), max(1, int(lease_seconds * 1000)))
+        self.redis.pexpire(self.keys.migration(tenant_id), max(1, int(lease_seconds * 1000)))
 
     def state(self, tenant_id: str) -> MigrationState | None:
-        raw = self.redis.get(self._key(tenant_id))
-        return MigrationState(raw.decode()) if isinstance(raw, bytes) else None
+        raw = self.redis.get(self.keys.migration(tenant_id))
+        held = raw.decode() if isinstance(raw, bytes) else None
+        # None also for an old detail key of another tenant (see _CLAIM)
+        return MigrationState(held) if held in _STATES else None
 
     def finish(self, tenant_id: str, state: MigrationState, detail: str) -> None:
-        self.redis.set(self._key(tenant_id), state.value)
-        self.redis.set(f"{self._key(tenant_id)}:detail", detail)
+        self.redis.set(self.keys.migration(tenant_id), state.value)
+        self.redis.set(self.keys.migration_detail(tenant_id), detail)
 
 
 class LazyMigration:

@@ -16,7 +16,8 @@ from typing import Protocol
 import orjson
 from cachetools import TTLCache
 
-from simplemem.schemas.keys import SessionKey, tenant_key
+from simplemem.processors.stores.redis_keys import RedisKeys
+from simplemem.schemas.keys import SessionKey
 from simplemem.schemas.window import BufferedTurn
 
 
@@ -109,14 +110,13 @@ class RedisBuffer:
         self.turns = turns
         self.ttl = ttl_seconds
         self.prefix = prefix
+        self.keys = RedisKeys(prefix)
 
     def _keys(self, tenant_id: str, session_id: str) -> tuple[bytes, bytes]:
-        # the session's JSON encoding between fixed parts: keys of two sessions never coincide
-        base = self.prefix.encode() + b":buf:" + SessionKey(tenant_id, session_id).encode()
-        return base + b":turns", base + b":order"
+        return self.keys.buffer_turns(tenant_id, session_id), self.keys.buffer_order(tenant_id, session_id)
 
     def _index_key(self, tenant_id: str) -> bytes:
-        return self.prefix.encode() + b":buf-sessions:" + tenant_key(tenant_id)
+        return self.keys.buffer_sessions(tenant_id)
 
     def push(self, turns: Sequence[BufferedTurn]) -> None:
         if not turns:

@@ -24,8 +24,8 @@ from typing import Protocol
 import orjson
 
 from simplemem.processors.stores.private import private_file
+from simplemem.processors.stores.redis_keys import RedisKeys
 from simplemem.processors.stores.retry import StoreRetry
-from simplemem.schemas.keys import tenant_key
 from simplemem.schemas.stream import DeletionRecord, DeletionRequest
 
 TOMBSTONE_FILE = "forgotten.sqlite"  # in an embedded store folder
@@ -132,7 +132,7 @@ class SqliteTombstones:
 
 class RedisTombstones:
     """Services mode: per tenant a set of forgotten message ids and a list of deletion records (keys:
-    the prefix and the tenant's JSON key, simplemem/schemas/keys.py), and one sorted set of whole-tenant
+    simplemem/processors/stores/redis_keys.py), and one sorted set of whole-tenant
     cut-off times. No TTL. Redis may run without persistence: workers re-add every request of the
     ``deletions`` topic at start (:func:`simplemem.streams.deletions.seed_tombstones`)."""
 
@@ -140,18 +140,15 @@ class RedisTombstones:
         import redis
 
         self.r = redis.Redis.from_url(url)
-        self.prefix = prefix.encode()
-        self._tenants = self.prefix + b":forgotten-tenants"  # sorted set: tenant id -> cut-off time
-
-    def _key(self, kind: bytes, tenant_id: str) -> bytes:
-        return self.prefix + b":forgotten-" + kind + b":" + tenant_key(tenant_id)
+        self.keys = RedisKeys(prefix)
+        self._tenants = self.keys.forgotten_tenants()
 
     def add(self, request: DeletionRequest) -> None:
         pipe = self.r.pipeline(transaction=False)
         if request.whole_tenant:  # the latest cut-off wins (GT): a later request covers an earlier one
             pipe.zadd(self._tenants, {request.tenant_id: request.requested_at.timestamp()}, gt=True)
         if request.message_ids:
-            pipe.sadd(self._key(b"messages", request.tenant_id), *request.message_ids)
+            pipe.sadd(self.keys.forgotten_messages(request.tenant_id), *request.message_ids)
         pipe.execute()
 
     def forgotten(self, tenant_id: str, messages: Sequence[tuple[str, datetime]]) -> set[str]:
@@ -160,7 +157,7 @@ class RedisTombstones:
         ids = [mid for mid, _ in messages]
         pipe = self.r.pipeline(transaction=False)
         pipe.zscore(self._tenants, tenant_id)
-        pipe.smismember(self._key(b"messages", tenant_id), ids)
+        pipe.smismember(self.keys.forgotten_messages(tenant_id), ids)
         until_ts, member = pipe.execute()
         found = {mid for mid, hit in zip(ids, member, strict=True) if hit}
         until = datetime.fromtimestamp(float(until_ts), UTC) if until_ts is not None else None
@@ -168,11 +165,11 @@ class RedisTombstones:
 
     def record(self, record: DeletionRecord) -> None:
         self.r.rpush(
-            self._key(b"records", record.request.tenant_id), orjson.dumps(record.model_dump(mode="json"))
+            self.keys.deletion_records(record.request.tenant_id), orjson.dumps(record.model_dump(mode="json"))
         )
 
     def records(self, tenant_id: str) -> list[DeletionRecord]:
-        rows = self.r.lrange(self._key(b"records", tenant_id), 0, -1)
+        rows = self.r.lrange(self.keys.deletion_records(tenant_id), 0, -1)
         return [DeletionRecord.model_validate(orjson.loads(raw)) for raw in rows]
 
     def close(self) -> None:
