@@ -389,10 +389,14 @@ def arguments() -> argparse.Namespace:
 
 def prepared(args: argparse.Namespace) -> list[LmeQuestion] | None:
     """The selected questions, the process made quiet and offline; None (said why) without the data."""
-    if not args.data.is_file():
-        print(
-            f"bench.longmemeval skipped: no data file at {args.data} (LongMemEval_S dev set)", file=sys.stderr
-        )
+    return prepared_questions(args.data, args.limit, args.per_type)
+
+
+def prepared_questions(
+    data: Path, limit: int | None = None, per_type: int | None = None
+) -> list[LmeQuestion] | None:
+    if not data.is_file():
+        print(f"bench.longmemeval skipped: no data file at {data} (LongMemEval_S dev set)", file=sys.stderr)
         return None
     import os
 
@@ -403,7 +407,7 @@ def prepared(args: argparse.Namespace) -> list[LmeQuestion] | None:
     import bm25s  # noqa: F401  (it sets its logger to DEBUG when imported)
 
     logging.getLogger("bm25s").setLevel(logging.WARNING)
-    return load_lme(args.data, args.limit, args.per_type)
+    return load_lme(data, limit, per_type)
 
 
 def main() -> None:

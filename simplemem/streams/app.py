@@ -381,7 +381,7 @@ def _lag_timer(parts: Parts) -> None:
         for tp, end in ends.items():
             metrics.CONSUMER_LAG.labels(*map(str, tp)).set(max(0, end - committed.get(tp, 0)))
         if settings.stream_resync_seconds:
-            await _reread_if_skipped(parts, skipped, committed, ends)
+            await _reread_if_skipped(parts, skipped, committed, ends, time.monotonic())
         if settings.stream_stall_seconds:
             await _stop_if_stalled(parts, stall, committed, ends)
 
@@ -393,7 +393,11 @@ def _waiting_by_design(parts: Parts) -> bool:
 
 
 async def _reread_if_skipped(
-    parts: Parts, watch: StallWatch, committed: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]
+    parts: Parts,
+    watch: StallWatch,
+    committed: dict[tuple[str, int], int],
+    ends: dict[tuple[str, int], int],
+    now: float,
 ) -> None:
     """Records waiting on a partition whose agent has been idle for ``stream_resync_seconds``, nothing
     buffered for it: Faust dropped them (:mod:`simplemem.streams.gaps` re-reads a hole only once a
@@ -405,7 +409,7 @@ async def _reread_if_skipped(
         if not runner.in_flight and not batcher.queued()
     }
     waiting = {tp: end for tp, end in ends.items() if tp[0] in idle}
-    for tp in watch.observe(time.monotonic(), committed, waiting, _waiting_by_design(parts)):
+    for tp in watch.observe(now, committed, waiting, _waiting_by_design(parts)):
         offset = committed.get(tp, 0)
         log.warning(
             "%s/%d: %d records waited %.0f s with its agent idle; reading them again from offset %d",
