@@ -98,8 +98,12 @@ def history_text(conv: ChatConversation) -> str:
     return "\n".join(f"[{e['ts'][:10]}] {e['speaker']}: {e['text']}" for e in conv.events)
 
 
-def run(settings: Settings, store: Path, convs: list[ChatConversation]) -> list[ConversationResult]:
-    """Ingest and ask every conversation in ``store``, then scan the closed store's files."""
+def run(
+    settings: Settings, store: Path, convs: list[ChatConversation], pause_every_turn: bool = False
+) -> list[ConversationResult]:
+    """Ingest and ask every conversation in ``store``, then scan the closed store's files.
+    ``pause_every_turn``: every event marked ``ends_exchange`` (each window decided at its turn, as a
+    pause after every turn would), the worst case of a short pause."""
     from simplemem.cli.answers import answerer
     from simplemem.cli.store import open_store
 
@@ -108,7 +112,10 @@ def run(settings: Settings, store: Path, convs: list[ChatConversation]) -> list[
         rt = stack.enter_context(open_store(settings, store, HOLDER, create=True))
         answer = answerer(rt, stack)
         for conv in convs:
-            lines = [(f"{conv.name} event {i}", orjson.dumps(e)) for i, e in enumerate(conv.events)]
+            mark = {"ends_exchange": True} if pause_every_turn else {}
+            lines = [
+                (f"{conv.name} event {i}", orjson.dumps({**e, **mark})) for i, e in enumerate(conv.events)
+            ]
             report = rt.pipeline.ingest(lines)
             if report.rejected or report.failures:
                 raise RuntimeError(f"{conv.name}: {report.rejected[:3]} {report.failures[:3]}")
@@ -312,6 +319,7 @@ def main() -> None:
         default=None,
         help="a conversation's name (repeatable); default all",
     )
+    ap.add_argument("--pause-every-turn", action="store_true", help="decide every window at its turn")
     ap.add_argument("--out", type=Path, default=Path("bench/results/chat.json"))
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -326,7 +334,7 @@ def main() -> None:
     from simplemem.cli.errors import CliError
 
     try:
-        results = run(settings, store, convs)
+        results = run(settings, store, convs, args.pause_every_turn)
     except CliError as exc:  # the store is busy or unusable: one line, as the CLI says it
         ap.exit(int(exc.code), f"{exc}\n")
     print_results(results)
