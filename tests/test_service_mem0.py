@@ -105,3 +105,38 @@ def test_what_add_returned_is_listed_fetched_and_deleted_at_once(
     assert "brompton" in alpha.get(returned)["memory"].lower()
     assert alpha.delete(returned)["message"]
     assert "brompton" not in texts(alpha.get_all(filters={"user_id": "dora"})["results"])
+
+
+def test_a_message_not_decided_yet_is_fetched_as_pending_and_deleted_before_it_is_indexed(
+    embedded_service: ServeProcess, keys: tuple[str, str]
+) -> None:
+    """A turn sent without a marker waits for the pause: meanwhile mem0's get says PENDING (not
+    404), and its delete forgets the message, so no memory is made of it after the pause."""
+    from datetime import UTC, datetime
+
+    alpha = client(embedded_service, keys[0])
+    ids = {f"pending-{n}": f"My locker code word is {word}." for n, word in ((1, "walrus"), (2, "heron"))}
+    headers = {"Authorization": f"Bearer {keys[0]}"}
+    with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
+        for mid, text in ids.items():
+            event = {
+                "session_id": "pending-session",
+                "message_id": mid,
+                "speaker": "Dora",
+                "role": "user",
+                "text": text,
+                "ts": datetime.now(UTC).isoformat(),
+            }
+            assert api.post("/v1/events", json=event, headers=headers).status_code == 202
+        first = alpha.get("pending-1")
+        assert first["status"] == "PENDING" and "walrus" in first["memory"], first
+        assert alpha.history("pending-1")[0]["status"] == "PENDING"
+        assert alpha.delete("pending-1")["message"]
+
+        def memories() -> str:
+            page = api.get("/v1/memories", params={"limit": 1000}, headers=headers).json()
+            return " ".join(m["text"] for m in page["memories"]).lower()
+
+        assert eventually(lambda: "heron" in memories()), "the other turn is decided after the pause"
+        assert "walrus" not in memories(), "the deleted pending message was never indexed"
+        assert "walrus" not in texts(alpha.search("locker code word", filters={})["results"])

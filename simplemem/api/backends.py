@@ -29,6 +29,7 @@ from simplemem.schemas.keys import tenant_key
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult
 from simplemem.schemas.stream import DeletionRequest
+from simplemem.schemas.window import BufferedTurn
 from simplemem.streams.lazy import lazy_migration
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,8 @@ class MemoryBackend(Protocol):
     def units(self, tenant_id: str, ids: list[str]) -> list[MemoryUnit]: ...
 
     def units_of_messages(self, tenant_id: str, message_ids: list[str]) -> list[MemoryUnit]: ...
+
+    def pending(self, tenant_id: str, message_id: str) -> BufferedTurn | None: ...
 
     def scrub(self, text: str) -> str: ...
 
@@ -107,6 +110,12 @@ class _RuntimeReads:
         """The memories derived from these messages (what a caller knows is the message id)."""
         with self._lock:
             return self.rt.lexical.units_from_sources(tenant_id, message_ids)
+
+    def pending(self, tenant_id: str, message_id: str) -> BufferedTurn | None:
+        """The message, scrubbed, if it is accepted and not decided yet (the recent-turn buffer holds
+        exactly those: a decided turn leaves it)."""
+        with self._lock:
+            return next((t for t in self.rt.buffer.recent(tenant_id) if t.message_id == message_id), None)
 
     def scrub(self, text: str) -> str:
         """PII-free text for durable logs (spaCy and Presidio load on the first call)."""

@@ -34,6 +34,7 @@ from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryFilters
 from simplemem.schemas.stream import DeletionRequest
 from simplemem.schemas.timebounds import check_time
+from simplemem.schemas.window import BufferedTurn
 
 PREFIX = "/mem0"
 ORG_ID = "simplemem"
@@ -135,6 +136,22 @@ def as_mem0(
     return item
 
 
+def as_pending(turn: BufferedTurn, scopes: dict[str, Scope]) -> dict[str, Any]:
+    """A message accepted and not decided yet, as mem0 shows a memory, marked ``PENDING``: its
+    memories exist within ``SIMPLEMEM_PAUSE_SECONDS`` (or at once for a complete exchange)."""
+    scope = scopes.get(turn.session_id, Scope())
+    return {
+        "id": turn.message_id,
+        "memory": turn.text,
+        **scope.model_dump(),
+        "metadata": {"status": "PENDING", "source_ids": [turn.message_id]},
+        "categories": [],
+        "status": "PENDING",
+        "created_at": turn.ts.isoformat(),
+        "updated_at": turn.ts.isoformat(),
+    }
+
+
 def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
     """A callable adding the mem0 routes to the app (``create_app``'s ``extra``)."""
 
@@ -163,6 +180,16 @@ class Mem0Context:
         return scopes
 
     async def unit_or_404(self, tenant: str, memory_id: str, quota: Quota = Quota.QUERY) -> MemoryUnit:
+        found = await self.unit_or_pending(tenant, memory_id, quota)
+        if isinstance(found, BufferedTurn):
+            raise HTTPException(status.HTTP_409_CONFLICT, PENDING_DETAIL)
+        return found
+
+    async def unit_or_pending(
+        self, tenant: str, memory_id: str, quota: Quota = Quota.QUERY
+    ) -> MemoryUnit | BufferedTurn:
+        """The memory, or the first memory derived from the message of that id (what ``add``
+        returned), or that message while it is accepted and not decided yet; else a 404."""
         valid_path_id(memory_id, "memory_id")
         self.service.take(quota, tenant)
         backend = self.service.backend
@@ -170,10 +197,13 @@ class Mem0Context:
         if not found:  # the id add returned is a message's: a memory derived from it answers
             derived = await _run(backend.units_of_messages, tenant, [memory_id])
             found = sorted(derived, key=lambda u: (u.superseded_by is not None, u.id))
-        if not found:
+        if found:
+            unit: MemoryUnit = found[0]
+            return unit
+        pending: BufferedTurn | None = await _run(backend.pending, tenant, memory_id)
+        if pending is None:
             raise HTTPException(status.HTTP_404_NOT_FOUND, "Memory not found")
-        unit: MemoryUnit = found[0]
-        return unit
+        return pending
 
     async def scoped_units(self, tenant: str, scope: Scope) -> tuple[list[MemoryUnit], dict[str, Scope]]:
         """Every memory of the sessions in ``scope`` (all of the tenant's for an empty one), page by page."""
@@ -213,6 +243,7 @@ def caller_of(request: Request, mem0: Mem0Dep) -> Caller:
 CallerDep = Annotated[Caller, Depends(caller_of)]
 
 router = APIRouter(prefix=PREFIX, tags=["mem0-compatible"])
+PENDING_DETAIL = "this message is accepted and not decided yet: its memories exist within seconds"
 
 
 @router.get("/v1/ping/")
@@ -309,16 +340,26 @@ async def get_all(
 @router.get("/v1/memories/{memory_id}/")
 async def get_one(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
     tenant = tenant_of(caller)
-    unit = await mem0.unit_or_404(tenant, memory_id)
-    return as_mem0(unit, await mem0.scopes(tenant))
+    found = await mem0.unit_or_pending(tenant, memory_id)
+    scopes = await mem0.scopes(tenant)
+    return as_pending(found, scopes) if isinstance(found, BufferedTurn) else as_mem0(found, scopes)
 
 
 @router.get("/v1/memories/{memory_id}/history/")
 async def history(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> list[dict[str, Any]]:
     tenant = tenant_of(caller)
-    unit = await mem0.unit_or_404(tenant, memory_id)
-    entry = {"id": unit.id, "memory_id": unit.id, "event": "ADD", "old_memory": None}
-    return [{**entry, "new_memory": unit.text, "created_at": unit.stated_at}]
+    found = await mem0.unit_or_pending(tenant, memory_id)
+    if isinstance(found, BufferedTurn):
+        entry = {
+            "id": memory_id,
+            "memory_id": memory_id,
+            "event": "ADD",
+            "old_memory": None,
+            "status": "PENDING",
+        }
+        return [{**entry, "new_memory": found.text, "created_at": found.ts.isoformat()}]
+    entry = {"id": found.id, "memory_id": found.id, "event": "ADD", "old_memory": None}
+    return [{**entry, "new_memory": found.text, "created_at": found.stated_at}]
 
 
 @router.put("/v1/memories/{memory_id}/")
@@ -345,8 +386,9 @@ async def update(memory_id: str, body: UpdateBody, caller: CallerDep, mem0: Mem0
 @router.delete("/v1/memories/{memory_id}/")
 async def delete(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
     tenant = tenant_of(caller)
-    unit = await mem0.unit_or_404(tenant, memory_id, Quota.FORGET)
-    await mem0.service.delete(_forget(tenant, unit.source_ids, caller))
+    found = await mem0.unit_or_pending(tenant, memory_id, Quota.FORGET)
+    messages = [memory_id] if isinstance(found, BufferedTurn) else found.source_ids
+    await mem0.service.delete(_forget(tenant, messages, caller))  # a pending message: never indexed
     return {"message": "Memory deleted successfully!"}
 
 
