@@ -1,4 +1,4 @@
-"""Do the tests fail when the code breaks? Ten mutations a memory service must never ship, run
+"""Do the tests fail when the code breaks? Eleven mutations a memory service must never ship, run
 against the unit tests of each revision, with the size of the code beside them.
 
     python -m bench.mutations [--rev REV ...] [--tests "pytest args"] [--only NAME ...] [--check]
@@ -122,6 +122,17 @@ MUTATIONS: tuple[Mutation, ...] = (
                 "simplemem/processors/stores/milvus_vectors.py",
                 'expr = [f"tenant_id == {_lit(tenant_id)}"]',
                 "expr = ['tenant_id != \"\"']",
+            ),
+        ),
+    ),
+    Mutation(
+        "vectors-no-tenant",
+        "the embedded vector store's search reads every tenant's rows",
+        (
+            _one(
+                "simplemem/processors/stores/sqlite_vectors.py",
+                'vec FROM vectors WHERE tenant_id = ?",\n                (tenant_id,),',
+                'vec FROM vectors WHERE tenant_id != ?",\n                ("",),',
             ),
         ),
     ),
