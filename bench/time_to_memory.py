@@ -1,7 +1,7 @@
 """Time to memory with default pause and idle settings: from a turn accepted by the API (or
 published with kcat, in services mode) to the memory listed by ``GET /v1/memories``, for a complete
 exchange (``ends_exchange``) and for turns without any marker (decided after
-``SIMPLEMEM_PAUSE_SECONDS``). Embedded: one `simplemem serve`; services: one worker and one
+``SIMPLEMEM_PAUSE_SECONDS``); and from the unmodified mem0 client's ``add`` to its ``get_all``. Embedded: one `simplemem serve`; services: one worker and one
 `simplemem serve` on the local services (`simplemem infra up`), in a namespace of their own.
 
     python -m bench.time_to_memory [--turns 30] [--mode embedded|services]
@@ -65,13 +65,37 @@ def report(name: str, times: list[float]) -> None:
     )
 
 
+def seconds_to_mem0_listed(url: str, key: str, i: int) -> float:
+    """From the unmodified mem0 client's ``add`` to the memory in its ``get_all``."""
+    import os
+
+    os.environ["MEM0_TELEMETRY"] = "False"  # the client would otherwise report to its vendor
+    from mem0 import MemoryClient
+
+    client = MemoryClient(api_key=key, host=f"{url}/mem0")
+    word = f"{FACTS[i % len(FACTS)]}{i}"
+    start = time.perf_counter()
+    client.add([{"role": "user", "content": f"My new favourite word is {word}."}], user_id=f"u{i}")
+    while True:
+        listed = client.get_all(filters={"user_id": f"u{i}"})["results"]
+        if any(word in m["memory"] for m in listed):
+            return time.perf_counter() - start
+        if time.perf_counter() - start > 120:
+            raise RuntimeError(f"{word} not listed by get_all after 120 s")
+        time.sleep(0.05)
+
+
 def measure(api: httpx.Client, admin: str, turns: int, publish: Publish | None, via: str) -> None:
     made = api.post("/v1/admin/keys", json={"tenant_id": "ttm"}, headers={"Authorization": f"Bearer {admin}"})
-    headers = {"Authorization": f"Bearer {made.json()['key']}"}
+    key = made.json()["key"]
+    headers = {"Authorization": f"Bearer {key}"}
     for marked in (True, False):
         offset = (0 if marked else 10_000) + (20_000 if publish else 0)
         times = [seconds_to_listed(api, headers, i + offset, marked, publish) for i in range(turns)]
         report(f"{via}, {'ends_exchange' if marked else 'no marker (pause)'}", times)
+    if publish is None:
+        times = [seconds_to_mem0_listed(str(api.base_url).rstrip("/"), key, i + 40_000) for i in range(turns)]
+        report(f"{via.split(',')[0]}, mem0 add -> get_all", times)
 
 
 def run_services(tmp: Path, admin: str, turns: int) -> None:
