@@ -22,7 +22,7 @@ from simplemem.processors.stores.private import private_dir
 from simplemem.processors.stores.protocols import LexicalStore, VectorStore
 from simplemem.processors.stores.retry import connect
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
-from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
+from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore, import_milvus_lite
 from simplemem.processors.stores.tombstones import (
     TOMBSTONE_FILE,
     RedisTombstones,
@@ -100,7 +100,7 @@ class Runtime:
 
             def store() -> MilvusVectorStore:
                 return MilvusVectorStore(
-                    s.milvus_server_uri if s.mode == "services" else str(s.milvus_uri),
+                    s.milvus_server_uri,  # SIMPLEMEM_MILVUS_URI when set
                     s.milvus_collection,
                     dim,
                     index_type=s.milvus_index_type,
@@ -249,8 +249,6 @@ class Runtime:
 def embedded_vectors(store_dir: Path, dim: int, collection: str) -> SqliteVectorStore:
     """The store folder's vector file; a Milvus Lite file an older version wrote there is copied in
     first and then removed (forgetting must not leave vectors behind in it)."""
-    from simplemem.processors.stores.sqlite_vectors import import_milvus_lite
-
     vectors = SqliteVectorStore(private_dir(store_dir) / VECTOR_FILE, dim)
     old = store_dir / OLD_VECTOR_FILE
     if old.exists():

@@ -89,15 +89,14 @@ def test_records_waiting_while_their_agent_is_idle_are_read_again_from_the_commi
 
     idle_runner, busy_runner = SimpleNamespace(in_flight=0), SimpleNamespace(in_flight=1)
     empty = SimpleNamespace(queued=lambda: False)
-    recovery = SimpleNamespace(in_recovery=False, need_recovery=lambda: False)
     parts = SimpleNamespace(
         readers={"t.turns": (idle_runner, empty), "t.scrubbed": (busy_runner, empty)},
-        app=SimpleNamespace(consumer=SimpleNamespace(seek=seek), tables=SimpleNamespace(recovery=recovery)),
+        app=SimpleNamespace(consumer=SimpleNamespace(seek=seek)),
         settings=SimpleNamespace(stream_resync_seconds=15),
     )
     committed = {("t.turns", 1): 40, ("t.scrubbed", 1): 7}
     ends = {("t.turns", 1): 52, ("t.scrubbed", 1): 9}
     watch = StallWatch(15)
     for now in (0.0, 16.0, 17.0):
-        asyncio.run(stream_app._reread_if_skipped(parts, watch, committed, ends, now))  # type: ignore[arg-type]
+        asyncio.run(stream_app._reread_if_skipped(parts, watch, committed, ends, now, False))  # type: ignore[arg-type]
     assert sought == [("t.turns", 1, 40)], "once, the idle agent's partition, from its committed offset"

@@ -260,3 +260,17 @@ def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -
     db = sqlite3.connect(path)
     assert db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 1
     db.close()
+
+
+def test_the_vector_arrays_kept_in_memory_stay_within_their_bound(tmp_path: Path) -> None:
+    store = SqliteVectorStore(tmp_path / "vectors.sqlite", 4, cache_rows=2)
+    units = [unit(t, "alpha") for t in ("t1", "t2", "t3")]
+    store.upsert(units, np.eye(4, dtype=np.float32)[:3])
+    for u in units:
+        assert [
+            h.id for h in store.search(u.tenant_id, np.ones(4, dtype=np.float32), 5, SymbolicFilter())
+        ] == [u.id]
+    assert list(store._cache) == ["t2", "t3"] and store._cached_rows == 2, "the oldest tenant left first"
+    store.delete("t3", [units[2].id])
+    assert store._cached_rows == 1
+    store.close()

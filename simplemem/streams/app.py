@@ -380,10 +380,11 @@ def _lag_timer(parts: Parts) -> None:
         metrics.CONSUMER_LAG.clear()  # partitions a rebalance took away are another worker's to report
         for tp, end in ends.items():
             metrics.CONSUMER_LAG.labels(*map(str, tp)).set(max(0, end - committed.get(tp, 0)))
+        by_design = _waiting_by_design(parts)
         if settings.stream_resync_seconds:
-            await _reread_if_skipped(parts, skipped, committed, ends, time.monotonic())
+            await _reread_if_skipped(parts, skipped, committed, ends, time.monotonic(), by_design)
         if settings.stream_stall_seconds:
-            await _stop_if_stalled(parts, stall, committed, ends)
+            await _stop_if_stalled(parts, stall, committed, ends, by_design)
 
 
 def _waiting_by_design(parts: Parts) -> bool:
@@ -398,6 +399,7 @@ async def _reread_if_skipped(
     committed: dict[tuple[str, int], int],
     ends: dict[tuple[str, int], int],
     now: float,
+    by_design: bool,
 ) -> None:
     """Records waiting on a partition whose agent has been idle for ``stream_resync_seconds``, nothing
     buffered for it: Faust dropped them (:mod:`simplemem.streams.gaps` re-reads a hole only once a
@@ -409,7 +411,7 @@ async def _reread_if_skipped(
         if not runner.in_flight and not batcher.queued()
     }
     waiting = {tp: end for tp, end in ends.items() if tp[0] in idle}
-    for tp in watch.observe(now, committed, waiting, _waiting_by_design(parts)):
+    for tp in watch.observe(now, committed, waiting, by_design):
         offset = committed.get(tp, 0)
         log.warning(
             "%s/%d: %d records waited %.0f s with its agent idle; reading them again from offset %d",
@@ -424,11 +426,15 @@ async def _reread_if_skipped(
 
 
 async def _stop_if_stalled(
-    parts: Parts, stall: StallWatch, committed: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]
+    parts: Parts,
+    stall: StallWatch,
+    committed: dict[tuple[str, int], int],
+    ends: dict[tuple[str, int], int],
+    by_design: bool,
 ) -> None:
     """(:mod:`simplemem.streams.stall`) Waiting out a store outage or restoring the table is by design."""
     app = parts.app
-    stalled = stall.observe(time.monotonic(), committed, ends, _waiting_by_design(parts))
+    stalled = stall.observe(time.monotonic(), committed, ends, by_design)
     if not stalled:
         return
     log.error(

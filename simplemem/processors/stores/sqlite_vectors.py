@@ -89,6 +89,7 @@ class SqliteVectorStore:
         self._lock = threading.Lock()
         self.cache_rows = cache_rows
         self._cache: dict[str, TenantRows] = {}  # oldest first
+        self._cached_rows = 0  # the rows in ``_cache``, kept as it changes (a search must not sum them)
 
     def upsert(self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]) -> None:
         rows = []
@@ -103,7 +104,7 @@ class SqliteVectorStore:
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
             for tenant in {r[1] for r in rows}:
-                self._cache.pop(str(tenant), None)
+                self._uncache(str(tenant))
 
     def search(
         self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter
@@ -122,7 +123,7 @@ class SqliteVectorStore:
     def _tenant_rows(self, tenant_id: str) -> TenantRows:
         """The tenant's rows as arrays (read once, kept until the tenant's next write; the least
         recently searched tenants leave first beyond ``cache_rows``). Call with the lock held."""
-        rows = self._cache.pop(tenant_id, None)
+        rows = self._uncache(tenant_id)
         if rows is None:
             found = self._db.execute(
                 "SELECT id, status, event_start, event_end, stated_at, vec FROM vectors WHERE tenant_id = ?",
@@ -130,8 +131,16 @@ class SqliteVectorStore:
             ).fetchall()
             rows = TenantRows.of(found, self.dim)
         self._cache[tenant_id] = rows  # now the most recent
-        while sum(len(r.ids) for r in self._cache.values()) > self.cache_rows and len(self._cache) > 1:
-            del self._cache[next(iter(self._cache))]
+        self._cached_rows += len(rows.ids)
+        while self._cached_rows > self.cache_rows and len(self._cache) > 1:
+            self._uncache(next(iter(self._cache)))
+        return rows
+
+    def _uncache(self, tenant_id: str) -> TenantRows | None:
+        """Drop the tenant's arrays (its next search reads them again). Call with the lock held."""
+        rows = self._cache.pop(tenant_id, None)
+        if rows is not None:
+            self._cached_rows -= len(rows.ids)
         return rows
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
@@ -139,7 +148,7 @@ class SqliteVectorStore:
             self._db.executemany(
                 "DELETE FROM vectors WHERE tenant_id = ? AND id = ?", [(tenant_id, i) for i in ids]
             )
-            self._cache.pop(tenant_id, None)
+            self._uncache(tenant_id)
 
     def vectors(self, tenant_id: str, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
         if not ids:
@@ -154,7 +163,7 @@ class SqliteVectorStore:
     def delete_tenant(self, tenant_id: str) -> None:
         with self._lock:
             self._db.execute("DELETE FROM vectors WHERE tenant_id = ?", (tenant_id,))
-            self._cache.pop(tenant_id, None)
+            self._uncache(tenant_id)
 
     def expunge(self) -> None:
         """Deleted rows are zeroed (``secure_delete``); move the WAL, which may still hold them, in."""
