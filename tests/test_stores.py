@@ -274,3 +274,26 @@ def test_the_vector_arrays_kept_in_memory_stay_within_their_bound(tmp_path: Path
     store.delete("t3", [units[2].id])
     assert store._cached_rows == 1
     store.close()
+
+
+def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_plain_older_ones(
+    tmp_path: Path,
+) -> None:
+    import orjson
+
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    fresh, older = answer_units("t1", 2)
+    fresh = fresh.model_copy(update={"superseded_by": "u-newer", "keywords": ["crampons", "ridge"]})
+    store.upsert([fresh, older])
+    store.close()
+    db = sqlite3.connect(path)
+    stored = db.execute("SELECT doc FROM units WHERE id=?", (fresh.id,)).fetchone()[0]
+    plain = orjson.dumps(older.model_dump(mode="json", exclude={"context"}))
+    db.execute("UPDATE units SET doc=? WHERE id=?", (plain, older.id))  # as written before compression
+    db.commit()
+    db.close()
+    assert len(stored) < len(orjson.dumps(fresh.model_dump(mode="json", exclude={"context"})))
+    reopened = SqliteLexicalStore(path)
+    assert {u.id: u for u in reopened.get("t1", [fresh.id, older.id])} == {fresh.id: fresh, older.id: older}
+    reopened.close()
