@@ -297,3 +297,31 @@ def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_plain_o
     reopened = SqliteLexicalStore(path)
     assert {u.id: u for u in reopened.get("t1", [fresh.id, older.id])} == {fresh.id: fresh, older.id: older}
     reopened.close()
+
+
+def test_vectors_are_stored_in_a_byte_a_dimension_close_to_their_direction_beside_older_float16_rows(
+    tmp_path: Path,
+) -> None:
+    path, dim = tmp_path / "vectors.sqlite", 384
+    rng = np.random.default_rng(7)
+    vectors = rng.normal(size=(3, dim)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    units = [unit("t1", "alpha"), unit("t1", "beta"), unit("t1", "gamma")]
+    store = SqliteVectorStore(path, dim)
+    store.upsert(units[:2], vectors[:2])
+    store.close()
+    db = sqlite3.connect(path)
+    assert {len(r[0]) for r in db.execute("SELECT vec FROM vectors")} == {dim}
+    db.execute(  # a row as written before int8: float16
+        "INSERT INTO vectors VALUES (?,?,?,?,?,?,?)",
+        (units[2].id, "t1", "active", 0, 0, 0.0, vectors[2].astype(np.float16).tobytes()),
+    )
+    db.commit()
+    db.close()
+    reopened = SqliteVectorStore(path, dim)
+    read = reopened.vectors("t1", [u.id for u in units])
+    for u, v in zip(units, vectors, strict=True):
+        assert float(read[u.id] @ v) > 0.9995 and abs(float(np.linalg.norm(read[u.id])) - 1) < 1e-5
+    hits = reopened.search("t1", vectors[2], 3, SymbolicFilter())
+    assert hits[0].id == units[2].id and hits[0].score > 0.9995
+    reopened.close()

@@ -5,8 +5,9 @@ tenant filter says: 43 ms a search at 45,600 units on this 2-core machine, growi
 a search scores the tenant's rows that pass the filter (the constraints the Milvus expression carries)
 with one matrix product, over arrays kept in memory until the tenant's next write: its cost follows
 the tenant's memory, not the store's. (An embedded store is one process's: no other writer to miss.)
-Vectors are stored as float16 (MiniLM's are unit length; the cosines move by about 1e-3) and scored in
-float32. The service mode keeps Milvus, which scales across machines.
+Vectors are stored as int8, each scaled by its largest component (384 bytes for MiniLM's 384
+dimensions, half of float16; a unit vector's cosine with its stored copy is about 0.9999), and scored
+in float32 after normalising. Rows written as float16 before are told by their length and read as such. The service mode keeps Milvus, which scales across machines.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from simplemem.processors.stores.private import private_file
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
-STORED = np.float16
+STORED = np.int8
+OLDER = np.float16  # rows written before int8: twice the bytes of a dimension
 CACHE_ROWS = 250_000  # rows kept in memory as arrays: about 390 MB of 384-d float32 vectors
 
 _SCHEMA = """
@@ -36,6 +38,26 @@ CREATE TABLE IF NOT EXISTS vectors (
 );
 CREATE INDEX IF NOT EXISTS vectors_tenant ON vectors(tenant_id, stated_at);
 """
+
+
+def encoded(vector: npt.ArrayLike) -> bytes:
+    """A vector as stored: int8, scaled so that its largest component is 127 (its length is restored
+    by normalising when it is read)."""
+    v = np.asarray(vector, dtype=np.float32)
+    peak = float(np.abs(v).max()) if v.size else 0.0
+    return np.round(v * (127.0 / peak) if peak else v).astype(STORED).tobytes()
+
+
+def decoded(blobs: Sequence[bytes], dim: int) -> npt.NDArray[np.float32]:
+    """Stored vectors as unit-length float32 rows, int8 or (written before it) float16 alike."""
+    if all(len(blob) == dim for blob in blobs):  # one conversion for the lot (no float16 rows)
+        matrix = np.frombuffer(b"".join(blobs), dtype=STORED).reshape(len(blobs), dim).astype(np.float32)
+    else:
+        matrix = np.empty((len(blobs), dim), dtype=np.float32)
+        for i, blob in enumerate(blobs):
+            matrix[i] = np.frombuffer(blob, dtype=OLDER if len(blob) == 2 * dim else STORED)
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return matrix
 
 
 @dataclass(frozen=True)
@@ -51,9 +73,7 @@ class TenantRows:
 
     @classmethod
     def of(cls, rows: Sequence[tuple[Any, ...]], dim: int) -> TenantRows:
-        stored = np.frombuffer(b"".join(r[5] for r in rows), dtype=STORED).reshape(len(rows), dim)
-        matrix = stored.astype(np.float32)
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        matrix = decoded([r[5] for r in rows], dim)
         return cls(
             ids=[r[0] for r in rows],
             active=np.array([r[1] == MemoryStatus.ACTIVE.value for r in rows], dtype=np.bool_),
@@ -96,7 +116,7 @@ class SqliteVectorStore:
         for unit, vec in zip(units, vectors, strict=True):
             start, end = day_range(unit)
             stated = datetime.fromisoformat(unit.stated_at).timestamp()
-            blob = np.asarray(vec, dtype=STORED).tobytes()
+            blob = encoded(vec)
             rows.append((unit.id, unit.tenant_id, unit.status.value, start, end, stated, blob))
         self._put(rows)
 
@@ -158,7 +178,7 @@ class SqliteVectorStore:
             rows = self._db.execute(
                 f"SELECT id, vec FROM vectors WHERE tenant_id = ? AND id IN ({marks})", [tenant_id, *ids]
             ).fetchall()
-        return {uid: np.frombuffer(blob, dtype=STORED).astype(np.float32) for uid, blob in rows}
+        return {uid: decoded([blob], self.dim)[0] for uid, blob in rows}
 
     def delete_tenant(self, tenant_id: str) -> None:
         with self._lock:
@@ -224,5 +244,5 @@ def import_milvus_lite(source: Path, store: SqliteVectorStore, collection: str, 
 
 
 def _row(r: dict[str, object]) -> tuple[object, ...]:
-    vec = np.asarray(r["vector"], dtype=STORED).tobytes()
+    vec = encoded(np.asarray(r["vector"], dtype=np.float32))
     return (r["id"], r["tenant_id"], r["status"], r["event_start"], r["event_end"], r["stated_at"], vec)
