@@ -27,7 +27,10 @@ def conversations(args: argparse.Namespace) -> list[Conversation]:
     from simplemem.cli.console import quiet_libraries
 
     quiet_libraries()
-    return load_all(args.data, args.limit)
+    convs = load_all(args.data, args.limit)
+    if not convs:  # a clone without ../shared beside it: say so, rather than measure nothing
+        raise SystemExit(f"no LoCoMo conversations (*.json) in {args.data}: pass --data FOLDER")
+    return convs
 
 
 def event_lines(convs: list[Conversation], pause_every_turn: bool = False) -> list[tuple[str, bytes]]:
