@@ -7,7 +7,8 @@ with one matrix product, over arrays kept in memory until the tenant's next writ
 the tenant's memory, not the store's. (An embedded store is one process's: no other writer to miss.)
 Vectors are stored as int8, each scaled by its largest component (384 bytes for MiniLM's 384
 dimensions, half of float16; a unit vector's cosine with its stored copy is about 0.9999), and scored
-in float32 after normalising. Rows written as float16 before are told by their length and read as such. The service mode keeps Milvus, which scales across machines.
+in float32 after normalising. Rows written as float16 before are told by their length and read as
+such. The service mode keeps Milvus, which scales across machines.
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ class SqliteVectorStore:
             rows = self._db.execute(
                 f"SELECT id, vec FROM vectors WHERE tenant_id = ? AND id IN ({marks})", [tenant_id, *ids]
             ).fetchall()
-        return {uid: decoded([blob], self.dim)[0] for uid, blob in rows}
+        return dict(zip([uid for uid, _ in rows], decoded([blob for _, blob in rows], self.dim), strict=True))
 
     def delete_tenant(self, tenant_id: str) -> None:
         with self._lock:
