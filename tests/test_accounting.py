@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from simplemem.processors.ingest.decompose import Decomposition, OfflineDecomposer
 from simplemem.processors.ingest.pipeline import Pipeline
 from simplemem.schemas.accounting import IngestReport, Outcome
@@ -64,3 +66,38 @@ def test_store_failure_fails_the_batch_and_nothing_is_lost_silently() -> None:
     pipeline(OfflineDecomposer(), RecordingIndexer(fail=True)).run_windows(windows()[:1], report)
     assert report.outcomes[Outcome.FAILED] == 1
     assert "indexing failed: store down" in (report.failures[0].reason or "")
+
+
+class SealingIndexer(RecordingIndexer):
+    """Records like its parent; sealing its vector store at the end of the input does nothing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.vectors = SimpleNamespace(flush=lambda: None)
+
+
+class PassThroughAnalyzer:
+    """The messages come analysed already: embedding them is the identity."""
+
+    def embed(self, batch: list) -> list:
+        return batch
+
+
+def test_a_session_that_ended_leaves_no_state_behind_before_the_input_ends() -> None:
+    """The entropy history of a session is kept while the session is open, and dropped once its last
+    windows are judged: one ingest of many ended sessions stays as small as its open ones."""
+    settings = Settings(ingest_batch_messages=2)
+    analyzer, indexer = PassThroughAnalyzer(), SealingIndexer()
+    p = Pipeline(settings, analyzer=analyzer, decomposer=OfflineDecomposer(), indexer=indexer)  # type: ignore[arg-type]
+    sessions = [f"s{n}" for n in range(5)]
+    messages = []
+    for s in sessions:
+        first = message(0, session=s, embedding=[1.0, 0.0])
+        last = message(1, session=s, embedding=[0.0, 1.0]).model_copy(update={"ends_session": True})
+        messages += [first, last]
+    held: list[int] = []
+    p.ingest_analyzed(
+        iter(messages), IngestReport(), progress=lambda _: held.append(len(p.sessions.histories))
+    )
+    assert held == [0] * len(sessions)
+    assert not p.sessions.buffers

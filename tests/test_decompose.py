@@ -17,9 +17,10 @@ pytestmark = pytest.mark.slow
 T0 = datetime(2026, 1, 12, 20, 0, tzinfo=UTC)
 
 
-def analysed(nlp, turns: list[tuple[str, str]]) -> Window:  # type: ignore[no-untyped-def]
+def analysed(nlp, turns: list[tuple[str, str]], assistants: frozenset[str] = frozenset()) -> Window:  # type: ignore[no-untyped-def]
     msgs = []
     for i, (speaker, text) in enumerate(turns):
+        role = Role.ASSISTANT if speaker in assistants else Role.USER
         split = split_code(text)
         sents = [
             s.model_copy(update={"informative": is_informative(s, speaker)})
@@ -31,7 +32,7 @@ def analysed(nlp, turns: list[tuple[str, str]]) -> Window:  # type: ignore[no-un
                 session_id="s",
                 message_id=f"m{i}",
                 speaker=speaker,
-                role=Role.USER,
+                role=role,
                 ts=T0 + timedelta(minutes=i),
                 text=text,
                 prose=split.prose,
@@ -342,3 +343,29 @@ def test_a_number_fragment_opens_the_statement_after_it(nlp) -> None:  # type: i
     """ "2:04:37." alone is no statement; dropped, the race time would be lost."""
     found = texts(nlp, [("Sam", "2:04:37. no knee pain, walked the water stations like the physio said.")])
     assert any("2:04:37. no knee pain, walked the water stations" in t for t in found), found
+
+
+ASKED_FOR_RECIPES = [
+    ("User", "Do you have any recipes for making yogurt in a slow cooker? Thanks!"),
+    ("Bot", "Sure: heat the milk on low for two hours, then add a spoon of live yogurt."),
+]
+
+
+def test_what_a_user_asks_an_assistant_is_a_memory_of_their_interests(nlp) -> None:  # type: ignore[no-untyped-def]
+    """A user's request to an assistant is kept as asked, in the user's role; the assistant's answer
+    is its own memory, in the assistant's."""
+    units = units_of_roles(nlp, ASKED_FOR_RECIPES, frozenset({"Bot"}))
+    request = next(u for u in units if u.source_ids == ["m0"])
+    assert request.text == "User asked Bot: Do you have any recipes for making yogurt in a slow cooker?"
+    assert request.role == Role.USER and "yogurt" in request.keywords
+    assert {u.role for u in units if u.source_ids == ["m1"]} == {Role.ASSISTANT}
+
+
+def test_a_question_between_people_is_no_memory(nlp) -> None:  # type: ignore[no-untyped-def]
+    """Between two people the answer states the fact; the question alone would be noise."""
+    units = units_of_roles(nlp, ASKED_FOR_RECIPES, frozenset())
+    assert [u.source_ids for u in units] == [["m1"]]
+
+
+def units_of_roles(nlp, turns, assistants: frozenset[str]):  # type: ignore[no-untyped-def]
+    return [d.unit for d in OfflineDecomposer().decompose(analysed(nlp, turns, assistants)).units]

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from simplemem.processors.retrieval.retriever import Boosts, favour_within
+import pytest
+
+from simplemem.processors.retrieval.retriever import Boosts, asked_role, favour_within
+from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 
 def unit(
-    uid: str, event_time: str | None = None, speaker: str | None = None, text: str | None = None
+    uid: str,
+    event_time: str | None = None,
+    speaker: str | None = None,
+    text: str | None = None,
+    role: Role = Role.USER,
 ) -> MemoryUnit:
     return MemoryUnit(
         id=uid,
@@ -20,6 +27,7 @@ def unit(
         stated_at=datetime(2026, 3, 1, tzinfo=UTC).isoformat(),
         event_time=event_time,
         speaker=speaker,
+        role=role,
     )
 
 
@@ -44,6 +52,44 @@ def test_what_the_named_person_said_themselves_is_lifted() -> None:
     boosted = Boosts(speakers=frozenset({"melanie"}), speaker=0.1).apply(ranked, units)
     assert [uid for uid, _ in boosted] == ["own", "about", "user"]
     assert Boosts(speakers=frozenset({"priya"}), speaker=0.1).apply(ranked, units) == ranked  # never speaks
+
+
+@pytest.mark.parametrize(
+    ("query", "role"),
+    [
+        ("How long have I been working in my current role?", Role.USER),
+        ("What time do I wake up on Saturday mornings?", Role.USER),
+        ("I’ve been struggling with my slow cooker. Any advice?", Role.USER),
+        ("Can you remind me of the hostel you recommended?", Role.ASSISTANT),
+        ("I was going through our previous chat: which venue was last?", Role.ASSISTANT),
+        ("Which game did you say dancers perform at powwows?", Role.ASSISTANT),
+        ("What did Melanie paint?", None),
+        ("Which seeds were started first, the tomatoes or the marigolds?", None),
+    ],
+)
+def test_the_role_a_question_is_about(query: str, role: Role | None) -> None:
+    assert asked_role(query) == role
+
+
+def test_what_the_asked_role_said_is_lifted() -> None:
+    units = {
+        u.id: u
+        for u in (
+            unit("answer", role=Role.ASSISTANT),
+            unit("own", role=Role.USER),
+            unit("list", role=Role.ASSISTANT),
+        )
+    }
+    ranked = [("answer", 0.9), ("list", 0.8), ("own", 0.7)]
+    assert [uid for uid, _ in Boosts(asked=Role.USER, role=0.3).apply(ranked, units)] == [
+        "own",
+        "answer",
+        "list",
+    ]
+    lifted = Boosts(asked=Role.ASSISTANT, role=0.3).apply(ranked, units)
+    assert [uid for uid, _ in lifted] == ["answer", "list", "own"]
+    assert [round(sc, 6) for _, sc in lifted] == [1.2, 1.1, 0.7]
+    assert Boosts(asked=None, role=0.3).apply(ranked, units) == ranked
 
 
 def test_no_boost_keeps_the_order() -> None:

@@ -7,6 +7,8 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from simplemem.schemas.events import Role
+
 
 class MemoryKind(StrEnum):
     FACT = "fact"
@@ -54,6 +56,10 @@ class MemoryUnit(UnitContent):
     kind: MemoryKind = MemoryKind.FACT
     stated_at: str = Field(description="ISO-8601 time of the message that stated it")
     speaker: str | None = None
+    role: Role = Field(
+        Role.USER,
+        description="the speaker's role: a question about the user's own life favours what the user said",
+    )
     context: str | None = Field(
         None, description="the message around the statement (for code: its prose); searched, not returned"
     )

@@ -217,6 +217,13 @@ class Settings(BaseSettings):
         description="added to the fused score of a memory said by a person the query names (first-hand), "
         "on top of person_boost; 0 turns it off",
     )
+    role_boost: float = Field(
+        0.3,
+        ge=0.0,
+        le=1.0,
+        description="added to the fused score of a memory said in the role a question is about: the user's "
+        "for a question in the first person, the assistant's for one that recalls what it said; 0 turns it off",
+    )
     event_time_boost: float = Field(
         0.2,
         ge=0.0,

@@ -154,6 +154,7 @@ class BufferedTurn(BaseModel):
     session_id: str
     message_id: str
     speaker: str
+    role: Role = Role.USER
     text: str
     ts: datetime
     vector: Vector = Field(default_factory=list)

@@ -29,6 +29,7 @@ from simplemem.processors.language.coref import PeopleTracker, pronoun_gender
 from simplemem.processors.language.structure import item_marker
 from simplemem.processors.language.temporal import Anchor, find_anchors
 from simplemem.processors.language.tense import past_at
+from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage, Sentence, Token, Window
 
@@ -198,6 +199,10 @@ class OfflineDecomposer:
             if not is_new:
                 continue
             count = 0
+            request = _request_to_assistant(window.messages, idx, addressee)
+            if request is not None:
+                result.units.append(DraftUnit(self._request_unit(message, addressee or "", request)))
+                count += 1
             for code in message.code_blocks:
                 result.units.append(DraftUnit(self._code_unit(message, code)))
                 count += 1
@@ -221,10 +226,30 @@ class OfflineDecomposer:
             source_ids=[message.message_id],
             stated_at=message.ts.isoformat(),
             speaker=message.speaker,
+            role=message.role,
             persons=[message.speaker],
             context=f"{message.speaker}: {message.prose}" if message.prose else None,
             session_id=message.session_id,
             keywords=["code"],
+        )
+
+    def _request_unit(
+        self, message: AnalyzedMessage, assistant: str, questions: list[Sentence]
+    ) -> MemoryUnit:
+        """What a user asked an assistant for: in an assistant history the user's requests are most of
+        what they say about their interests ("Do you have recipes for yogurt in a slow cooker?"), and a
+        later "any advice on my slow cooker?" should find them. Kept as asked, under the speaker's name."""
+        return MemoryUnit.build(
+            tenant_id=message.tenant_id,
+            text=f"{message.speaker} asked {assistant}: {' '.join(q.text.strip() for q in questions)}",
+            kind=MemoryKind.FACT,
+            source_ids=[message.message_id],
+            stated_at=message.ts.isoformat(),
+            speaker=message.speaker,
+            role=message.role,
+            persons=[message.speaker],
+            session_id=message.session_id,
+            keywords=_keywords([t for q in questions for t in q.tokens]),
         )
 
     def _statement_unit(
@@ -259,9 +284,7 @@ class OfflineDecomposer:
             text = f"{message.speaker}: {text}"
         spans = _entity_spans(tokens)
         location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
-        keywords = _unique(
-            [t.text.lower() for t in tokens if t.pos in KEYWORD_POS and t.text.lower() not in STOP_KEYWORDS]
-        )[:MAX_KEYWORDS]
+        keywords = _keywords(tokens)
         unit = MemoryUnit.build(
             tenant_id=message.tenant_id,
             text=text,
@@ -270,6 +293,7 @@ class OfflineDecomposer:
             event_time=anchors[0].value if anchors else None,
             stated_at=message.ts.isoformat(),
             speaker=message.speaker,
+            role=message.role,
             persons=persons,
             entities=_unique([s for s, _ in spans]),
             keywords=keywords,
@@ -384,6 +408,27 @@ def _question_before(messages: list[AnalyzedMessage], idx: int) -> tuple[str, st
     prev = messages[idx - 1]
     questions = [s.text for s in prev.sentences if is_question(s) and has_content(s)]
     return (f"{prev.speaker}: {' '.join(questions)}", prev.message_id) if questions else None
+
+
+def _keywords(tokens: list[Token]) -> list[str]:
+    return _unique(
+        [t.text.lower() for t in tokens if t.pos in KEYWORD_POS and t.text.lower() not in STOP_KEYWORDS]
+    )[:MAX_KEYWORDS]
+
+
+def _request_to_assistant(
+    messages: list[AnalyzedMessage], idx: int, addressee: str | None
+) -> list[Sentence] | None:
+    """A user's questions with content to an assistant (the window's addressee speaks as one); None
+    for other messages. Questions between people ("What did you paint?") stay out: they ask about
+    the other's life, which the answer states."""
+    message = messages[idx]
+    if message.role != Role.USER or addressee is None:
+        return None
+    if not any(m.speaker == addressee and m.role == Role.ASSISTANT for m in messages):
+        return None
+    asked = [s for s in message.sentences if is_question(s) and has_content(s)]
+    return asked or None
 
 
 def _addressee(speakers: list[str], idx: int) -> str | None:

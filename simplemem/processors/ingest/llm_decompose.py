@@ -67,6 +67,7 @@ class LlmDecomposer:
                 event_time=item.event_time,
                 stated_at=first.ts.isoformat(),
                 speaker=first.speaker,
+                role=first.role,
                 persons=item.persons,
                 entities=item.entities,
                 keywords=item.keywords,

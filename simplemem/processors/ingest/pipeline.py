@@ -416,6 +416,9 @@ class Pipeline:
         for message in messages:
             windows.extend(self.sessions.add(message, now))
         self.run_windows(windows, report)
+        # A session that ended in this batch has had its last windows judged: its history goes now,
+        # not at the end of the input (an ingest of 60 histories kept 2,900 sessions' vectors: 5.5 GB).
+        self.sessions.forget_closed()
 
 
 def _latest_versions(results: Sequence[WindowResult]) -> list[WindowResult]:
@@ -443,6 +446,7 @@ def buffered_turns(messages: Sequence[AnalyzedMessage]) -> list[BufferedTurn]:
             session_id=m.session_id,
             message_id=m.message_id,
             speaker=m.speaker,
+            role=m.role,
             text=m.text,
             ts=m.ts,
             vector=m.embedding,

@@ -141,6 +141,7 @@ def summarise(tenant_id: str, originals: Sequence[MemoryUnit], vectors: Vector) 
         event_time=f"{first}/{last}",
         stated_at=latest.stated_at,
         speaker=min(speakers, key=lambda s: (-speakers[s], s)) if speakers else None,
+        role=Counter(u.role for u in originals).most_common(1)[0][0],
         persons=persons,
         entities=sorted({e for u in originals for e in u.entities}),
         keywords=[t for t, _ in usual[:MAX_USUAL_TERMS]],

@@ -52,6 +52,7 @@ from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
+from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult, RetrievedMemory
 from simplemem.schemas.settings import Settings
@@ -78,6 +79,26 @@ GATHER_CUES = re.compile(
     re.I,
 )
 _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
+# Whose words a question is about. One that recalls what the assistant said ("remind me", "you
+# recommended", "our previous chat") favours the assistant's statements; one in the first person
+# ("my", "I did") the user's: the user asks about their own life, and in an assistant history the
+# assistant's long answers outnumber what the user said about themselves ten to one. Limits: only
+# English forms; a first-person question about what the assistant said without these words
+# ("What was that hotel?") favours the user's lines.
+ASSISTANT_RECALL = re.compile(
+    r"\b(remind me|our (?:previous|last|earlier|past) (?:conversation|chat|discussion|session)|"
+    r"you (?:mentioned|said|told|recommended|suggested|provided|gave|listed|shared|described|explained|"
+    r"outlined|wrote)|did you (?:say|mention|recommend|suggest)|we (?:discussed|talked|outlined|covered))\b",
+    re.I,
+)
+FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.I)
+
+
+def asked_role(query: str) -> Role | None:
+    """The role whose statements a question is about (see :data:`ASSISTANT_RECALL`), or None."""
+    if ASSISTANT_RECALL.search(query):
+        return Role.ASSISTANT
+    return Role.USER if FIRST_PERSON.search(query.replace("’", "'")) else None
 
 
 # (weight, saturation) per feature: a feature counts fully at its saturation value. Calibrated on
@@ -210,20 +231,25 @@ class Boosts:
 
     ``event``: for a question about time, a memory with an ``event_time`` (one anchored wrongly at
     ingestion is favoured all the same); ``speaker``: a memory said by one of ``speakers`` (the
-    lower-cased persons the query names)."""
+    lower-cased persons the query names); ``role``: a memory said in the role the question is about
+    (:func:`asked_role`)."""
 
     event: float = 0.0
     speakers: frozenset[str] = frozenset()
     speaker: float = 0.0
+    asked: Role | None = None
+    role: float = 0.0
 
     def of(self, unit: MemoryUnit) -> float:
         bonus = self.event if unit.event_time else 0.0
         if unit.speaker and unit.speaker.lower() in self.speakers:
             bonus += self.speaker
+        if self.asked is not None and unit.role == self.asked:
+            bonus += self.role
         return bonus
 
     def apply(self, ranked: list[tuple[str, float]], units: dict[str, MemoryUnit]) -> list[tuple[str, float]]:
-        if not self.event and not (self.speaker and self.speakers):
+        if not self.event and not (self.speaker and self.speakers) and not (self.role and self.asked):
             return ranked
         boosted = [(uid, sc + self.of(units[uid]) if uid in units else sc) for uid, sc in ranked]
         return sorted(boosted, key=lambda kv: (-kv[1], kv[0]))
@@ -295,7 +321,13 @@ class Retriever:
             )
         replaced: dict[str, MemoryUnit] = {}
         transient = {uid: u for uid, (u, _) in recent.items()}
-        boosts = Boosts(event=event_boost, speakers=frozenset(names), speaker=s.speaker_boost)
+        boosts = Boosts(
+            event=event_boost,
+            speakers=frozenset(names),
+            speaker=s.speaker_boost,
+            asked=asked_role(request.query),
+            role=s.role_boost,
+        )
         per_message = 1 if gather else s.units_per_message
         chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, boosts, per_message)
         if not gather:
@@ -406,6 +438,7 @@ class Retriever:
                     stated_at=t.ts.isoformat(),
                     event_time=anchors[0].value if anchors else None,
                     speaker=t.speaker,
+                    role=t.role,
                     session_id=t.session_id,
                 )
                 hits[uid] = (unit, score)
