@@ -85,3 +85,18 @@ def test_a_huge_best_code_block_comes_cut_and_marked_rather_than_nothing() -> No
     assert shown.text.startswith("value_1 = transform(value_0, factor=1)")
     assert shown.text.endswith("(code cut to fit the context)")
     assert COUNT(render([shown])) <= 200
+
+
+def test_the_budget_is_filled_and_held_when_lines_render_longer_than_counted() -> None:
+    """Lines are counted one by one; the rendered string (here with a note on every line, as the
+    knowledge-update notes add) is checked exactly, and the lowest-ranked leave until it fits."""
+    ranked = [unit(f"u{i}", f"User went to place number {i} and liked it.", i % 3) for i in range(60)]
+    budget = Budget(total=200, per_unit=60, count=COUNT)
+    plain = fit(ranked, "where did the user go", budget, render)
+    assert 200 - COUNT(render(plain)) < COUNT(ranked[0].text)  # no room left for one more line
+
+    def noted(units: list[MemoryUnit]) -> str:
+        return build_context(units, {u.id: "(outdated: changed 2026-03-09)" for u in units})
+
+    shown = fit(ranked, "where did the user go", budget, noted)
+    assert COUNT(noted(shown)) <= 200 < COUNT(noted(shown + ranked[len(shown) : len(shown) + 1]))

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from simplemem.processors.ingest.embedding import unit_mean
 from simplemem.processors.language.coref import PeopleTracker, pronoun_gender
@@ -220,17 +221,12 @@ class OfflineDecomposer:
 
     def _code_unit(self, message: AnalyzedMessage, code: str) -> MemoryUnit:
         return MemoryUnit.build(
-            tenant_id=message.tenant_id,
             text=code,
             kind=MemoryKind.CODE,
-            source_ids=[message.message_id],
-            stated_at=message.ts.isoformat(),
-            speaker=message.speaker,
-            role=message.role,
             persons=[message.speaker],
             context=f"{message.speaker}: {message.prose}" if message.prose else None,
-            session_id=message.session_id,
             keywords=["code"],
+            **_said_in(message),
         )
 
     def _request_unit(
@@ -240,16 +236,11 @@ class OfflineDecomposer:
         what they say about their interests ("Do you have recipes for yogurt in a slow cooker?"), and a
         later "any advice on my slow cooker?" should find them. Kept as asked, under the speaker's name."""
         return MemoryUnit.build(
-            tenant_id=message.tenant_id,
             text=f"{message.speaker} asked {assistant}: {' '.join(q.text.strip() for q in questions)}",
             kind=MemoryKind.FACT,
-            source_ids=[message.message_id],
-            stated_at=message.ts.isoformat(),
-            speaker=message.speaker,
-            role=message.role,
             persons=[message.speaker],
-            session_id=message.session_id,
             keywords=_keywords([t for q in questions for t in q.tokens]),
+            **_said_in(message),
         )
 
     def _statement_unit(
@@ -286,20 +277,15 @@ class OfflineDecomposer:
         location = next((s for s, label in spans if label in ("GPE", "LOC", "FAC")), None)
         keywords = _keywords(tokens)
         unit = MemoryUnit.build(
-            tenant_id=message.tenant_id,
             text=text,
             kind=MemoryKind.FACT,
-            source_ids=[message.message_id],
             event_time=anchors[0].value if anchors else None,
-            stated_at=message.ts.isoformat(),
-            speaker=message.speaker,
-            role=message.role,
             persons=persons,
             entities=_unique([s for s, _ in spans]),
             keywords=keywords,
             topic=keywords[0] if keywords else None,
             location=location,
-            session_id=message.session_id,
+            **_said_in(message),
             context="\n".join(
                 c
                 for c in (asked and asked[0], message.prose if len(group) < len(message.sentences) else None)
@@ -408,6 +394,18 @@ def _question_before(messages: list[AnalyzedMessage], idx: int) -> tuple[str, st
     prev = messages[idx - 1]
     questions = [s.text for s in prev.sentences if is_question(s) and has_content(s)]
     return (f"{prev.speaker}: {' '.join(questions)}", prev.message_id) if questions else None
+
+
+def _said_in(message: AnalyzedMessage) -> dict[str, Any]:
+    """The fields every unit takes from the one message it came from."""
+    return {
+        "tenant_id": message.tenant_id,
+        "source_ids": [message.message_id],
+        "stated_at": message.ts.isoformat(),
+        "speaker": message.speaker,
+        "role": message.role,
+        "session_id": message.session_id,
+    }
 
 
 def _keywords(tokens: list[Token]) -> list[str]:

@@ -92,17 +92,25 @@ def fit(
     render: Callable[[list[MemoryUnit]], str],
 ) -> list[MemoryUnit]:
     """The memories (their shown text in place of the full one) whose rendered context fits the
-    budget: greedily in rank order, then checked on the exact string."""
+    budget: greedily in rank order on each line's count and its day's header (counting the whole
+    context again for every candidate was a tenth of a query's time), then checked on the exact
+    string, the lowest-ranked leaving until it fits."""
     chosen: list[MemoryUnit] = []
+    days: set[str] = set()
+    used = 0
     for unit in ranked:
         shown = unit.model_copy(update={"text": shown_text(unit, query, budget)})
-        trial = [*chosen, shown]
-        if budget.count(render(trial)) <= budget.total:
-            chosen = trial
+        day = unit.stated_at[:10]
+        # a line's end merges with its last token (".\n" is one), a header's with its bracket
+        cost = budget.count(shown.text) + (0 if day in days else budget.count(f"[{day}]\n"))
+        if used + cost <= budget.total:
+            chosen.append(shown)
+            days.add(day)
+            used += cost
         elif not chosen and unit.kind == MemoryKind.CODE:
             cut = _cut_code(unit.text, budget.total - budget.count(render([])) - 16, budget.count)
             if cut is not None:
-                chosen = [unit.model_copy(update={"text": cut})]
+                chosen, used = [unit.model_copy(update={"text": cut})], budget.total
     while chosen and budget.count(render(chosen)) > budget.total:
         chosen.pop()
     return chosen
