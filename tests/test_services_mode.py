@@ -447,6 +447,30 @@ def test_opensearch_stores_a_shared_context_once_and_drops_it_with_its_last_unit
     assert contexts() == 0
 
 
+def test_a_range_also_admits_what_was_said_within_it(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    """OpenSearch and Milvus read ``or_stated`` as the embedded stores do (tests/test_stores.py)."""
+    import numpy as np
+
+    from tests.test_stores import said_within, unit
+
+    rt = services_runtime
+    undated, dated = (
+        unit("said-tenant", "Jordan played tennis"),
+        unit("said-tenant", "Jordan skied", "2026-02-15"),
+    )
+    vectors = np.eye(rt.embedder.dim, dtype=np.float32)[:2]
+    rt.lexical.upsert([undated, dated])
+    rt.vectors.upsert([undated, dated], vectors)
+    rt.vectors.flush()
+    rt.lexical.client.indices.refresh(index=rt.lexical.index)
+    said_within(
+        lambda f: {h.id for h in rt.lexical.search("said-tenant", "Jordan", 10, f)}, undated.id, dated.id
+    )
+    said_within(
+        lambda f: {h.id for h in rt.vectors.search("said-tenant", vectors[0], 10, f)}, undated.id, dated.id
+    )
+
+
 def test_reconciliation_repairs_milvus_drifting_from_opensearch(services_runtime) -> None:  # type: ignore[no-untyped-def]
     """A vector deleted and an orphan added in the real Milvus, behind the product's back."""
     from tests.reconcile_checks import reconcile_in_process

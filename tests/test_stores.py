@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
 
@@ -36,6 +37,17 @@ def unit(
     )
 
 
+JAN_10 = SymbolicFilter(first_day=date(2026, 1, 10), last_day=date(2026, 1, 10))
+SAID_JAN_10 = SymbolicFilter(first_day=date(2026, 1, 10), last_day=date(2026, 1, 10), or_stated=True)
+
+
+def said_within(search: Callable[[SymbolicFilter], set[str]], undated: str, dated: str) -> None:
+    """A range matches a memory's time (event time, else the day stated); with ``or_stated`` also the
+    day it was stated: ``dated`` happened in February but was said on January 10."""
+    assert search(JAN_10) == {undated}
+    assert search(SAID_JAN_10) == {undated, dated}
+
+
 def test_lexical_store_scoping_filters_and_idempotence(tmp_path: Path) -> None:
     store = SqliteLexicalStore(tmp_path / "lex.sqlite")
     a = unit("t1", "Jordan plays tennis with Marco", persons=["Jordan", "Marco"])
@@ -49,6 +61,7 @@ def test_lexical_store_scoping_filters_and_idempotence(tmp_path: Path) -> None:
     assert store.search("t1", "tennis", 10, SymbolicFilter(names=("aspen",))) == []
     feb = SymbolicFilter(first_day=date(2026, 2, 1), last_day=date(2026, 2, 28))
     assert {h.id for h in store.search("t1", "Jordan", 10, feb)} == {b.id}
+    said_within(lambda f: {h.id for h in store.search("t1", "Jordan", 10, f)}, a.id, b.id)
     assert store.known_names("t1", ["Marco", "Nobody"]) == ["marco"]
     assert store.get("t2", [a.id]) == []  # another tenant's id is invisible
     assert [u.id for u in store.units_from_sources("t1", a.source_ids)] == [a.id]
@@ -131,6 +144,7 @@ def test_milvus_lite_store_scoping_and_idempotence(tmp_path: Path) -> None:
     assert {h.id for h in hits} == {units[0].id, units[1].id}
     march = SymbolicFilter(first_day=date(2026, 3, 1), last_day=date(2026, 3, 31))
     assert [h.id for h in store.search("t1", vectors[1], 10, march)] == [units[1].id]
+    said_within(lambda f: {h.id for h in store.search("t1", vectors[1], 10, f)}, units[0].id, units[1].id)
     store.delete("t1", [units[0].id])
     store.flush()
     assert store.count("t1") == 1
@@ -148,6 +162,7 @@ def test_the_embedded_vector_store_is_exact_scoped_filtered_and_follows_each_wri
     assert [(h.id, round(h.score, 3)) for h in hits] == [(units[1].id, 0.8), (units[0].id, 0.6)]
     march = SymbolicFilter(first_day=date(2026, 3, 1), last_day=date(2026, 3, 31))
     assert [h.id for h in store.search("t1", vectors[0], 10, march)] == [units[1].id]
+    said_within(lambda f: {h.id for h in store.search("t1", vectors[0], 10, f)}, units[0].id, units[1].id)
     before = SymbolicFilter(stated_before=datetime(2026, 1, 1, tzinfo=UTC))
     assert store.search("t1", vectors[0], 10, before) == [], "stated after the question's date"
     archived = units[0].model_copy(update={"status": MemoryStatus.ARCHIVED})

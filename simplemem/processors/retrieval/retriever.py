@@ -296,6 +296,9 @@ class Retriever:
             last_day=last_day,
             stated_before=as_of,
             active_only=not filters.include_archived,
+            # a date in the question may be when it was said ("I mentioned ... a couple of days
+            # ago", "what did I tell you last week"); the API's since/until are event time only
+            or_stated=not explicit_range,
         )
         # With a person filter, part of the semantic pool is filtered out afterwards: fetch more.
         pool = max(s.candidate_pool, k * 3) * (2 if names else 1)

@@ -174,9 +174,11 @@ class MilvusVectorStore:
         if flt.active_only:
             expr.append('status == "active"')
         if flt.first_day is not None and flt.last_day is not None:
-            expr.append(
-                f"event_end >= {flt.first_day.toordinal()} and event_start <= {flt.last_day.toordinal()}"
-            )
+            event = f"event_end >= {flt.first_day.toordinal()} and event_start <= {flt.last_day.toordinal()}"
+            if flt.or_stated:
+                start, end = flt.stated_bounds()
+                event = f"(({event}) or (stated_at >= {start} and stated_at < {end}))"
+            expr.append(event)
         if flt.stated_before is not None:
             expr.append(f"stated_at <= {flt.stated_before.timestamp()}")
         with self._lock:

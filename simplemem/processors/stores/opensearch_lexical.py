@@ -281,8 +281,18 @@ class OpenSearchLexicalStore:
         if flt.active_only:
             filters.append({"term": {"status": MemoryStatus.ACTIVE.value}})
         if flt.first_day is not None and flt.last_day is not None:
-            filters.append({"range": {"event_end": {"gte": flt.first_day.isoformat()}}})
-            filters.append({"range": {"event_start": {"lte": flt.last_day.isoformat()}}})
+            event = [
+                {"range": {"event_end": {"gte": flt.first_day.isoformat()}}},
+                {"range": {"event_start": {"lte": flt.last_day.isoformat()}}},
+            ]
+            if not flt.or_stated:
+                filters += event
+            else:
+                start, end = flt.stated_bounds()
+                stated = {"range": {"stated_at": {"gte": int(start * 1000), "lt": int(end * 1000)}}}
+                filters.append(
+                    {"bool": {"should": [{"bool": {"filter": event}}, stated], "minimum_should_match": 1}}
+                )
         if flt.stated_before is not None:
             filters.append({"range": {"stated_at": {"lte": flt.stated_before.isoformat()}}})
         if flt.names:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Protocol
 
 import numpy as np
@@ -19,13 +19,24 @@ MIN_NAME_PREFIX = 3
 @dataclass(frozen=True)
 class SymbolicFilter:
     """Constraints a memory must meet. Every search also carries its tenant. ``names``: the memory is
-    about one of these persons (lower-cased): it lists them, or its own text names them."""
+    about one of these persons (lower-cased): it lists them, or its own text names them. ``first_day``
+    to ``last_day``: the memory's time (event time, else the day stated) overlaps them, or, with
+    ``or_stated``, it was stated within them ("I mentioned it a couple of days ago")."""
 
     names: Sequence[str] = field(default_factory=tuple)
     first_day: date | None = None
     last_day: date | None = None
     stated_before: datetime | None = None
     active_only: bool = True
+    or_stated: bool = False
+
+    def stated_bounds(self) -> tuple[float, float]:
+        """The range as [start, end) POSIX seconds of its UTC days (the stores keep ``stated_at`` so)."""
+        assert self.first_day is not None and self.last_day is not None
+        start = datetime.combine(self.first_day, time(), UTC)
+        return start.timestamp(), (
+            datetime.combine(self.last_day, time(), UTC) + timedelta(days=1)
+        ).timestamp()
 
 
 @dataclass(frozen=True)

@@ -416,8 +416,11 @@ def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenan
     if flt.active_only:
         sql.append("AND u.status = 'active'")
     if flt.first_day is not None and flt.last_day is not None:
-        sql.append("AND u.event_end >= ? AND u.event_start <= ?")
+        stated = " OR (u.stated_at >= ? AND u.stated_at < ?)" if flt.or_stated else ""
+        sql.append(f"AND ((u.event_end >= ? AND u.event_start <= ?){stated})")
         args += [flt.first_day.toordinal(), flt.last_day.toordinal()]
+        if flt.or_stated:
+            args += list(flt.stated_bounds())
     if flt.stated_before is not None:
         sql.append("AND u.stated_at <= ?")
         args.append(flt.stated_before.timestamp())

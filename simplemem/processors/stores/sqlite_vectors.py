@@ -90,9 +90,13 @@ class TenantRows:
         if flt.active_only:
             mask &= self.active
         if flt.first_day is not None and flt.last_day is not None:
-            mask &= (self.event_end >= flt.first_day.toordinal()) & (
+            within = (self.event_end >= flt.first_day.toordinal()) & (
                 self.event_start <= flt.last_day.toordinal()
             )
+            if flt.or_stated:
+                start, end = flt.stated_bounds()
+                within |= (self.stated_at >= start) & (self.stated_at < end)
+            mask &= within
         if flt.stated_before is not None:
             mask &= self.stated_at <= flt.stated_before.timestamp()
         return np.flatnonzero(mask)
