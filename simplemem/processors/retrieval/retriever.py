@@ -231,8 +231,8 @@ class Boosts:
 
     ``event``: for a question about time, a memory with an ``event_time`` (one anchored wrongly at
     ingestion is favoured all the same); ``speaker``: a memory said by one of ``speakers`` (the
-    lower-cased persons the query names); ``role``: a memory said in the role the question is about
-    (:func:`asked_role`)."""
+    lower-cased persons the query names); ``role``: a memory said in the role ``asked`` (the one the
+    question is about, :func:`asked_role`)."""
 
     event: float = 0.0
     speakers: frozenset[str] = frozenset()
