@@ -392,8 +392,13 @@ def _question_before(messages: list[AnalyzedMessage], idx: int) -> tuple[str, st
     if idx == 0 or messages[idx - 1].speaker == messages[idx].speaker:
         return None
     prev = messages[idx - 1]
-    questions = [s.text for s in prev.sentences if is_question(s) and has_content(s)]
+    questions = [s.text for s in _content_questions(prev)]
     return (f"{prev.speaker}: {' '.join(questions)}", prev.message_id) if questions else None
+
+
+def _content_questions(message: AnalyzedMessage) -> list[Sentence]:
+    """The message's questions that ask about something ("What genre is it?", not "How are you?")."""
+    return [s for s in message.sentences if is_question(s) and has_content(s)]
 
 
 def _said_in(message: AnalyzedMessage) -> dict[str, Any]:
@@ -425,8 +430,7 @@ def _request_to_assistant(
         return None
     if not any(m.speaker == addressee and m.role == Role.ASSISTANT for m in messages):
         return None
-    asked = [s for s in message.sentences if is_question(s) and has_content(s)]
-    return asked or None
+    return _content_questions(message) or None
 
 
 def _addressee(speakers: list[str], idx: int) -> str | None:

@@ -109,8 +109,10 @@ def fit(
             used += cost
         elif not chosen and unit.kind == MemoryKind.CODE:
             cut = _cut_code(unit.text, budget.total - budget.count(render([])) - 16, budget.count)
-            if cut is not None:
-                chosen, used = [unit.model_copy(update={"text": cut})], budget.total
+            if cut is not None:  # the rare path: counted exactly, so smaller memories may still follow
+                chosen = [unit.model_copy(update={"text": cut})]
+                days.add(day)
+                used = budget.count(render(chosen))
     while chosen and budget.count(render(chosen)) > budget.total:
         chosen.pop()
     return chosen
