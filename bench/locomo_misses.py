@@ -51,11 +51,11 @@ class Trace:
         search, select = retriever._search, retriever._select
 
         def traced(
-            tenant: str, query: str, qvec: Any, pool: int, flt: SymbolicFilter
+            tenant: str, query: str, qvec: Any, pool: int, flt: SymbolicFilter, fetched: dict[str, Any]
         ) -> list[tuple[str, float]]:
             if self.flt is None:
                 self.flt, self.args = flt, (tenant, query, qvec, pool)
-            return search(tenant, query, qvec, pool, flt)
+            return search(tenant, query, qvec, pool, flt, fetched)
 
         def selected(tenant: str, ranked: list[tuple[str, float]], *args: Any) -> Any:
             self.ranked = ranked
@@ -84,7 +84,7 @@ def bucket(
     if not ranks:
         flt = trace.flt
         if flt is not None and flt.first_day is not None:
-            unfiltered = trace.search(*trace.args, replace(flt, first_day=None, last_day=None))
+            unfiltered = trace.search(*trace.args, replace(flt, first_day=None, last_day=None), {})
             if ids & {uid for uid, _ in unfiltered}:
                 return "time filtered", None
         return "not in pool", None

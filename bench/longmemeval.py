@@ -103,7 +103,8 @@ def count_scrubbed(pipeline: Pipeline, sink: list[int]) -> None:
             sink.append(sum(len(m.text.encode("utf-8")) for m in prepared))
             return super().embed(prepared)
 
-    pipeline.analyzer = Counting(pipeline.analyzer.preparer, pipeline.analyzer.embedder)
+    was = pipeline.analyzer
+    pipeline.analyzer = Counting(was.preparer, was.embedder, was.assistant_vector_chars)
 
 
 def ingest(rt: Runtime, questions: list[LmeQuestion], encoding: str) -> IngestStats:

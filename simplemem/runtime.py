@@ -216,7 +216,7 @@ class Runtime:
     def analyzer(self) -> MessageAnalyzer:
         from simplemem.processors.ingest.analysis import MessageAnalyzer
 
-        return MessageAnalyzer(self.preparer, self.embedder)
+        return MessageAnalyzer(self.preparer, self.embedder, self.settings.assistant_vector_chars)
 
     @cached_property
     def pipeline(self) -> Pipeline:

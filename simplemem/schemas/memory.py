@@ -76,6 +76,11 @@ class MemoryUnit(UnitContent):
     supersedes: list[str] = Field(
         default_factory=list, description="the older memories this one superseded (undone if it is forgotten)"
     )
+    has_vector: bool = Field(
+        True,
+        description="in the vector store; False: searched by its words only (a long answer's later "
+        "statements: its first carries the answer's vector)",
+    )
     archived_in: str | None = Field(
         None, description="an archived memory: the abstract that consolidated it (provenance both ways)"
     )

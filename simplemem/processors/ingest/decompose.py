@@ -207,15 +207,17 @@ class OfflineDecomposer:
             for code in message.code_blocks:
                 result.units.append(DraftUnit(self._code_unit(message, code)))
                 count += 1
+            statements = []
             for group in statement_groups(message.sentences):
                 mentioned = [m.name for s in group for m in numbers[id(s)][1] if m.listed]
                 refer = _Referents(people, {message.speaker, addressee or ""})
-                result.units.append(
+                statements.append(
                     self._statement_unit(
                         message, group, addressee, [numbers[id(s)][0] for s in group], refer, mentioned, asked
                     )
                 )
-                count += 1
+            result.units += _one_vector_per_answer(message, statements)
+            count += len(statements)
             result.units_per_message[message.message_id] = count
         return result
 
@@ -296,6 +298,19 @@ class OfflineDecomposer:
         )
         vector = unit_mean([s.embedding for s in group])
         return DraftUnit(unit, vector.tolist() if vector is not None else None)
+
+
+def _one_vector_per_answer(message: AnalyzedMessage, statements: list[DraftUnit]) -> list[DraftUnit]:
+    """A message embedded once by its head (a long answer: ``analysis.answer_head``) has that vector
+    on its first statement; the others are searched by their words."""
+    embedded_by_head = bool(message.embedding) and not any(s.embedding for s in message.sentences)
+    if not embedded_by_head or not statements:
+        return statements
+    first, rest = statements[0], statements[1:]
+    return [
+        DraftUnit(first.unit, list(message.embedding)),
+        *(DraftUnit(d.unit.model_copy(update={"has_vector": False})) for d in rest),
+    ]
 
 
 ReferentAt = Callable[[str, int], str | None]

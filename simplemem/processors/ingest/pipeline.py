@@ -106,17 +106,18 @@ class Indexer:
         return removed
 
     def _write(self, drafts: Sequence[DraftUnit]) -> None:
-        missing = [i for i, d in enumerate(drafts) if d.vector is None]
-        fresh = self.embedder.encode([embed_text(drafts[i].unit) for i in missing])
-        matrix = np.zeros((len(drafts), self.embedder.dim), dtype=np.float32)
+        embedded = [d for d in drafts if d.unit.has_vector]
+        missing = [i for i, d in enumerate(embedded) if d.vector is None]
+        fresh = self.embedder.encode([embed_text(embedded[i].unit) for i in missing])
+        matrix = np.zeros((len(embedded), self.embedder.dim), dtype=np.float32)
         for row, i in enumerate(missing):
             matrix[i] = fresh[row]
-        for i, d in enumerate(drafts):
+        for i, d in enumerate(embedded):
             if d.vector is not None:
                 matrix[i] = np.asarray(d.vector, dtype=np.float32)
-        units = [d.unit for d in drafts]
-        self.vectors.upsert(units, matrix)
-        self.lexical.upsert(units)
+        if embedded:
+            self.vectors.upsert([d.unit for d in embedded], matrix)
+        self.lexical.upsert([d.unit for d in drafts])
 
 
 class Pipeline:

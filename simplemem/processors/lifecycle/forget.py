@@ -213,7 +213,7 @@ def save(tenant: str, units: Sequence[MemoryUnit], new_vectors: dict[str, Vector
         return
     kept = stores.vectors.vectors(tenant, [u.id for u in units if u.id not in new_vectors])
     rows = [(u, new_vectors.get(u.id, kept.get(u.id))) for u in units]
-    missing = [u.id for u, v in rows if v is None]
+    missing = [u.id for u, v in rows if v is None and u.has_vector]
     if missing:  # never written to the vector store (a failed write): lexical only
         log.warning("%d units have no stored vector; rewritten in the lexical store only", len(missing))
     with_vectors = [(u, v) for u, v in rows if v is not None]

@@ -6,6 +6,7 @@ store wiped and refilled. Per tenant, the ids of both are compared:
 - a unit without its vector is searched by BM25 only: its vector is written again, from its text
   (a fact's vector was the mean of its sentences' vectors; its own text's vector is close to it and
   finds it again);
+- a unit searched by its words only by design (``has_vector`` false) is not a drift;
 - a vector without its unit (a unit that was deleted, or never written) is deleted: no search may
   return what the document store does not hold.
 
@@ -38,13 +39,14 @@ class Drift:
 
 def find_drift(tenant_id: str, lexical: LexicalStore, vectors: VectorStore, batch: int) -> Drift:
     """The ids that one store has and the other has not (both read whole, ``batch`` at a time)."""
-    unit_ids = {u.id for page in lexical.iter_units(tenant_id, batch) for u in page}
+    units = [u for page in lexical.iter_units(tenant_id, batch) for u in page]
+    unit_ids = {u.id for u in units}
     vector_ids = {i for page in vectors.ids(tenant_id, batch) for i in page}
     return Drift(
         tenant_id,
         units=len(unit_ids),
         vectors=len(vector_ids),
-        missing_vectors=sorted(unit_ids - vector_ids),
+        missing_vectors=sorted({u.id for u in units if u.has_vector} - vector_ids),
         orphan_vectors=sorted(vector_ids - unit_ids),
     )
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from functools import lru_cache, partial
@@ -307,11 +308,14 @@ class Retriever:
         # the person filter already holds the names, so the query is embedded without them too.
         stripped = _without(request.query, named)
         qvec = self.embedder.encode([stripped])[0]
-        ranked = self._search(tenant, stripped, qvec, pool, flt)
+        fetched: dict[str, MemoryUnit] = {}  # units read while ranking, not read again to select
+        ranked = self._search(tenant, stripped, qvec, pool, flt, fetched)
         if first_day is not None and not explicit_range and (s.date_boost or len(ranked) < s.k_min):
             # A date that matches (almost) nothing was misremembered or refers to when something was
             # said rather than when it happened: an answer without the date beats an empty one.
-            wide = self._search(tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None))
+            wide = self._search(
+                tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None), fetched
+            )
             ranked = favour_within(wide, ranked, s.date_boost) if s.date_boost else wide
         recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
         if explicit_range or (filters.kinds and MemoryKind.FACT not in filters.kinds):
@@ -323,7 +327,7 @@ class Retriever:
                 [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
             )
         replaced: dict[str, MemoryUnit] = {}
-        transient = {uid: u for uid, (u, _) in recent.items()}
+        transient = {**fetched, **{uid: u for uid, (u, _) in recent.items()}}
         boosts = Boosts(
             event=event_boost,
             speakers=frozenset(names),
@@ -379,30 +383,60 @@ class Retriever:
         )
 
     def _search(
-        self, tenant: str, query: str, qvec: np.ndarray, pool: int, flt: SymbolicFilter
+        self,
+        tenant: str,
+        query: str,
+        qvec: np.ndarray,
+        pool: int,
+        flt: SymbolicFilter,
+        fetched: dict[str, MemoryUnit],
     ) -> list[tuple[str, float]]:
-        """Candidates from both indexes under the symbolic filter, fused and ranked."""
+        """Candidates from both indexes under the symbolic filter, fused and ranked (units read on
+        the way are kept in ``fetched``)."""
         size = self.settings.store_expression_terms
-        semantic = self.vectors.search(tenant, qvec, pool, replace(flt, names=()))
+        # Both indexes search every memory; those about the question's persons are boosted after.
+        # (BM25 used to search only the memories about them: a place taken for a nickname, "the
+        # Vatican" for "Caffè Vaticano", then hid every statement found by its words alone.)
+        anyone = replace(flt, names=())
+        semantic = self.vectors.search(tenant, qvec, pool, anyone)
+        lexical = batched.search(self.lexical, tenant, query, pool, anyone, size)
         about: set[str] = set()
         if flt.names:
-            ids = [h.id for h in semantic]
+            ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
             about = batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
-        # BM25 over the memories about the persons: their names would only add noise to its terms.
-        lexical = batched.search(self.lexical, tenant, query, pool, flt, size)
-        if flt.names:
-            about.update(h.id for h in lexical)
-        return self._fuse(semantic, lexical, about)
+        return self._fuse(semantic, lexical, about, self._words_only(tenant, semantic, lexical, fetched))
 
-    def _fuse(self, semantic: list[Hit], lexical: list[Hit], about: set[str]) -> list[tuple[str, float]]:
+    def _words_only(
+        self, tenant: str, semantic: list[Hit], lexical: list[Hit], fetched: dict[str, MemoryUnit]
+    ) -> set[str]:
+        """The lexical hits that have no vector to be found by (a long answer's later statements);
+        the units read are kept in ``fetched``."""
+        seen = {h.id for h in semantic}
+        unseen = [h.id for h in lexical if h.id not in seen and h.id not in fetched]
+        fetched.update((u.id, u) for u in self.lexical.get(tenant, unseen))
+        return {h.id for h in lexical if h.id in fetched and not fetched[h.id].has_vector}
+
+    def _fuse(
+        self,
+        semantic: list[Hit],
+        lexical: list[Hit],
+        about: set[str],
+        words_only: AbstractSet[str] = frozenset(),
+    ) -> list[tuple[str, float]]:
+        """Weighted sum of cosine and BM25 (its share of the best). A memory without a vector is
+        ranked on its words alone: the cosine it cannot have is taken as its BM25 share of the best
+        cosine. Otherwise the statements of a long answer, which are found by their words, could
+        never outrank a memory that merely resembles the question."""
         w = self.settings.semantic_weight
         top_bm25 = max((h.score for h in lexical), default=0.0)
+        top_cosine = max((h.score for h in semantic), default=0.0)
         scores: dict[str, float] = {}
         for h in semantic:
             scores[h.id] = w * max(h.score, 0.0)
         for h in lexical:
             norm = h.score / top_bm25 if top_bm25 > 0 else 0.0
-            scores[h.id] = scores.get(h.id, 0.0) + (1 - w) * norm
+            stand_in = w * norm * max(top_cosine, 0.0) if h.id in words_only else 0.0
+            scores[h.id] = scores.get(h.id, 0.0) + (1 - w) * norm + stand_in
         for uid in about & scores.keys():
             scores[uid] += self.settings.person_boost
         return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
