@@ -195,6 +195,19 @@ def test_pid_file_of_the_launcher_before_psutil_still_counts(settings: Settings)
     assert svc.running_pid() == os.getpid()
 
 
+def test_a_service_stays_ours_when_the_wall_clock_steps(settings: Settings) -> None:
+    """A VM resumed or an NTP step moves every creation time psutil derives from the boot time: the
+    pid file's start in clock ticks still names the process (a test run once lost every service so)."""
+    svc = stand_in(free_port())(settings)
+    svc.root.mkdir(parents=True)
+    svc.write_pid(os.getpid())
+    record = json.loads(svc.pid_file.read_text())
+    svc.pid_file.write_text(json.dumps({**record, "created": record["created"] + 3600}))
+    assert svc.running_pid() == os.getpid()
+    svc.pid_file.write_text(json.dumps({**record, "start": record["start"] + 1}))
+    assert svc.running_pid() is None
+
+
 @pytest.mark.usefixtures("register")
 def test_a_taken_port_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, settings: Settings, foreign: list[subprocess.Popen[bytes]]

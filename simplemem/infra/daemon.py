@@ -91,15 +91,17 @@ class Service(ABC):
         """One real request through the client the project uses: True when the service serves."""
 
     # --- pid file --------------------------------------------------------------------------------
-    def recorded(self) -> tuple[int, float | None] | None:
-        """(pid, creation time) from the pid file, or None when there is no readable one."""
+    def recorded(self) -> tuple[int, float | None, int | None] | None:
+        """(pid, creation time, start in clock ticks) from the pid file, or None when there is no
+        readable one. Files of the launcher before psutil hold the ticks only."""
         try:
             data = json.loads(self.pid_file.read_text())
-            if data.get("created") is not None:
-                return int(data["pid"]), float(data["created"])
-            if data.get("start") is not None:  # a pid file of the launcher before psutil
-                return int(data["pid"]), process.create_time_from_ticks(int(data["start"]))
-            return int(data["pid"]), None
+            created, ticks = data.get("created"), data.get("start")
+            return (
+                int(data["pid"]),
+                None if created is None else float(created),
+                None if ticks is None else int(ticks),
+            )
         except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
@@ -108,13 +110,16 @@ class Service(ABC):
         rec = self.recorded()
         if rec is None:
             return None
-        pid, created = rec
-        return pid if process.is_alive(pid, created) else None
+        pid, created, ticks = rec
+        if created is None and ticks is not None and process.start_ticks(pid) is None:
+            created = process.create_time_from_ticks(ticks)  # no /proc to read the ticks from
+        return pid if process.is_alive(pid, created, ticks) else None
 
     def write_pid(self, pid: int) -> None:
         record = {
             "pid": pid,
             "created": process.create_time(pid),
+            "start": process.start_ticks(pid),
             "service": self.name,
             "log": str(self.log_file),
         }

@@ -2,7 +2,9 @@
 
 A pid alone is no identity: the kernel hands the number of a process that exited to the next one, and
 a launcher that trusted its pid file could take an unrelated process for its service, or signal it. So a
-pid file records the process's creation time too, and a pid counts as ours only while both match.
+pid file records when the process started too (clock ticks after boot, which a step of the wall clock
+does not move; its creation time where there are no ticks), and a pid counts as ours only while both
+match.
 
 Every service is started as the leader of its own process group (``start_new_session``), so that the
 group holds exactly what the service started (Milvus's launcher and the C++ server it runs, for one)
@@ -63,19 +65,34 @@ def create_time(pid: int) -> float | None:
         return None
 
 
+def start_ticks(pid: int) -> int | None:
+    """When the process started, in clock ticks after boot (Linux ``/proc/<pid>/stat``, field 22):
+    unlike a creation time in wall-clock seconds, a step of the clock (a VM resumed, NTP) leaves it
+    alone. None where there is no ``/proc`` or no such process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def create_time_from_ticks(ticks: int) -> float:
     """The creation time of a process whose start the launcher recorded before it used psutil (clock
     ticks after boot, as in /proc/<pid>/stat): pid files of services started by then stay valid."""
     return float(psutil.boot_time()) + ticks / os.sysconf("SC_CLK_TCK")
 
 
-def is_alive(pid: int, created: float | None = None) -> bool:
-    """Whether `pid` runs (a zombie does not) and, given `created`, is the process created then."""
+def is_alive(pid: int, created: float | None = None, ticks: int | None = None) -> bool:
+    """Whether `pid` runs (a zombie does not) and is the process started then: by its start in clock
+    ticks when given and readable, else by its creation time when given."""
     _reap(pid)
     try:
         proc = psutil.Process(pid)
         if proc.status() == psutil.STATUS_ZOMBIE:  # exited, only not reaped yet by its parent
             return False
+        now_ticks = start_ticks(pid) if ticks is not None else None
+        if now_ticks is not None:
+            return now_ticks == ticks
         return created is None or abs(proc.create_time() - created) < SAME_PROCESS_SECONDS
     except psutil.Error:  # NoSuchProcess, AccessDenied
         return False
