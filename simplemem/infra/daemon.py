@@ -111,8 +111,6 @@ class Service(ABC):
         if rec is None:
             return None
         pid, created, ticks = rec
-        if created is None and ticks is not None and process.start_ticks(pid) is None:
-            created = process.create_time_from_ticks(ticks)  # no /proc to read the ticks from
         return pid if process.is_alive(pid, created, ticks) else None
 
     def write_pid(self, pid: int) -> None:

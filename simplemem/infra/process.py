@@ -76,12 +76,6 @@ def start_ticks(pid: int) -> int | None:
         return None
 
 
-def create_time_from_ticks(ticks: int) -> float:
-    """The creation time of a process whose start the launcher recorded before it used psutil (clock
-    ticks after boot, as in /proc/<pid>/stat): pid files of services started by then stay valid."""
-    return float(psutil.boot_time()) + ticks / os.sysconf("SC_CLK_TCK")
-
-
 def is_alive(pid: int, created: float | None = None, ticks: int | None = None) -> bool:
     """Whether `pid` runs (a zombie does not) and is the process started then: by its start in clock
     ticks when given and readable, else by its creation time when given."""

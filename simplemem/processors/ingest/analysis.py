@@ -122,14 +122,14 @@ class MessageAnalyzer:
         sentence by sentence, its informative ones (small talk and questions never become units:
         skipping them saves a third of the MiniLM time), or, a long assistant answer, once by its head
         (:func:`answer_head`)."""
+        heads = [answer_head(p, self.assistant_vector_chars) for p in prepared]
         texts: list[str] = []
-        for p in prepared:
-            head = answer_head(p, self.assistant_vector_chars)
+        for p, head in zip(prepared, heads, strict=True):
             texts += [head] if head else [s.text for s in p.sentences if s.informative]
         vectors = self.embedder.encode(texts)
         row = 0
-        for p in prepared:
-            if answer_head(p, self.assistant_vector_chars):
+        for p, head in zip(prepared, heads, strict=True):
+            if head:
                 p.embedding = vectors[row].tolist()
                 row += 1
                 continue

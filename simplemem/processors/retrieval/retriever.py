@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from functools import lru_cache, partial
@@ -327,7 +326,7 @@ class Retriever:
                 [*ranked, *((uid, sc) for uid, (_, sc) in recent.items())], key=lambda kv: (-kv[1], kv[0])
             )
         replaced: dict[str, MemoryUnit] = {}
-        transient = {**fetched, **{uid: u for uid, (u, _) in recent.items()}}
+        known = {**fetched, **{uid: u for uid, (u, _) in recent.items()}}
         boosts = Boosts(
             event=event_boost,
             speakers=frozenset(names),
@@ -336,7 +335,7 @@ class Retriever:
             role=s.role_boost,
         )
         per_message = 1 if gather else s.units_per_message
-        chosen = self._select(tenant, ranked, k, transient, filters, as_of, replaced, boosts, per_message)
+        chosen = self._select(tenant, ranked, k, known, filters, as_of, replaced, boosts, per_message)
         if not gather:
             chosen += self._siblings(tenant, chosen, filters, request.query)
         return self._answer(request, score, k, chosen, replaced, gather)
@@ -421,7 +420,7 @@ class Retriever:
         semantic: list[Hit],
         lexical: list[Hit],
         about: set[str],
-        words_only: AbstractSet[str] = frozenset(),
+        words_only: set[str],
     ) -> list[tuple[str, float]]:
         """Weighted sum of cosine and BM25 (its share of the best). A memory without a vector is
         ranked on its words alone: the cosine it cannot have is taken as its BM25 share of the best
@@ -564,20 +563,21 @@ class Retriever:
         tenant: str,
         ranked: list[tuple[str, float]],
         k: int,
-        transient: dict[str, MemoryUnit] | None = None,
+        known: dict[str, MemoryUnit] | None = None,
         filters: QueryFilters | None = None,
         as_of: datetime | None = None,
         replaced: dict[str, MemoryUnit] | None = None,
         boosts: Boosts | None = None,
         per_message: int | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
+        """The first ``k`` of the ranked head that pass the filters; ``known`` holds the units this
+        query already has (its buffered turns, those read while ranking), not read again."""
         head = ranked[: k * SELECT_HEAD_FACTOR]
         cap = per_message or self.settings.units_per_message
         units = {
-            u.id: u
-            for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (transient or {})])
+            u.id: u for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (known or {})])
         }
-        units.update(transient or {})
+        units.update(known or {})
         if boosts is not None:
             head = boosts.apply(head, units)
         if as_of is not None and replaced is not None:
