@@ -112,7 +112,7 @@ class Units:
     def __init__(self, units: list[MemoryUnit]) -> None:
         self.units = {u.id: u for u in units}
 
-    def get(self, tenant_id: str, ids: list[str]) -> list[MemoryUnit]:
+    def get(self, tenant_id: str, ids: list[str], *, with_context: bool = True) -> list[MemoryUnit]:
         return [self.units[i] for i in ids if i in self.units]
 
 

@@ -441,6 +441,11 @@ def test_opensearch_stores_a_shared_context_once_and_drops_it_with_its_last_unit
     assert {h.id for h in found} == {u.id for u in units}  # a word of the context only
     assert rt.lexical.search("other-tenant", "crampons", 10, SymbolicFilter()) == []
     assert [u.context for u in rt.lexical.get("ctx-tenant", [units[0].id])] == [message]
+    assert [u.context for u in rt.lexical.get("ctx-tenant", [units[0].id], with_context=False)] == [None]
+    assert {
+        u.context
+        for u in rt.lexical.units_from_sources("ctx-tenant", units[0].source_ids, with_context=False)
+    } == {None}
     rt.lexical.delete("ctx-tenant", [units[0].id, units[1].id])
     assert contexts() == 1
     rt.lexical.delete("ctx-tenant", [units[2].id])

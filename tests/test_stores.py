@@ -239,6 +239,13 @@ def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_pa
     # a word found only in the context finds every unit of the message, in the tenant only
     assert {h.id for h in store.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in units}
     assert [u.context for u in store.get("t1", [units[0].id])] == [units[0].context]
+    # a query reads units without their message; the rest of the unit is the same
+    bare = store.get("t1", [units[0].id], with_context=False)
+    assert [u.context for u in bare] == [None]
+    assert bare[0].model_copy(update={"context": units[0].context}) == store.get("t1", [units[0].id])[0]
+    assert {u.context for u in store.units_from_sources("t1", units[0].source_ids, with_context=False)} == {
+        None
+    }
     assert store.page("t1", 0, 10)[0].context == units[0].context
     store.delete("t1", [units[0].id, units[1].id])
     assert db.execute("SELECT count(*) FROM contexts WHERE tenant_id='t1'").fetchone()[0] == 1

@@ -412,7 +412,7 @@ class Retriever:
         the units read are kept in ``fetched``."""
         seen = {h.id for h in semantic}
         unseen = [h.id for h in lexical if h.id not in seen and h.id not in fetched]
-        fetched.update((u.id, u) for u in self.lexical.get(tenant, unseen))
+        fetched.update((u.id, u) for u in self.lexical.get(tenant, unseen, with_context=False))
         return {h.id for h in lexical if h.id in fetched and not fetched[h.id].has_vector}
 
     def _fuse(
@@ -497,7 +497,7 @@ class Retriever:
         have = {u.id for u, _ in chosen}
         sources = list(dict.fromkeys(s for u, _ in chosen for s in u.source_ids))
         by_source: dict[str, list[MemoryUnit]] = {}
-        for unit in self.lexical.units_from_sources(tenant, sources):
+        for unit in self.lexical.units_from_sources(tenant, sources, with_context=False):
             if unit.id not in have and _allowed(unit, filters):
                 by_source.setdefault(unit.source_ids[0], []).append(unit)
         terms = set(query_terms(query))
@@ -519,7 +519,9 @@ class Retriever:
         frontier = {uid: u for uid, u in units.items() if u.superseded_by}
         for _ in range(MAX_UPDATE_HOPS):
             missing = [u.superseded_by for u in frontier.values() if u.superseded_by not in known]
-            known.update((u.id, u) for u in self.lexical.get(tenant, [m for m in missing if m]))
+            known.update(
+                (u.id, u) for u in self.lexical.get(tenant, [m for m in missing if m], with_context=False)
+            )
             step: dict[str, MemoryUnit] = {}
             for old_id, at in frontier.items():
                 newer = known.get(at.superseded_by or "")
@@ -575,7 +577,10 @@ class Retriever:
         head = ranked[: k * SELECT_HEAD_FACTOR]
         cap = per_message or self.settings.units_per_message
         units = {
-            u.id: u for u in self.lexical.get(tenant, [uid for uid, _ in head if uid not in (known or {})])
+            u.id: u
+            for u in self.lexical.get(
+                tenant, [uid for uid, _ in head if uid not in (known or {})], with_context=False
+            )
         }
         units.update(known or {})
         if boosts is not None:

@@ -253,9 +253,14 @@ class OpenSearchLexicalStore:
         helpers.bulk(self.client, actions, refresh="wait_for", raise_on_error=False)
         self._drop_unused_contexts(set(before.values()))
 
-    def _with_contexts(self, tenant_id: str, hits: list[dict[str, Any]]) -> list[MemoryUnit]:
-        """The units of these hits (``_source`` with ``doc`` and ``ctx``), their contexts put back."""
-        hashes = sorted({h["_source"]["ctx"] for h in hits if h["_source"].get("ctx")})
+    def _with_contexts(
+        self, tenant_id: str, hits: list[dict[str, Any]], with_context: bool = True
+    ) -> list[MemoryUnit]:
+        """The units of these hits (``_source`` with ``doc`` and ``ctx``), their contexts put back
+        unless ``with_context`` is false."""
+        hashes = (
+            sorted({h["_source"]["ctx"] for h in hits if h["_source"].get("ctx")}) if with_context else []
+        )
         texts: dict[str, str] = {}
         if hashes:
             docs = [{"_id": _context_id(tenant_id, c), "routing": tenant_id} for c in hashes]
@@ -368,7 +373,7 @@ class OpenSearchLexicalStore:
         }
         return [(h["_id"], h["_source"]["ctx"]) for h in self._search(tenant_id, body)["hits"]["hits"]]
 
-    def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]:
+    def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         if not ids:
             return []
         body = {
@@ -377,7 +382,10 @@ class OpenSearchLexicalStore:
             "query": {"bool": {"filter": [*self._filters(tenant_id), {"ids": {"values": list(ids)}}]}},
         }
         found = {
-            u.id: u for u in self._with_contexts(tenant_id, self._search(tenant_id, body)["hits"]["hits"])
+            u.id: u
+            for u in self._with_contexts(
+                tenant_id, self._search(tenant_id, body)["hits"]["hits"], with_context
+            )
         }
         return [found[i] for i in ids if i in found]
 
@@ -424,11 +432,13 @@ class OpenSearchLexicalStore:
         }
         return {h["_id"] for h in self._search(tenant_id, body)["hits"]["hits"]}
 
-    def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]:
+    def units_from_sources(
+        self, tenant_id: str, source_ids: Sequence[str], *, with_context: bool = True
+    ) -> list[MemoryUnit]:
         if not source_ids:
             return []
         query = {"bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": list(source_ids)}}]}}
-        return self._all_units(tenant_id, query, len(source_ids) * UNITS_PER_MESSAGE_GUESS)
+        return self._all_units(tenant_id, query, len(source_ids) * UNITS_PER_MESSAGE_GUESS, with_context)
 
     def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
         """One aggregation over the messages' ids: no document is read."""
@@ -451,7 +461,9 @@ class OpenSearchLexicalStore:
         }
         return self._all_units(tenant_id, query, len(message_ids) * UNITS_PER_MESSAGE_GUESS)
 
-    def _all_units(self, tenant_id: str, query: dict[str, Any], guess: int) -> list[MemoryUnit]:
+    def _all_units(
+        self, tenant_id: str, query: dict[str, Any], guess: int, with_context: bool = True
+    ) -> list[MemoryUnit]:
         """Every unit matching ``query`` (up to the result window), asking for ``guess`` first."""
         size = max(1, min(guess, MAX_RESULT_WINDOW))
         while True:
@@ -463,7 +475,7 @@ class OpenSearchLexicalStore:
             }
             hits = self._search(tenant_id, body)["hits"]
             if len(hits["hits"]) >= hits["total"]["value"] or size == MAX_RESULT_WINDOW:
-                return self._with_contexts(tenant_id, hits["hits"])
+                return self._with_contexts(tenant_id, hits["hits"], with_context)
             size = min(int(hits["total"]["value"]), MAX_RESULT_WINDOW)
 
     def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:

@@ -90,8 +90,10 @@ def _fields(doc: bytes) -> bytes:
 
 
 def _unit(doc: bytes, context: str | None) -> MemoryUnit:
-    unit = MemoryUnit.model_validate(orjson.loads(_fields(doc)))
-    return unit.model_copy(update={"context": context}) if context is not None else unit
+    fields = orjson.loads(_fields(doc))
+    if context is not None:
+        fields["context"] = context
+    return MemoryUnit.model_validate(fields)
 
 
 class SqliteLexicalStore:
@@ -261,26 +263,33 @@ class SqliteLexicalStore:
             "JOIN contexts c ON c.rowid = contexts_fts.rowid AND c.tenant_id = ? WHERE contexts_fts MATCH ?",
             "ORDER BY s LIMIT ?),",
             "scored AS (SELECT r, s FROM own UNION ALL",
-            f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.tenant_id = ? AND u.ctx = a.hash)",
-            "SELECT u.id, SUM(x.s) AS s FROM scored x JOIN units u ON u.rowid = x.r AND u.tenant_id = ?",
+            f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.tenant_id = ? AND u.ctx = a.hash",
             "WHERE 1",
         ]
-        args += [reach, tenant_id, ctx_match, reach, tenant_id, tenant_id]
+        args += [reach, tenant_id, ctx_match, reach, tenant_id]
         _where_filter(sql, args, flt, tenant_id)
-        sql.append("GROUP BY u.rowid ORDER BY s LIMIT ?")
+        # summed and cut before the ids are read: a context shared by 40 statements adds 40 rows
+        sql += [
+            "), best AS (SELECT r, SUM(s) AS s FROM scored GROUP BY r ORDER BY s LIMIT ?)",
+            "SELECT u.id, b.s FROM best b JOIN units u ON u.rowid = b.r ORDER BY b.s",
+        ]
         args.append(limit)
         with self._lock:
             rows = self._db.execute(" ".join(sql), args).fetchall()
         return [Hit(uid, -float(score)) for uid, score in rows]
 
-    def get(self, tenant_id: str, ids: Sequence[str]) -> list[MemoryUnit]:
+    def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
+        columns = (
+            f"u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT}"
+            if with_context
+            else "id, doc, NULL FROM units u"
+        )
         with self._lock:
             rows = self._db.execute(
-                f"SELECT u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
-                [tenant_id, *ids],
+                f"SELECT {columns} WHERE u.tenant_id=? AND u.id IN ({marks})", [tenant_id, *ids]
             ).fetchall()
         by_id = {uid: _unit(doc, ctx) for uid, doc, ctx in rows}
         return [by_id[i] for i in ids if i in by_id]
@@ -322,8 +331,10 @@ class SqliteLexicalStore:
             ).fetchall()
         return {r[0] for r in rows}
 
-    def units_from_sources(self, tenant_id: str, source_ids: Sequence[str]) -> list[MemoryUnit]:
-        return self.get(tenant_id, self._from_sources("id", tenant_id, source_ids))
+    def units_from_sources(
+        self, tenant_id: str, source_ids: Sequence[str], *, with_context: bool = True
+    ) -> list[MemoryUnit]:
+        return self.get(tenant_id, self._from_sources("id", tenant_id, source_ids), with_context=with_context)
 
     def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
         return set(self._from_sources("source_id", tenant_id, source_ids))
