@@ -257,26 +257,22 @@ class OpenSearchLexicalStore:
         self, tenant_id: str, hits: list[dict[str, Any]], with_context: bool = True
     ) -> list[MemoryUnit]:
         """The units of these hits (``_source`` with ``doc`` and ``ctx``), their contexts put back
-        unless ``with_context`` is false."""
-        hashes = (
-            sorted({h["_source"]["ctx"] for h in hits if h["_source"].get("ctx")}) if with_context else []
-        )
-        texts: dict[str, str] = {}
-        if hashes:
-            docs = [{"_id": _context_id(tenant_id, c), "routing": tenant_id} for c in hashes]
-            for c, d in zip(
-                hashes, self.client.mget(index=self.contexts, body={"docs": docs})["docs"], strict=True
-            ):
-                if d.get("found"):
-                    texts[c] = d["_source"]["text"]
+        unless ``with_context`` is false (validated once, the context in)."""
+        hashes = {h["_source"]["ctx"] for h in hits if h["_source"].get("ctx")}
+        texts = self._context_texts(tenant_id, sorted(hashes)) if with_context else {}
         units = []
         for h in hits:
-            unit = MemoryUnit.model_validate(h["_source"]["doc"])
-            ctx = h["_source"].get("ctx")
-            if ctx in texts:
-                unit = unit.model_copy(update={"context": texts[ctx]})
-            units.append(unit)
+            doc, text = h["_source"]["doc"], texts.get(h["_source"].get("ctx"))
+            units.append(MemoryUnit.model_validate(doc if text is None else {**doc, "context": text}))
         return units
+
+    def _context_texts(self, tenant_id: str, hashes: list[str]) -> dict[str, str]:
+        """Context hash -> its stored text, for the hashes found."""
+        if not hashes:
+            return {}
+        docs = [{"_id": _context_id(tenant_id, c), "routing": tenant_id} for c in hashes]
+        found = self.client.mget(index=self.contexts, body={"docs": docs})["docs"]
+        return {c: d["_source"]["text"] for c, d in zip(hashes, found, strict=True) if d.get("found")}
 
     # --- reads ----------------------------------------------------------------------------------
     def _filters(self, tenant_id: str, flt: SymbolicFilter | None = None) -> list[dict[str, Any]]:
