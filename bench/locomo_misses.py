@@ -48,14 +48,21 @@ class Trace:
     def __init__(self, retriever: Retriever) -> None:
         self.ranked: list[tuple[str, float]] = []
         self.flt: SymbolicFilter | None = None
+        self.weight = 0.0
         search, select = retriever._search, retriever._select
 
         def traced(
-            tenant: str, query: str, qvec: Any, pool: int, flt: SymbolicFilter, fetched: dict[str, Any]
-        ) -> list[tuple[str, float]]:
+            tenant: str,
+            query: str,
+            qvec: Any,
+            pool: int,
+            flt: SymbolicFilter,
+            fetched: dict[str, Any],
+            weight: float,
+        ) -> tuple[list[tuple[str, float]], float]:
             if self.flt is None:
-                self.flt, self.args = flt, (tenant, query, qvec, pool)
-            return search(tenant, query, qvec, pool, flt, fetched)
+                self.flt, self.args, self.weight = flt, (tenant, query, qvec, pool), weight
+            return search(tenant, query, qvec, pool, flt, fetched, weight)
 
         def selected(tenant: str, ranked: list[tuple[str, float]], *args: Any) -> Any:
             self.ranked = ranked
@@ -84,7 +91,8 @@ def bucket(
     if not ranks:
         flt = trace.flt
         if flt is not None and flt.first_day is not None:
-            unfiltered = trace.search(*trace.args, replace(flt, first_day=None, last_day=None), {})
+            wide = replace(flt, first_day=None, last_day=None)
+            unfiltered, _ = trace.search(*trace.args, wide, {}, trace.weight)
             if ids & {uid for uid, _ in unfiltered}:
                 return "time filtered", None
         return "not in pool", None

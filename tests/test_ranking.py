@@ -6,9 +6,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from simplemem.processors.retrieval.retriever import Boosts, asked_role, favour_within
+from simplemem.processors.retrieval.retriever import Boosts, asked_role, favour_within, fuse, fusion_weight
+from simplemem.processors.stores.protocols import Hit
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from simplemem.schemas.settings import Settings
 
 
 def unit(
@@ -185,3 +187,28 @@ def test_questions_that_count_or_order_gather_one_mention_per_message() -> None:
     ranked = [(u.id, 1.0 - n * 0.01) for n, u in enumerate(units)]
     retriever = Retriever(Settings(), Units(units), None, None)  # type: ignore[arg-type]
     assert [u.id for u, _ in retriever._select("t", ranked, 9, per_message=1)] == ["a0", "b0", "c0"]
+
+
+def test_a_vague_question_is_decided_by_meaning_not_by_the_common_word_it_shares() -> None:
+    # "Any tips for my bedroom?": every cosine is low; "dresser" resembles it most, "wifi" merely
+    # says "bedroom" too. As shares, the best cosine counts fully, as the best BM25 does.
+    semantic = [Hit("dresser", 0.30), Hit("wifi", 0.10)]
+    lexical = [Hit("wifi", 8.0)]
+    scores = fuse(semantic, lexical, set(), 0.8)
+    assert scores["dresser"] == pytest.approx(0.8)
+    assert scores["wifi"] == pytest.approx(0.8 * 0.10 / 0.30 + 0.2)
+    assert scores["dresser"] > scores["wifi"]
+
+
+def test_a_memory_without_a_vector_takes_its_bm25_share_for_its_cosine() -> None:
+    scores = fuse(
+        [Hit("resembles", 0.5)], [Hit("statement", 6.0), Hit("other", 3.0)], {"statement", "other"}, 0.5
+    )
+    assert scores == pytest.approx({"resembles": 0.5, "statement": 1.0, "other": 0.5})
+
+
+def test_a_question_about_the_users_own_life_weighs_meaning_more() -> None:
+    s = Settings(semantic_weight=0.5, first_person_semantic_weight=0.8)
+    assert fusion_weight(asked_role("I was thinking about rearranging my bedroom. Any tips?"), s) == 0.8
+    assert fusion_weight(asked_role("What did Melanie paint?"), s) == 0.5
+    assert fusion_weight(asked_role("Can you remind me of the hostel you recommended?"), s) == 0.5

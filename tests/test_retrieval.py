@@ -123,8 +123,11 @@ def test_a_person_named_in_the_query_favours_memories_without_excluding_the_rest
         landed = rt.retriever.query(QueryRequest(tenant_id="t", query="When did Tomas land?"))
         assert landed.memories[0].text == "Tomas landed at noon."
         bowl = rt.retriever.query(QueryRequest(tenant_id="t", query="What did Ines bring as a gift?"))
-        assert "She brought Sam a hand-painted ceramic bowl." in [m.text for m in bowl.memories]
-        assert bowl.memories[0].text == "Sam's sister Ines is coming over from Porto."
+        # the bowl resembles the question most; the memory about Ines is lifted above the others
+        assert {m.text for m in bowl.memories[:2]} == {
+            "She brought Sam a hand-painted ceramic bowl.",
+            "Sam's sister Ines is coming over from Porto.",
+        }
     finally:
         rt.close()
 

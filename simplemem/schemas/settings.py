@@ -201,14 +201,28 @@ class Settings(BaseSettings):
     # --- stage 3: retrieval ---------------------------------------------------------------------
     k_min: int = Field(3, ge=1)
     k_max: int = Field(20, ge=1)
-    semantic_weight: float = Field(0.6, ge=0.0, le=1.0, description="the lexical weight is 1 - this")
+    semantic_weight: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="share of the cosine in the fused score (cosine and BM25 each as a share of the "
+        "query's best); the lexical weight is 1 - this",
+    )
+    first_person_semantic_weight: float = Field(
+        0.8,
+        ge=0.0,
+        le=1.0,
+        description="semantic_weight for a question in the first person (about the user's own life): it "
+        "rewords what the user said ('tips for my bedroom' for 'a new dresser for my bedroom'), and the "
+        "words it shares with the history are the common ones",
+    )
     candidate_pool: int = Field(60, ge=1, description="candidates fetched from each index before fusion")
     person_boost: float = Field(
         0.4,
         ge=0.0,
         le=1.0,
         description="added to the fused score of a memory about a person the query names (a boost, not a "
-        "filter: a memory the NER model did not tag still competes); default: the full lexical share",
+        "filter: a memory the NER model did not tag still competes); below the lexical share (0.5), so a memory that resembles the question far more still ranks above one that merely names the person",
     )
     date_boost: float = Field(
         0.4,

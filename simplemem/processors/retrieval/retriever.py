@@ -129,6 +129,11 @@ def complexity(query: str, names: int) -> float:
     return round(min(max(score, 0.0), 1.0), 4)
 
 
+def share(score: float, best: float) -> float:
+    """``score`` as its share of this query's ``best`` (0 when nothing scored above 0)."""
+    return max(score, 0.0) / best if best > 0 else 0.0
+
+
 def k_for(score: float, k_min: int, k_max: int) -> int:
     return k_min + math.ceil(math.sqrt(score) * (k_max - k_min))
 
@@ -211,6 +216,32 @@ def update_notes(chosen: list[MemoryUnit], replaced: dict[str, MemoryUnit]) -> d
             if newer.id in ids:
                 notes[newer.id] = "(current)"
     return notes
+
+
+def fuse(semantic: list[Hit], lexical: list[Hit], words_only: set[str], w: float) -> dict[str, float]:
+    """Weighted sum (``w`` the semantic share) of cosine and BM25, each as its share of the best
+    of this query. Both are shares: a raw cosine, low for every memory of a vague question, let the
+    BM25 side, whose best is always 1, decide it on the common words the question happened to share
+    ("lately", "weekend", "tips"). A memory in ``words_only`` (no vector) is ranked on its words
+    alone: the cosine share it cannot have is taken as its BM25 share. Otherwise the statements of a
+    long answer, which are found by their words, could never outrank a memory that merely resembles
+    the question."""
+    top_bm25 = max((h.score for h in lexical), default=0.0)
+    top_cosine = max((h.score for h in semantic), default=0.0)
+    scores: dict[str, float] = {}
+    for h in semantic:
+        scores[h.id] = w * share(h.score, top_cosine)
+    for h in lexical:
+        norm = share(h.score, top_bm25)
+        stand_in = w * norm if h.id in words_only else 0.0
+        scores[h.id] = scores.get(h.id, 0.0) + (1 - w) * norm + stand_in
+    return scores
+
+
+def fusion_weight(asked: Role | None, settings: Settings) -> float:
+    """The semantic share of the fused score: ``first_person_semantic_weight`` for a question about
+    the user's own life (:func:`asked_role`), which rewords what they said, else ``semantic_weight``."""
+    return settings.first_person_semantic_weight if asked == Role.USER else settings.semantic_weight
 
 
 def favour_within(
@@ -307,16 +338,23 @@ class Retriever:
         # the person filter already holds the names, so the query is embedded without them too.
         stripped = _without(request.query, named)
         qvec = self.embedder.encode([stripped])[0]
+        asked = asked_role(request.query)
+        weight = fusion_weight(asked, s)
         fetched: dict[str, MemoryUnit] = {}  # units read while ranking, not read again to select
-        ranked = self._search(tenant, stripped, qvec, pool, flt, fetched)
+        ranked, best_cosine = self._search(tenant, stripped, qvec, pool, flt, fetched, weight)
         if first_day is not None and not explicit_range and (s.date_boost or len(ranked) < s.k_min):
             # A date that matches (almost) nothing was misremembered or refers to when something was
             # said rather than when it happened: an answer without the date beats an empty one.
-            wide = self._search(
-                tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None), fetched
+            wide, wide_cosine = self._search(
+                tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None), fetched, weight
             )
+            best_cosine = max(best_cosine, wide_cosine)
             ranked = favour_within(wide, ranked, s.date_boost) if s.date_boost else wide
-        recent = self._buffer_hits(tenant, request.query, qvec, names, as_of) if self.buffer else {}
+        recent = (
+            self._buffer_hits(tenant, request.query, qvec, names, as_of, weight, best_cosine)
+            if self.buffer
+            else {}
+        )
         if explicit_range or (filters.kinds and MemoryKind.FACT not in filters.kinds):
             recent = {}  # a recent turn has no event time yet, and is a statement (a fact)
         if filters.sessions:
@@ -331,7 +369,7 @@ class Retriever:
             event=event_boost,
             speakers=frozenset(names),
             speaker=s.speaker_boost,
-            asked=asked_role(request.query),
+            asked=asked,
             role=s.role_boost,
         )
         per_message = 1 if gather else s.units_per_message
@@ -389,9 +427,10 @@ class Retriever:
         pool: int,
         flt: SymbolicFilter,
         fetched: dict[str, MemoryUnit],
-    ) -> list[tuple[str, float]]:
-        """Candidates from both indexes under the symbolic filter, fused and ranked (units read on
-        the way are kept in ``fetched``)."""
+        weight: float,
+    ) -> tuple[list[tuple[str, float]], float]:
+        """Candidates from both indexes under the symbolic filter, fused with ``weight`` and ranked
+        (units read on the way are kept in ``fetched``), and the best cosine among them."""
         size = self.settings.store_expression_terms
         # Both indexes search every memory; those about the question's persons are boosted after.
         # (BM25 used to search only the memories about them: a place taken for a nickname, "the
@@ -403,7 +442,12 @@ class Retriever:
         if flt.names:
             ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
             about = batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
-        return self._fuse(semantic, lexical, about, self._words_only(tenant, semantic, lexical, fetched))
+        words_only = self._words_only(tenant, semantic, lexical, fetched)
+        best_cosine = max((h.score for h in semantic), default=0.0)
+        fused = fuse(semantic, lexical, words_only, weight)
+        for uid in about & fused.keys():
+            fused[uid] += self.settings.person_boost
+        return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0])), best_cosine
 
     def _words_only(
         self, tenant: str, semantic: list[Hit], lexical: list[Hit], fetched: dict[str, MemoryUnit]
@@ -415,52 +459,34 @@ class Retriever:
         fetched.update((u.id, u) for u in self.lexical.get(tenant, unseen, with_context=False))
         return {h.id for h in lexical if h.id in fetched and not fetched[h.id].has_vector}
 
-    def _fuse(
-        self,
-        semantic: list[Hit],
-        lexical: list[Hit],
-        about: set[str],
-        words_only: set[str],
-    ) -> list[tuple[str, float]]:
-        """Weighted sum of cosine and BM25 (its share of the best). A memory without a vector is
-        ranked on its words alone: the cosine it cannot have is taken as its BM25 share of the best
-        cosine. Otherwise the statements of a long answer, which are found by their words, could
-        never outrank a memory that merely resembles the question."""
-        w = self.settings.semantic_weight
-        top_bm25 = max((h.score for h in lexical), default=0.0)
-        top_cosine = max((h.score for h in semantic), default=0.0)
-        scores: dict[str, float] = {}
-        for h in semantic:
-            scores[h.id] = w * max(h.score, 0.0)
-        for h in lexical:
-            norm = h.score / top_bm25 if top_bm25 > 0 else 0.0
-            stand_in = w * norm * max(top_cosine, 0.0) if h.id in words_only else 0.0
-            scores[h.id] = scores.get(h.id, 0.0) + (1 - w) * norm + stand_in
-        for uid in about & scores.keys():
-            scores[uid] += self.settings.person_boost
-        return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
-
     def _buffer_hits(
-        self, tenant: str, query: str, qvec: np.ndarray, names: list[str], as_of: datetime
+        self,
+        tenant: str,
+        query: str,
+        qvec: np.ndarray,
+        names: list[str],
+        as_of: datetime,
+        w: float,
+        best_cosine: float,
     ) -> dict[str, tuple[MemoryUnit, float]]:
-        """Recent turns not yet indexed, scored like memories (cosine + query-term overlap)."""
+        """Recent turns not yet indexed, scored like memories: cosine (as its share of the best, the
+        memories' ``best_cosine`` included) and the share of the query's terms they hold; a turn
+        whose score by its raw cosine is below ``buffer_min_score`` is not a match at all."""
         assert self.buffer is not None
         turns = [t for t in self.buffer.recent(tenant) if t.vector and t.ts <= as_of]
         if not turns:
             return {}
         indexed = self.lexical.sources_with_units(tenant, [t.message_id for t in turns])
         terms = set(query_terms(query))
-        w = self.settings.semantic_weight
+        fresh = [t for t in turns if t.message_id not in indexed]
+        cosines = [float(np.dot(qvec, np.asarray(t.vector, dtype=np.float32))) for t in fresh]
+        top = max([best_cosine, *cosines])
         hits: dict[str, tuple[MemoryUnit, float]] = {}
-        for t in turns:
-            if t.message_id in indexed:
-                continue
+        for t, cosine in zip(fresh, cosines, strict=True):
             text = f"{t.speaker}: {t.text}"
             overlap = len(terms & set(query_terms(text))) / len(terms) if terms else 0.0
-            score = (
-                w * max(float(np.dot(qvec, np.asarray(t.vector, dtype=np.float32))), 0.0) + (1 - w) * overlap
-            )
-            if score >= self.settings.buffer_min_score:
+            if w * max(cosine, 0.0) + (1 - w) * overlap >= self.settings.buffer_min_score:
+                score = w * share(cosine, top) + (1 - w) * overlap
                 if names and _names_any(text, names):
                     score += self.settings.person_boost
                 uid = f"buffer:{t.message_id}"
