@@ -253,8 +253,41 @@ def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_pa
     assert db.execute("SELECT count(*) FROM contexts WHERE tenant_id='t1'").fetchone()[0] == 0
     assert db.execute("SELECT count(*) FROM contexts_fts").fetchone()[0] == 1  # t2's
     assert store.search("t1", "crampons", 10, SymbolicFilter()) == []
+    assert context_term_rows(db, "crampon") == 1, "the dropped context's terms left the index: t2's remain"
     db.close()
     store.close()
+
+
+def context_term_rows(db: sqlite3.Connection, term: str) -> int:
+    """How many rows of the contexts' FTS index hold ``term`` (its stemmed form)."""
+    db.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.context_terms USING fts5vocab(main, contexts_fts, row)"
+    )
+    row = db.execute("SELECT doc FROM temp.context_terms WHERE term=?", (term,)).fetchone()
+    return row[0] if row else 0
+
+
+def test_the_contexts_index_holds_no_copy_of_their_text_and_an_older_one_is_rebuilt(tmp_path: Path) -> None:
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    units = answer_units("t1", 2)
+    store.upsert(units)
+    store.close()
+    db = sqlite3.connect(path)
+    assert "contexts_fts_content" not in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    # version 4: the index kept a copy of each context
+    db.execute("DROP TABLE contexts_fts")
+    db.execute("CREATE VIRTUAL TABLE contexts_fts USING fts5(tenant, body, tokenize = 'porter unicode61')")
+    db.execute("PRAGMA user_version=4")
+    db.commit()
+    reopened = SqliteLexicalStore(path)
+    assert "contexts_fts_content" not in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in units}
+    reopened.delete("t1", [u.id for u in units])
+    assert reopened.search("t1", "crampons", 10, SymbolicFilter()) == []
+    assert context_term_rows(db, "crampon") == 0
+    db.close()
+    reopened.close()
 
 
 def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -> None:
@@ -271,7 +304,7 @@ def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -
     db.execute("DROP INDEX units_by_ctx")
     db.execute("ALTER TABLE units DROP COLUMN ctx")
     db.execute("DELETE FROM contexts")
-    db.execute("DELETE FROM contexts_fts")
+    db.execute("DROP TABLE contexts_fts")
     db.execute("PRAGMA user_version=3")
     db.commit()
     db.close()
