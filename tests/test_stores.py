@@ -15,7 +15,7 @@ from pymilvus import MilvusException
 
 from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
-from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore, tenant_token
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
@@ -111,7 +111,11 @@ def test_lexical_store_rebuilds_an_older_fts_table(tmp_path: Path, version: int)
     store.upsert([a, b])
     store.close()
     db = sqlite3.connect(path)
-    rows = db.execute("SELECT rowid, tenant, body, uid FROM units_fts ORDER BY rowid").fetchall()
+    by_id = {a.id: a, b.id: b}
+    rows = [
+        (rowid, tenant_token("t1"), by_id[uid].text, uid)
+        for rowid, uid in db.execute("SELECT rowid, id FROM units ORDER BY rowid")
+    ]
     db.execute("DROP TABLE units_fts")
     db.execute("CREATE VIRTUAL TABLE units_fts USING fts5(tenant, body, uid UNINDEXED)")
     db.executemany(
@@ -258,13 +262,58 @@ def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_pa
     store.close()
 
 
-def context_term_rows(db: sqlite3.Connection, term: str) -> int:
-    """How many rows of the contexts' FTS index hold ``term`` (its stemmed form)."""
-    db.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.context_terms USING fts5vocab(main, contexts_fts, row)"
-    )
-    row = db.execute("SELECT doc FROM temp.context_terms WHERE term=?", (term,)).fetchone()
+def context_term_rows(db: sqlite3.Connection, term: str, index: str = "contexts_fts") -> int:
+    """How many rows of an FTS index (the contexts' by default) hold ``term`` (its stemmed form)."""
+    db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{index}_terms USING fts5vocab(main, {index}, row)")
+    row = db.execute(f"SELECT doc FROM temp.{index}_terms WHERE term=?", (term,)).fetchone()
     return row[0] if row else 0
+
+
+def test_a_units_words_leave_the_index_when_it_is_deleted_edited_or_archived(tmp_path: Path) -> None:
+    """The units' FTS index keeps no copy of their text; what it indexed of a unit is removed with it."""
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    gone = unit("t1", "Jordan bought a theremin", "2026-02-15", persons=["Jordan"])
+    edited = unit("t1", "Jordan rents a harpsichord")
+    archived = unit("t1", "Jordan tunes the glockenspiel")
+    other = unit("t2", "Robin bought a theremin")
+    store.upsert([gone, edited, archived, other])
+    db = sqlite3.connect(path)
+    assert "units_fts_content" not in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    assert context_term_rows(db, "theremin", "units_fts") == 2
+    store.delete("t1", [gone.id])
+    store.upsert([edited.model_copy(update={"text": "Jordan rents a clavichord"})])
+    store.upsert([archived.model_copy(update={"status": MemoryStatus.ARCHIVED})])
+    assert context_term_rows(db, "theremin", "units_fts") == 1  # t2's
+    assert context_term_rows(db, "harpsichord", "units_fts") == 0
+    assert context_term_rows(db, "glockenspiel", "units_fts") == 0
+    assert context_term_rows(db, "clavichord", "units_fts") == 1
+    assert [h.id for h in store.search("t1", "clavichord", 10, SymbolicFilter())] == [edited.id]
+    # named in its own text (no persons): found by the index, which holds no archived unit
+    assert store.ids_with_names("t1", [edited.id, archived.id], ["jordan"]) == {edited.id}
+    db.execute("INSERT INTO units_fts (units_fts) VALUES ('integrity-check')")
+    db.close()
+    store.close()
+
+
+def test_an_index_with_a_copy_of_the_units_text_is_rebuilt_without(tmp_path: Path) -> None:
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    a = unit("t1", "Jordan bought a theremin")
+    store.upsert([a])
+    store.close()
+    db = sqlite3.connect(path)  # version 5: the units' index kept a copy of their text
+    db.execute("DROP TABLE units_fts")
+    db.execute("CREATE VIRTUAL TABLE units_fts USING fts5(tenant, body, said, uid UNINDEXED)")
+    db.execute("PRAGMA user_version=5")
+    db.commit()
+    reopened = SqliteLexicalStore(path)
+    assert "units_fts_content" not in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    assert [h.id for h in reopened.search("t1", "theremin", 10, SymbolicFilter())] == [a.id]
+    reopened.delete("t1", [a.id])
+    assert context_term_rows(db, "theremin", "units_fts") == 0
+    db.close()
+    reopened.close()
 
 
 def test_the_contexts_index_holds_no_copy_of_their_text_and_an_older_one_is_rebuilt(tmp_path: Path) -> None:

@@ -3,15 +3,19 @@
 Tenant scoping is part of every statement: the FTS match itself is restricted to the tenant's token
 column, and every lookup joins on ``tenant_id``. It also keeps the units (the document store), the
 persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
-FTS row holds the unit's own text a second time (column ``said``, weight 0 in BM25), so the person
+FTS row indexes the unit's own text a second time (column ``said``, weight 0 in BM25), so the person
 filter also matches a name written in the memory where the NER model did not tag it.
 
 A unit's ``context`` (the message around it, the question it answers) is stored once per distinct
 text, in ``contexts``, with its own FTS index: the 40 statements of a long answer share one row
 instead of holding 40 copies. A unit refers to it by hash (``units.ctx``); reads join it back, and
-BM25 scores a unit by its own words plus its context's (the two FTS scores added). The contexts' FTS
-index is contentless (it keeps the terms, not a second copy of the text: BM25 needs no more); a row
-leaves it by FTS5's ``delete`` command with the values it was indexed with, read from ``contexts``.
+BM25 scores a unit by its own words plus its context's (the two FTS scores added).
+
+Both FTS indexes are contentless: they keep the terms, not a second copy of the text (BM25 and the
+``said`` phrase match need no more; a hit is joined to its row by rowid). A row leaves an index by
+FTS5's ``delete`` command with the values it was indexed with: a context's from ``contexts``, a unit's
+rebuilt from its document by :func:`_fts_values`. Changing what that function indexes therefore needs a
+new file version, whose upgrade rebuilds the index.
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ from simplemem.processors.stores.private import private_file
 from simplemem.processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, day_range, index_names
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
-_FTS_SAID_VERSION = 3
 _SHARED_CONTEXT_VERSION = 4
 _CONTENTLESS_CONTEXT_VERSION = 5
+_CONTENTLESS_UNITS_VERSION = 6
 # The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
 # 0.006 answer recall against 1.0, and 2.0 gained nothing.
 CONTEXT_WEIGHT = 1.0
@@ -41,7 +45,7 @@ CONTEXT_WEIGHT = 1.0
 SEARCH_REACH = 4
 DOC_COMPRESSION = 6  # zlib level: 9 saves nothing more on unit documents, 1 about 1%
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
-    tenant, body, said, uid UNINDEXED, tokenize = 'porter unicode61'
+    tenant, body, said, content = '', tokenize = 'porter unicode61'
 )"""
 _CONTEXTS_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS contexts_fts USING fts5(
     tenant, body, content = '', tokenize = 'porter unicode61'
@@ -78,6 +82,11 @@ def _body(unit: MemoryUnit) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _fts_values(unit: MemoryUnit) -> tuple[str, str, str]:
+    """What a unit's FTS row indexes (tenant, body, said): the same values insert it and delete it."""
+    return tenant_token(unit.tenant_id), _body(unit), unit.text
+
+
 def context_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
@@ -112,16 +121,17 @@ class SqliteLexicalStore:
         self._db.execute("PRAGMA secure_delete=ON")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
-        self._link_fts_rows()
         self._share_contexts()
         self._contentless_contexts()
+        self._contentless_units()
 
-    def _link_fts_rows(self) -> None:
-        """Version 1 stores gave FTS rows their own rowids, so deleting one meant scanning the whole
-        index; from version 2 an FTS row shares its unit's rowid; version 3 adds the ``said`` column.
-        Rebuild an older file's FTS table once."""
+    def _contentless_units(self) -> None:
+        """Version 6 indexes the units without a copy of their text (x17.1 -> x13.5 of the scrubbed
+        input on the 60 LongMemEval histories). An older file's index is rebuilt once from the unit
+        documents: the versions before had a copy (1 also its own rowids, 3 and earlier no ``said``
+        column, or the context in every row)."""
         db = self._db
-        if db.execute("PRAGMA user_version").fetchone()[0] >= _FTS_SAID_VERSION:
+        if db.execute("PRAGMA user_version").fetchone()[0] >= _CONTENTLESS_UNITS_VERSION:
             return
         db.execute("BEGIN")
         db.execute("DROP TABLE units_fts")
@@ -129,12 +139,12 @@ class SqliteLexicalStore:
         active = db.execute("SELECT rowid, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,))
         for rowid, doc in active.fetchall():
             self._insert_fts(rowid, _unit(doc, None))
-        db.execute(f"PRAGMA user_version={_FTS_SAID_VERSION}")
+        db.execute(f"PRAGMA user_version={_CONTENTLESS_UNITS_VERSION}")
         db.execute("COMMIT")
 
     def _share_contexts(self) -> None:
         """Version 4 keeps each distinct context once (``contexts``); an older file held it in every
-        unit's document and FTS row. Move them out once."""
+        unit's document and FTS row. Move them out once (the FTS rows: :meth:`_contentless_units`)."""
         db = self._db
         columns = {r[1] for r in db.execute("PRAGMA table_info(units)")}
         if "ctx" not in columns:
@@ -143,18 +153,15 @@ class SqliteLexicalStore:
         if db.execute("PRAGMA user_version").fetchone()[0] >= _SHARED_CONTEXT_VERSION:
             return
         db.execute("BEGIN")
-        for rowid, doc, status in db.execute("SELECT rowid, doc, status FROM units").fetchall():
+        for rowid, doc in db.execute("SELECT rowid, doc FROM units").fetchall():
             unit = _unit(doc, None)
             ctx = self._put_context(unit)
             db.execute("UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit), ctx, rowid))
-            if status == MemoryStatus.ACTIVE.value:
-                db.execute("DELETE FROM units_fts WHERE rowid=?", (rowid,))
-                self._insert_fts(rowid, unit)
         db.execute(f"PRAGMA user_version={_SHARED_CONTEXT_VERSION}")
         db.execute("COMMIT")
 
     def _contentless_contexts(self) -> None:
-        """Version 5 indexes the contexts without a copy of their text (x19.0 -> x17.6 of the
+        """Version 5 indexes the contexts without a copy of their text (x19.0 -> x17.1 of the
         scrubbed input on the 60 LongMemEval histories); an older file's index is rebuilt once."""
         db = self._db
         if db.execute("PRAGMA user_version").fetchone()[0] >= _CONTENTLESS_CONTEXT_VERSION:
@@ -204,8 +211,13 @@ class SqliteLexicalStore:
 
     def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
         self._db.execute(
-            "INSERT INTO units_fts (rowid, tenant, body, said, uid) VALUES (?,?,?,?,?)",
-            (rowid, tenant_token(u.tenant_id), _body(u), u.text, u.id),
+            "INSERT INTO units_fts (rowid, tenant, body, said) VALUES (?,?,?,?)", (rowid, *_fts_values(u))
+        )
+
+    def _delete_fts(self, rowid: int, u: MemoryUnit) -> None:
+        self._db.execute(
+            "INSERT INTO units_fts (units_fts, rowid, tenant, body, said) VALUES ('delete',?,?,?,?)",
+            (rowid, *_fts_values(u)),
         )
 
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
@@ -251,11 +263,12 @@ class SqliteLexicalStore:
     def _delete_one(self, tenant_id: str, uid: str) -> None:
         db = self._db
         row = db.execute(
-            "SELECT rowid, ctx FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)
+            "SELECT rowid, ctx, doc, status FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)
         ).fetchone()
         if row is None:
             return
-        db.execute("DELETE FROM units_fts WHERE rowid=?", (row[0],))
+        if row[3] == MemoryStatus.ACTIVE.value:  # only an active unit is indexed
+            self._delete_fts(row[0], _unit(row[2], None))
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         self._drop_context_if_unused(tenant_id, row[1])
         db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
@@ -354,8 +367,16 @@ class SqliteLexicalStore:
         with self._lock:
             rows = self._db.execute(
                 f"SELECT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks}) "
-                f"UNION SELECT uid FROM units_fts WHERE units_fts MATCH ? AND uid IN ({id_marks})",
-                [tenant_id, *ids, *(n.lower() for n in names), _said_match(tenant_id, names), *ids],
+                "UNION SELECT u.id FROM units_fts f JOIN units u ON u.rowid = f.rowid "
+                f"WHERE units_fts MATCH ? AND u.tenant_id=? AND u.id IN ({id_marks})",
+                [
+                    tenant_id,
+                    *ids,
+                    *(n.lower() for n in names),
+                    _said_match(tenant_id, names),
+                    tenant_id,
+                    *ids,
+                ],
             ).fetchall()
         return {r[0] for r in rows}
 
