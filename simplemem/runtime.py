@@ -204,7 +204,8 @@ class Runtime:
 
         s = self.settings
         nlp = load_pipeline(s.spacy_model, s.blas_threads)
-        return NlpPreparer(nlp, PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold))
+        scrubber = PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold)
+        return NlpPreparer(nlp, scrubber, long_answer_chars=s.assistant_vector_chars)
 
     @cached_property
     def preparer(self) -> AsyncPreparer:

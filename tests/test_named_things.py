@@ -31,3 +31,37 @@ def test_percentages_are_named_things_like_amounts(preparer: Any) -> None:
     )
     [message] = preparer.prepare([event])
     assert {"30 percent", "50%"} <= set(message.entities)
+
+
+def test_a_long_answer_is_analysed_without_the_entity_recognizer_and_still_scrubbed(
+    nlp: Any, scrubber: Any
+) -> None:
+    """A long assistant answer skips NER (its statements are found by their words); the user's
+    messages keep it, and the PII recognizers, patterns and cue words, scrub both alike."""
+    from simplemem.processors.ingest.analysis import NlpPreparer
+
+    sentence = "Maria Lopez moved to Lisbon in March; call her on +1 415 555 0132 about the lease."
+    answer = " ".join([sentence] * 8)  # about 700 characters
+    preparer = NlpPreparer(nlp, scrubber, long_answer_chars=512)
+
+    def said(role: str, text: str) -> Any:
+        event = ChatEvent(
+            tenant_id="t",
+            session_id="s",
+            message_id=f"m-{role}",
+            speaker=role,
+            role=role,
+            text=text,
+            ts=datetime(2026, 1, 1, tzinfo=UTC),
+        )
+        [message] = preparer.prepare([event])
+        return message
+
+    long_answer, user = said("assistant", answer), said("user", answer)
+    assert not any(t.ent for s in long_answer.sentences for t in s.tokens)
+    assert any(t.ent.endswith("PERSON") for s in user.sentences for t in s.tokens)
+    assert "lisbon" in long_answer.entities  # a proper noun by its tag still counts as a named thing
+    for message in (long_answer, user):
+        assert "555 0132" not in message.text and "<PHONE_NUMBER>" in message.text
+    short = said("assistant", sentence)
+    assert any(t.ent for s in short.sentences for t in s.tokens)

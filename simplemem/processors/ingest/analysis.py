@@ -15,6 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Protocol
 
 from spacy.language import Language
+from spacy.tokens import Doc
 
 from simplemem.processors.ingest.decompose import is_informative
 from simplemem.processors.ingest.embedding import Embedder, unit_mean
@@ -27,16 +28,40 @@ from simplemem.schemas.window import AnalyzedMessage
 
 
 class NlpPreparer:
-    """The NLP half, in-process."""
+    """The NLP half, in-process.
 
-    def __init__(self, nlp: Language, scrubber: PiiScrubber) -> None:
+    A long assistant answer (over ``long_answer_chars``, the length from which it has one vector:
+    ``assistant_vector_chars``) is analysed without spaCy's entity recognizer, which was three
+    quarters of spaCy's time on such answers (200 LongMemEval answers: 13.3 s with it, 3.2 s
+    without). What it would add there goes unused or nearly: those statements are found by their
+    words, the PII recognizers are patterns and cue words, and the tagger still marks proper nouns
+    (entity novelty counts them). The user's messages and short answers keep it: persons, places
+    and named things of what the user says are what the person filter and pronouns build on.
+    Limits: a person the assistant names in a long answer is not in that statement's persons."""
+
+    def __init__(self, nlp: Language, scrubber: PiiScrubber, long_answer_chars: int = 0) -> None:
         self.nlp = nlp
         self.scrubber = scrubber
+        self.long_answer_chars = long_answer_chars
+
+    def _analyse(self, texts: Sequence[str], roles: Sequence[Role]) -> list[Doc]:
+        """spaCy over ``texts``: the long answers among them without the entity recognizer."""
+        limit = self.long_answer_chars
+        long = [
+            bool(limit) and r == Role.ASSISTANT and len(t) > limit for t, r in zip(texts, roles, strict=True)
+        ]
+        docs: list[Doc | None] = [None] * len(texts)
+        for skip_ner in (False, True):
+            rows = [i for i, is_long in enumerate(long) if is_long == skip_ner]
+            exclude = ("ner",) if skip_ner else ()
+            for i, doc in zip(rows, pipe(self.nlp, (texts[i] for i in rows), disable=exclude), strict=True):
+                docs[i] = doc
+        return [d for d in docs if d is not None]
 
     def prepare(self, events: Sequence[ChatEvent]) -> list[AnalyzedMessage]:
         """Scrubbed and analysed messages, without vectors; the raw text goes no further."""
         texts = [_plain_unless_code(e.text) for e in events]
-        raw_docs = pipe(self.nlp, texts)
+        raw_docs = self._analyse(texts, [e.role for e in events])
         scrubbed = [self.scrubber.scrub(t, d) for t, d in zip(texts, raw_docs, strict=True)]
         # A speaker may be named by an e-mail address or phone number; it travels with every
         # statement, the names table and the query context, so it is scrubbed too (once per name).
@@ -45,7 +70,8 @@ class NlpPreparer:
         # Re-analyse only the messages whose prose differs from what spaCy saw (PII or code removed).
         docs = list(raw_docs)
         changed = [i for i, (t, sp) in enumerate(zip(texts, splits, strict=True)) if sp.prose != t]
-        for i, doc in zip(changed, pipe(self.nlp, (splits[i].prose for i in changed)), strict=True):
+        again = self._analyse([splits[i].prose for i in changed], [events[i].role for i in changed])
+        for i, doc in zip(changed, again, strict=True):
             docs[i] = doc
         prepared = []
         for event, scrub, split, doc in zip(events, scrubbed, splits, docs, strict=True):

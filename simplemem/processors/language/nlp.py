@@ -215,5 +215,8 @@ def doc_entities(doc: Doc) -> list[str]:
     return sorted(x for x in found if x)
 
 
-def pipe(nlp: Language, texts: Iterable[str], batch_size: int = 128) -> list[Doc]:
-    return list(nlp.pipe(texts, batch_size=batch_size))
+def pipe(
+    nlp: Language, texts: Iterable[str], batch_size: int = 128, disable: Iterable[str] = ()
+) -> list[Doc]:
+    """``nlp`` over ``texts``, without the components named in ``disable``."""
+    return list(nlp.pipe(texts, batch_size=batch_size, disable=list(disable)))
