@@ -227,6 +227,26 @@ def test_a_flush_the_server_never_finishes_is_given_up_after_its_bound(tmp_path:
     store.close()
 
 
+def test_known_names_match_whole_names_and_the_names_a_longer_candidate_begins(tmp_path: Path) -> None:
+    """ "Mel" finds "melanie" (a nickname is usually a prefix); a 2-letter word only a name it is; the
+    tenant's names only; LIKE's wildcards are letters here."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    store.upsert(
+        [
+            unit("t1", "Melanie paints", persons=["Melanie", "Jo"]),
+            unit("t1", "Melvin Jones skis", persons=["Melvin Jones"]),
+            unit("t1", "A_b met 50%er", persons=["A_b", "50%er"]),
+            unit("t2", "Melissa runs", persons=["Melissa"]),
+        ]
+    )
+    assert store.known_names("t1", ["Mel"]) == ["melanie", "melvin", "melvin jones"]
+    assert store.known_names("t1", ["MELANIE", "jo"]) == ["jo", "melanie"]
+    assert store.known_names("t1", ["me", "j"]) == []
+    assert store.known_names("t1", ["a_b", "50%", "a%b", "5_%"]) == ["50%er", "a_b"]
+    assert store.known_names("t2", ["Mel"]) == ["melissa"]
+    store.close()
+
+
 def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_path: Path) -> None:
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)

@@ -35,6 +35,7 @@ from simplemem.processors.stores.private import private_file
 from simplemem.processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, day_range, index_names
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
+_LAST_CHAR = "\U0010ffff"  # sorts after every character: a prefix's names lie below prefix + this
 _SHARED_CONTEXT_VERSION = 4
 _CONTENTLESS_CONTEXT_VERSION = 5
 _CONTENTLESS_UNITS_VERSION = 6
@@ -341,13 +342,16 @@ class SqliteLexicalStore:
         lowered = sorted({c.lower() for c in candidates if c.strip()})
         if not lowered:
             return []
-        marks = ",".join("?" * len(lowered))
-        prefixes = [c for c in lowered if len(c) >= MIN_NAME_PREFIX]
-        like = "".join(" OR name LIKE ? ESCAPE '\\'" for _ in prefixes)
-        args = [tenant_id, *lowered, *(_escape_like(p) + "%" for p in prefixes)]
+        # Each candidate as a range of the (tenant, name) index: [c, c + U+10FFFF) holds the names it
+        # begins, [c, c + NUL) the name itself. (A LIKE per prefix read every name of the tenant for
+        # every window decomposed: 11% of ingestion's main thread on the assistant histories.)
+        ranges = [(c, c + (_LAST_CHAR if len(c) >= MIN_NAME_PREFIX else "\0")) for c in lowered]
+        bounds = ",".join("(?,?)" for _ in ranges)
         with self._lock:
             rows = self._db.execute(
-                f"SELECT DISTINCT name FROM names WHERE tenant_id=? AND (name IN ({marks}){like})", args
+                f"WITH r(lo, hi) AS (VALUES {bounds}) SELECT DISTINCT n.name FROM r "
+                "JOIN names n ON n.tenant_id = ? AND n.name >= r.lo AND n.name < r.hi",
+                [*(b for pair in ranges for b in pair), tenant_id],
             ).fetchall()
         return sorted(r[0] for r in rows)
 
@@ -457,10 +461,6 @@ class SqliteLexicalStore:
 
 
 _JOIN_CONTEXT = "LEFT JOIN contexts c ON c.tenant_id = u.tenant_id AND c.hash = u.ctx"
-
-
-def _escape_like(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _quote(term: str) -> str:
