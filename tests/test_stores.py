@@ -316,44 +316,37 @@ def test_a_units_words_leave_the_index_when_it_is_deleted_edited_or_archived(tmp
     store.close()
 
 
-def test_an_index_with_a_copy_of_the_units_text_is_rebuilt_without(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("version", "index", "columns"),
+    [
+        (4, "contexts_fts", "tenant, body, tokenize = 'porter unicode61'"),
+        (5, "units_fts", "tenant, body, said, uid UNINDEXED"),
+    ],
+)
+def test_an_index_with_a_copy_of_the_text_is_rebuilt_without(
+    tmp_path: Path, version: int, index: str, columns: str
+) -> None:
+    """Version 4 kept a copy of each context in its index, 5 of each unit's text: both are rebuilt
+    contentless, and still searched and emptied by a delete."""
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
-    a = unit("t1", "Jordan bought a theremin")
-    store.upsert([a])
-    store.close()
-    db = sqlite3.connect(path)  # version 5: the units' index kept a copy of their text
-    db.execute("DROP TABLE units_fts")
-    db.execute("CREATE VIRTUAL TABLE units_fts USING fts5(tenant, body, said, uid UNINDEXED)")
-    db.execute("PRAGMA user_version=5")
-    db.commit()
-    reopened = SqliteLexicalStore(path)
-    assert "units_fts_content" not in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-    assert [h.id for h in reopened.search("t1", "theremin", 10, SymbolicFilter())] == [a.id]
-    reopened.delete("t1", [a.id])
-    assert context_term_rows(db, "theremin", "units_fts") == 0
-    db.close()
-    reopened.close()
-
-
-def test_the_contexts_index_holds_no_copy_of_their_text_and_an_older_one_is_rebuilt(tmp_path: Path) -> None:
-    path = tmp_path / "lex.sqlite"
-    store = SqliteLexicalStore(path)
-    units = answer_units("t1", 2)
-    store.upsert(units)
+    theremin, *answer = [unit("t1", "Jordan bought a theremin"), *answer_units("t1", 2)]
+    store.upsert([theremin, *answer])
     store.close()
     db = sqlite3.connect(path)
-    assert "contexts_fts_content" not in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-    # version 4: the index kept a copy of each context
-    db.execute("DROP TABLE contexts_fts")
-    db.execute("CREATE VIRTUAL TABLE contexts_fts USING fts5(tenant, body, tokenize = 'porter unicode61')")
-    db.execute("PRAGMA user_version=4")
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    assert not {"contexts_fts_content", "units_fts_content"} & tables
+    db.execute(f"DROP TABLE {index}")
+    db.execute(f"CREATE VIRTUAL TABLE {index} USING fts5({columns})")
+    db.execute(f"PRAGMA user_version={version}")
     db.commit()
     reopened = SqliteLexicalStore(path)
-    assert "contexts_fts_content" not in {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in units}
-    reopened.delete("t1", [u.id for u in units])
-    assert reopened.search("t1", "crampons", 10, SymbolicFilter()) == []
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
+    assert not {"contexts_fts_content", "units_fts_content"} & tables
+    assert [h.id for h in reopened.search("t1", "theremin", 10, SymbolicFilter())] == [theremin.id]
+    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in answer}
+    reopened.delete("t1", [u.id for u in (theremin, *answer)])
+    assert context_term_rows(db, "theremin", "units_fts") == 0
     assert context_term_rows(db, "crampon") == 0
     db.close()
     reopened.close()

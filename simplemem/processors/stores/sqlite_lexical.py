@@ -24,7 +24,7 @@ import hashlib
 import sqlite3
 import threading
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -126,21 +126,14 @@ class SqliteLexicalStore:
         self._contentless_contexts()
         self._contentless_units()
 
-    def _contentless_units(self) -> None:
-        """Version 6 indexes the units without a copy of their text (x17.1 -> x13.5 of the scrubbed
-        input on the 60 LongMemEval histories). An older file's index is rebuilt once from the unit
-        documents: the versions before had a copy (1 also its own rowids, 3 and earlier no ``said``
-        column, or the context in every row)."""
+    def _upgrade(self, version: int, step: Callable[[], None]) -> None:
+        """Run ``step`` on a file older than ``version``, in one transaction that marks it upgraded."""
         db = self._db
-        if db.execute("PRAGMA user_version").fetchone()[0] >= _CONTENTLESS_UNITS_VERSION:
+        if db.execute("PRAGMA user_version").fetchone()[0] >= version:
             return
         db.execute("BEGIN")
-        db.execute("DROP TABLE units_fts")
-        db.execute(_FTS_TABLE)
-        active = db.execute("SELECT rowid, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,))
-        for rowid, doc in active.fetchall():
-            self._insert_fts(rowid, _unit(doc, None))
-        db.execute(f"PRAGMA user_version={_CONTENTLESS_UNITS_VERSION}")
+        step()
+        db.execute(f"PRAGMA user_version={version}")
         db.execute("COMMIT")
 
     def _share_contexts(self) -> None:
@@ -151,33 +144,47 @@ class SqliteLexicalStore:
         if "ctx" not in columns:
             db.execute("ALTER TABLE units ADD COLUMN ctx TEXT")
         db.execute("CREATE INDEX IF NOT EXISTS units_by_ctx ON units (tenant_id, ctx)")
-        if db.execute("PRAGMA user_version").fetchone()[0] >= _SHARED_CONTEXT_VERSION:
-            return
-        db.execute("BEGIN")
-        for rowid, doc in db.execute("SELECT rowid, doc FROM units").fetchall():
-            unit = _unit(doc, None)
-            ctx = self._put_context(unit)
-            db.execute("UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit), ctx, rowid))
-        db.execute(f"PRAGMA user_version={_SHARED_CONTEXT_VERSION}")
-        db.execute("COMMIT")
+
+        def move_out() -> None:
+            for rowid, doc in db.execute("SELECT rowid, doc FROM units").fetchall():
+                unit = _unit(doc, None)
+                ctx = self._put_context(unit)
+                db.execute("UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit), ctx, rowid))
+
+        self._upgrade(_SHARED_CONTEXT_VERSION, move_out)
 
     def _contentless_contexts(self) -> None:
         """Version 5 indexes the contexts without a copy of their text (x19.0 -> x17.1 of the
         scrubbed input on the 60 LongMemEval histories); an older file's index is rebuilt once."""
         db = self._db
-        if db.execute("PRAGMA user_version").fetchone()[0] >= _CONTENTLESS_CONTEXT_VERSION:
-            return
-        db.execute("BEGIN")
-        db.execute("DROP TABLE contexts_fts")
-        db.execute(_CONTEXTS_FTS_TABLE)
-        for (tenant_id,) in db.execute("SELECT DISTINCT tenant_id FROM contexts").fetchall():
-            db.execute(
-                "INSERT INTO contexts_fts (rowid, tenant, body) SELECT rowid, ?, text FROM contexts "
-                "WHERE tenant_id=?",
-                (tenant_token(tenant_id), tenant_id),
-            )
-        db.execute(f"PRAGMA user_version={_CONTENTLESS_CONTEXT_VERSION}")
-        db.execute("COMMIT")
+
+        def reindex() -> None:
+            db.execute("DROP TABLE contexts_fts")
+            db.execute(_CONTEXTS_FTS_TABLE)
+            for (tenant_id,) in db.execute("SELECT DISTINCT tenant_id FROM contexts").fetchall():
+                db.execute(
+                    "INSERT INTO contexts_fts (rowid, tenant, body) SELECT rowid, ?, text FROM contexts "
+                    "WHERE tenant_id=?",
+                    (tenant_token(tenant_id), tenant_id),
+                )
+
+        self._upgrade(_CONTENTLESS_CONTEXT_VERSION, reindex)
+
+    def _contentless_units(self) -> None:
+        """Version 6 indexes the units without a copy of their text (x17.1 -> x13.5 of the scrubbed
+        input on the 60 LongMemEval histories). An older file's index is rebuilt once from the unit
+        documents: the versions before had a copy (1 also its own rowids, 3 and earlier no ``said``
+        column, or the context in every row)."""
+        db = self._db
+
+        def reindex() -> None:
+            db.execute("DROP TABLE units_fts")
+            db.execute(_FTS_TABLE)
+            active = db.execute("SELECT rowid, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,))
+            for rowid, doc in active.fetchall():
+                self._insert_fts(rowid, _unit(doc, None))
+
+        self._upgrade(_CONTENTLESS_UNITS_VERSION, reindex)
 
     def _put_context(self, unit: MemoryUnit) -> str | None:
         """The hash of the unit's context, stored (and indexed) if no unit of the tenant has it yet."""
