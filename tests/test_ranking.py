@@ -194,17 +194,19 @@ def test_a_vague_question_is_decided_by_meaning_not_by_the_common_word_it_shares
     # says "bedroom" too. As shares, the best cosine counts fully, as the best BM25 does.
     semantic = [Hit("dresser", 0.30), Hit("wifi", 0.10)]
     lexical = [Hit("wifi", 8.0)]
-    scores = fuse(semantic, lexical, set(), 0.8)
+    scores = fuse(semantic, lexical, set(), 0.8, 0.75)
     assert scores["dresser"] == pytest.approx(0.8)
     assert scores["wifi"] == pytest.approx(0.8 * 0.10 / 0.30 + 0.2)
     assert scores["dresser"] > scores["wifi"]
 
 
-def test_a_memory_without_a_vector_takes_its_bm25_share_for_its_cosine() -> None:
-    scores = fuse(
-        [Hit("resembles", 0.5)], [Hit("statement", 6.0), Hit("other", 3.0)], {"statement", "other"}, 0.5
-    )
-    assert scores == pytest.approx({"resembles": 0.5, "statement": 1.0, "other": 0.5})
+def test_a_memory_without_a_vector_takes_part_of_its_bm25_share_for_its_cosine() -> None:
+    semantic, lexical = [Hit("resembles", 0.5)], [Hit("statement", 6.0), Hit("other", 3.0)]
+    scores = fuse(semantic, lexical, {"statement", "other"}, 0.5, 0.75)
+    assert scores == pytest.approx({"resembles": 0.5, "statement": 0.875, "other": 0.4375})
+    # "resembles" has the best meaning, "statement" the best words: as a statement with a vector
+    # and no resemblance at all, it would be below "resembles"; found by words alone, above it
+    assert fuse(semantic, lexical, set(), 0.5, 0.75)["statement"] == pytest.approx(0.5)
 
 
 def test_a_question_about_the_users_own_life_weighs_meaning_more() -> None:

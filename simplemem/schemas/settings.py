@@ -216,6 +216,14 @@ class Settings(BaseSettings):
         "rewords what the user said ('tips for my bedroom' for 'a new dresser for my bedroom'), and the "
         "words it shares with the history are the common ones",
     )
+    words_only_cosine_factor: float = Field(
+        0.75,
+        ge=0.0,
+        le=1.0,
+        description="a memory without a vector (a long answer's later statements) is given this share of "
+        "its BM25 share as the cosine share it cannot have (0.5-0.75 measured alike, 1 lost answers to "
+        "keyword-rich statements)",
+    )
     candidate_pool: int = Field(60, ge=1, description="candidates fetched from each index before fusion")
     person_boost: float = Field(
         0.4,

@@ -218,14 +218,18 @@ def update_notes(chosen: list[MemoryUnit], replaced: dict[str, MemoryUnit]) -> d
     return notes
 
 
-def fuse(semantic: list[Hit], lexical: list[Hit], words_only: set[str], w: float) -> dict[str, float]:
+def fuse(
+    semantic: list[Hit], lexical: list[Hit], words_only: set[str], w: float, words_only_factor: float
+) -> dict[str, float]:
     """Weighted sum (``w`` the semantic share) of cosine and BM25, each as its share of the best
     of this query. Both are shares: a raw cosine, low for every memory of a vague question, let the
     BM25 side, whose best is always 1, decide it on the common words the question happened to share
     ("lately", "weekend", "tips"). A memory in ``words_only`` (no vector) is ranked on its words
-    alone: the cosine share it cannot have is taken as its BM25 share. Otherwise the statements of a
-    long answer, which are found by their words, could never outrank a memory that merely resembles
-    the question."""
+    alone: the cosine share it cannot have is taken as ``words_only_factor`` of its BM25 share.
+    Otherwise the statements of a long answer, which are found by their words, could never outrank
+    a memory that merely resembles the question; taken whole, a full BM25 share would count as the
+    best meaning too, and an answer's keyword-rich statements would bury what the user said
+    ("What book am I currently reading?" under book-tracking apps)."""
     top_bm25 = max((h.score for h in lexical), default=0.0)
     top_cosine = max((h.score for h in semantic), default=0.0)
     scores: dict[str, float] = {}
@@ -233,7 +237,7 @@ def fuse(semantic: list[Hit], lexical: list[Hit], words_only: set[str], w: float
         scores[h.id] = w * share(h.score, top_cosine)
     for h in lexical:
         norm = share(h.score, top_bm25)
-        stand_in = w * norm if h.id in words_only else 0.0
+        stand_in = w * norm * words_only_factor if h.id in words_only else 0.0
         scores[h.id] = scores.get(h.id, 0.0) + (1 - w) * norm + stand_in
     return scores
 
@@ -444,7 +448,7 @@ class Retriever:
             about = batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
         words_only = self._words_only(tenant, semantic, lexical, fetched)
         best_cosine = max((h.score for h in semantic), default=0.0)
-        fused = fuse(semantic, lexical, words_only, weight)
+        fused = fuse(semantic, lexical, words_only, weight, self.settings.words_only_cosine_factor)
         for uid in about & fused.keys():
             fused[uid] += self.settings.person_boost
         return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0])), best_cosine
