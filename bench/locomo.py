@@ -35,6 +35,7 @@ from simplemem.schemas.settings import Settings
 
 METHODS = ("simplemem", "full-context", "bm25-top10", "minilm-top10")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+ADVERSARIAL = 5  # no answer: its evidence is reported, and kept out of the "1-4" column
 
 
 def turn_line(t: Turn) -> str:
@@ -207,11 +208,15 @@ def _summarise(
     for method, cats in sums.items():
         table[method] = {}
         pooled: dict[str, list[float]] = defaultdict(list)
+        answerable: dict[str, list[float]] = defaultdict(list)  # categories 1-4, the issues' measure
         for cat in sorted(cats):
             cell = cats[cat]
             table[method][CATEGORIES[cat]] = {k: _mean(cell[k]) for k in ("evidence", "answer", "tokens")}
             for k in ("evidence", "answer", "tokens"):
                 pooled[k].extend(cell[k])
+                if cat != ADVERSARIAL:
+                    answerable[k].extend(cell[k])
+        table[method]["1-4"] = {k: _mean(answerable[k]) for k in ("evidence", "answer", "tokens")}
         table[method]["all"] = {k: _mean(pooled[k]) for k in ("evidence", "answer", "tokens")}
     return table
 
@@ -220,7 +225,7 @@ def _print(table: dict[str, dict[str, dict[str, float | None]]]) -> None:
     def fmt(v: float | None, tokens: bool = False) -> str:
         return "-" if v is None else (f"{v:8.0f}" if tokens else f"{v:8.3f}")
 
-    cats = [*CATEGORIES.values(), "all"]
+    cats = [*CATEGORIES.values(), "1-4", "all"]
     for metric in ("answer", "evidence", "tokens"):
         print(f"\n{metric} {'recall' if metric != 'tokens' else '(mean cl100k context tokens)'}")
         print(f"{'method':<14}" + "".join(f"{c:>13}" for c in cats))

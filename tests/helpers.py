@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+import zlib
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -51,3 +54,19 @@ def answer_units(tenant: str, n: int, message: str = ANSWER) -> list[MemoryUnit]
         )
         for i in range(n)
     ]
+
+
+def store_bytes(store: Path) -> bytes:
+    """Every byte of a store folder's files, and the unit documents decompressed: SQLite keeps them
+    zlib-compressed and its FTS tables keep terms only, so a string in a memory is not in the raw
+    bytes. A check that nothing holds a string must read both."""
+    blobs = [p.read_bytes() for p in sorted(store.rglob("*")) if p.is_file()]
+    lexical = store / "lexical.sqlite"
+    if lexical.is_file():
+        db = sqlite3.connect(f"file:{lexical}?mode=ro", uri=True)
+        try:
+            docs = [bytes(doc) for (doc,) in db.execute("SELECT doc FROM units")]
+        finally:
+            db.close()
+        blobs += [doc if doc[:1] == b"{" else zlib.decompress(doc) for doc in docs]
+    return b"\n".join(blobs)

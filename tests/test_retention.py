@@ -14,6 +14,7 @@ from bench.harness.kcat import kcat_publish
 from bench.harness.workers import WorkerProcess
 from simplemem.schemas.accounting import MessageOutcome
 from simplemem.schemas.settings import Settings, settings_for
+from tests.helpers import store_bytes
 from tests.services import drop_stream_env, require, stream_env
 from tests.test_streams import replay, wait_for
 
@@ -113,5 +114,5 @@ def test_no_raw_pii_is_retained_after_the_raw_retention(env: dict[str, str], tmp
     fresh = tmp_path / "rebuilt"
     proc = replay(env, "retention", fresh)
     assert f"{len(TURNS)} of".encode() in proc.stdout, proc.stdout
-    stored = b"".join(p.read_bytes() for p in fresh.rglob("*") if p.is_file())
+    stored = store_bytes(fresh)
     assert b"Leeds" in stored and not any(p.encode() in stored for p in PII)
