@@ -85,6 +85,15 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def rss_mb() -> float:
+    """Resident memory now (Linux), so that the progress lines show whether it grows with the input."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    return pages * resource.getpagesize() / 2**20
+
+
 def turn_line(t: LmeTurn) -> str:
     return f"[{t.ts.date().isoformat()}] {SPEAKERS.get(t.role, t.role)}: {t.text}"
 
@@ -125,7 +134,7 @@ def ingest(rt: Runtime, questions: list[LmeQuestion], encoding: str) -> IngestSt
         done[0] += n
         if done[0] // 1000 != (done[0] - n) // 1000:
             elapsed = time.perf_counter() - start
-            print(f"  {done[0]} turns in {elapsed:.0f}s", file=sys.stderr, flush=True)
+            print(f"  {done[0]} turns in {elapsed:.0f}s, RSS {rss_mb():.0f} MB", file=sys.stderr, flush=True)
 
     report = pipeline.ingest(lines, progress=progress)
     stats.seconds = time.perf_counter() - start

@@ -63,6 +63,7 @@ class Runtime:
                 s.embedding_model_dir,
                 s.model_cache_dir,
                 batch_size=s.embedding_batch_size,
+                batch_tokens=s.embedding_batch_tokens,
                 threads=s.embedding_threads,
             )
         return MiniLMEmbedder(

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from simplemem.processors.ingest.embedding import MiniLMEmbedder, MissingExtra, shipped_model_dir
-from simplemem.processors.ingest.onnx_embedding import OnnxMiniLMEmbedder, model_key
+from simplemem.processors.ingest.onnx_embedding import OnnxMiniLMEmbedder, length_batches, model_key
 from simplemem.processors.ingest.onnx_graph import BertShape, write_fp32
 from simplemem.schemas.settings import Settings
 
@@ -64,6 +64,29 @@ def test_int8_vectors_agree_with_torch() -> None:
     again = onnx.encode(list(reversed(SENTENCES)))[::-1]
     assert np.allclose(a, again, atol=1e-5)
     assert onnx.encode([]).shape == (0, 384)
+
+
+def test_a_vector_does_not_depend_on_the_lengths_beside_it() -> None:
+    """A short sentence keeps its vector when a long answer is embedded in the same call: batches are
+    padded to their own longest text only, and padding never counts as words."""
+    onnx = OnnxMiniLMEmbedder(None, Settings().model_cache_dir)
+    alone = onnx.encode(SENTENCES[:3])
+    long_answer = " ".join(SENTENCES * 4)
+    mixed = onnx.encode([long_answer, *SENTENCES[:3], long_answer])
+    assert np.allclose(mixed[1:4], alone, atol=1e-5)
+
+
+def test_length_batches_bound_rows_and_padded_size() -> None:
+    lengths = [5, 300, 7, 6, 120, 130, 5, 9, 8, 250]
+    batches = list(length_batches(lengths, rows=3, tokens=260))
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    order = [lengths[i] for b in batches for i in b]
+    assert order == sorted(lengths)  # shortest first, so a batch's rows are alike
+    for b in batches:
+        assert len(b) <= 3
+        assert len(b) == 1 or max(lengths[i] for i in b) * len(b) <= 260
+    assert [lengths[i] for i in batches[-1]] == [300]  # too long to share a batch
+    assert list(length_batches([], rows=3, tokens=260)) == []
 
 
 @pytest.mark.skipif(not HAS_TORCH, reason="the torch extra is not installed")

