@@ -247,6 +247,30 @@ def test_known_names_match_whole_names_and_the_names_a_longer_candidate_begins(t
     store.close()
 
 
+def test_a_speakers_role_is_not_a_known_name(tmp_path: Path) -> None:
+    """A frontend that sends no names has "user" and "assistant" as speakers: not names to match; an
+    older file's rows of them are deleted when it is opened."""
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    store.upsert(
+        [
+            unit("t1", "Kenji and I hiked", persons=["user", "Kenji"]),
+            unit("t1", "Try Kyoto", persons=["Assistant"]),
+        ]
+    )
+    assert store.known_names("t1", ["user", "assistant", "kenji"]) == ["kenji"]
+    store.close()
+    db = sqlite3.connect(path)
+    db.executemany("INSERT INTO names VALUES ('t1', ?, 'x')", [("user",), ("assistant",)])
+    db.execute("PRAGMA user_version=6")
+    db.commit()
+    reopened = SqliteLexicalStore(path)
+    assert reopened.known_names("t1", ["user", "assistant", "kenji"]) == ["kenji"]
+    assert db.execute("SELECT count(*) FROM names").fetchone()[0] == 1
+    reopened.close()
+    db.close()
+
+
 def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_path: Path) -> None:
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)

@@ -10,6 +10,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryUnit
 
 # A query word of at least this many letters matches a known name it begins ("Mel" for "Melanie").
@@ -153,16 +154,22 @@ def day_range(unit: MemoryUnit) -> tuple[int, int]:
     return stated, stated
 
 
+ROLE_WORDS = frozenset(r.value for r in Role)
+
+
 def index_names(unit: MemoryUnit) -> list[str]:
     """Lower-cased person names (and their parts) that the query's person filter matches.
 
     Only persons: entity labels from a small NER model are too unstable ("LGBTQ" is an ORG in one
     sentence and nothing in the next) to be a hard constraint; entities still count through BM25.
+    A speaker called by its role ("user", "assistant": a frontend that sends no name) is not a name:
+    it is on nearly every unit of such a tenant (306,848 of the 60 LongMemEval histories' 423K rows),
+    and as a known name it made "the user" in a message a person to resolve pronouns to.
     """
     names: set[str] = set()
     for value in unit.persons:
         low = value.lower().strip()
-        if low:
+        if low and low not in ROLE_WORDS:
             names.add(low)
             names.update(part for part in low.split() if len(part) > 1)
     return sorted(names)

@@ -32,13 +32,21 @@ import orjson
 
 from simplemem.processors.language.text import query_terms
 from simplemem.processors.stores.private import private_file
-from simplemem.processors.stores.protocols import MIN_NAME_PREFIX, Hit, SymbolicFilter, day_range, index_names
+from simplemem.processors.stores.protocols import (
+    MIN_NAME_PREFIX,
+    ROLE_WORDS,
+    Hit,
+    SymbolicFilter,
+    day_range,
+    index_names,
+)
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 _LAST_CHAR = "\U0010ffff"  # sorts after every character: a prefix's names lie below prefix + this
 _SHARED_CONTEXT_VERSION = 4
 _CONTENTLESS_CONTEXT_VERSION = 5
 _CONTENTLESS_UNITS_VERSION = 6
+_NO_ROLE_NAMES_VERSION = 7
 # The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
 # 0.006 answer recall against 1.0, and 2.0 gained nothing.
 CONTEXT_WEIGHT = 1.0
@@ -125,6 +133,7 @@ class SqliteLexicalStore:
         self._share_contexts()
         self._contentless_contexts()
         self._contentless_units()
+        self._no_role_names()
 
     def _upgrade(self, version: int, step: Callable[[], None]) -> None:
         """Run ``step`` on a file older than ``version``, in one transaction that marks it upgraded."""
@@ -185,6 +194,17 @@ class SqliteLexicalStore:
                 self._insert_fts(rowid, _unit(doc, None))
 
         self._upgrade(_CONTENTLESS_UNITS_VERSION, reindex)
+
+    def _no_role_names(self) -> None:
+        """Version 7 indexes no speaker's role as a person's name (:func:`index_names`); an older
+        file's rows of them are deleted once."""
+        db = self._db
+
+        def delete() -> None:
+            marks = ",".join("?" * len(ROLE_WORDS))
+            db.execute(f"DELETE FROM names WHERE name IN ({marks})", sorted(ROLE_WORDS))
+
+        self._upgrade(_NO_ROLE_NAMES_VERSION, delete)
 
     def _put_context(self, unit: MemoryUnit) -> str | None:
         """The hash of the unit's context, stored (and indexed) if no unit of the tenant has it yet."""
