@@ -3,11 +3,14 @@
     python -m bench.query_latency [--limit N]        # the services must be up: simplemem infra up
 
 Both modes ingest the same LoCoMo conversations, then answer every question of them; the services
-mode writes into a fresh OpenSearch index and Milvus collection, removed at the end.
+mode writes into a fresh OpenSearch index and Milvus collection, removed at the end. CPU per query is
+the whole machine's busy time while the questions are answered (this process, OpenSearch, Milvus,
+Redis and anything else running: measure on an otherwise idle machine), divided by the queries.
 """
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 import uuid
@@ -17,6 +20,16 @@ import numpy as np
 
 from bench.common import conversations, event_lines, parser, warm_latencies_ms
 from simplemem.schemas.settings import Settings
+
+WARM_UP = 10
+
+
+def machine_busy_seconds() -> float:
+    """CPU time every process of the machine has used since boot (Linux ``/proc/stat``): user, nice,
+    system, irq and softirq, not idle or iowait."""
+    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[:7])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -45,10 +58,13 @@ def main() -> None:
             t = time.perf_counter()
             report = rt.pipeline.ingest(lines)
             ingest_s = time.perf_counter() - t
-            lat = warm_latencies_ms(rt.retriever, questions)
+            busy = machine_busy_seconds()
+            lat = warm_latencies_ms(rt.retriever, questions, warm_up=WARM_UP)
+            cpu_ms = (machine_busy_seconds() - busy) * 1000 / (len(lat) + WARM_UP)
             print(
                 f"{name:<9} ingest {report.accepted / ingest_s:5.0f} turns/s   query p50 {np.percentile(lat, 50):5.1f} ms"
-                f"   p95 {np.percentile(lat, 95):5.1f} ms   ({len(lat)} questions, {report.units} units)"
+                f"   p95 {np.percentile(lat, 95):5.1f} ms   CPU {cpu_ms:5.1f} ms/query, all processes"
+                f"   ({len(lat)} questions, {report.units} units)"
             )
         finally:
             if name == "services":
