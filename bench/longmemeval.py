@@ -86,12 +86,10 @@ def peak_rss_mb() -> float:
 
 
 def rss_mb() -> float:
-    """Resident memory now (Linux), so that the progress lines show whether it grows with the input."""
-    try:
-        pages = int(Path("/proc/self/statm").read_text().split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0.0
-    return pages * resource.getpagesize() / 2**20
+    """Resident memory now, so that the progress lines show whether it grows with the input."""
+    import psutil
+
+    return float(psutil.Process().memory_info().rss) / 2**20
 
 
 def turn_line(t: LmeTurn) -> str:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-import zlib
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from simplemem.processors.stores.sqlite_lexical import doc_json
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage
@@ -68,5 +68,5 @@ def store_bytes(store: Path) -> bytes:
             docs = [bytes(doc) for (doc,) in db.execute("SELECT doc FROM units")]
         finally:
             db.close()
-        blobs += [doc if doc[:1] == b"{" else zlib.decompress(doc) for doc in docs]
+        blobs += [doc_json(doc) for doc in docs]
     return b"\n".join(blobs)

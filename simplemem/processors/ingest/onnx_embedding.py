@@ -129,7 +129,7 @@ class OnnxMiniLMEmbedder:
         a batch's activations with one scale, so a short batch also keeps each vector nearer fp32.
         On an assistant history's texts this is 1.75x the speed of 32 rows sorted by characters."""
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        pieces = [e.ids for e in self._tokenizer.encode_batch(texts)] if texts else []
+        pieces = [e.ids for e in self._tokenizer.encode_batch(texts)]
         for rows in length_batches([len(p) for p in pieces], self.batch_size, self.batch_tokens):
             width = max(len(pieces[r]) for r in rows)
             ids = np.zeros((len(rows), width), dtype=np.int64)

@@ -108,13 +108,13 @@ def _doc(unit: MemoryUnit) -> bytes:
     return zlib.compress(orjson.dumps(fields), DOC_COMPRESSION)
 
 
-def _fields(doc: bytes) -> bytes:
+def doc_json(doc: bytes) -> bytes:
     """A stored doc's JSON: files written before compression hold it as it is (it opens with "{")."""
     return doc if doc[:1] == b"{" else zlib.decompress(doc)
 
 
 def _unit(doc: bytes, context: str | None) -> MemoryUnit:
-    fields = orjson.loads(_fields(doc))
+    fields = orjson.loads(doc_json(doc))
     if context is not None:
         fields["context"] = context
     return MemoryUnit.model_validate(fields)
