@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from simplemem.processors.ingest.embedding import Embedder, MiniLMEmbedder
 from simplemem.processors.retrieval.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
+from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.processors.stores.private import private_dir
@@ -240,9 +241,12 @@ class Runtime:
         # Embedded: a local SQLite lookup, and the process that writes the memories also reads them.
         s = self.settings
         names = TenantNames(self.lexical, s) if s.mode == "services" and s.names_cache_seconds > 0 else None
-        return Retriever(s, self.lexical, self.vectors, self.embedder, self.buffer, names)
+        fan_out = FanOut(s.query_store_threads if s.mode == "services" else 1)
+        return Retriever(s, self.lexical, self.vectors, self.embedder, self.buffer, names, fan_out)
 
     def close(self) -> None:
+        if "retriever" in self.__dict__:
+            self.retriever.fan_out.close()
         for name in ("preparer", "vectors", "lexical", "buffer", "tombstones"):
             if name in self.__dict__:
                 self.__dict__[name].close()

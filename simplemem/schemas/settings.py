@@ -330,6 +330,12 @@ class Settings(BaseSettings):
         description="set when the index is created: a write waits for the next refresh (refresh=wait_for) "
         "so that what leaves the recent-turn buffer is searchable; shorter = faster writes, more segments",
     )
+    query_store_threads: int = Field(
+        4,
+        ge=1,
+        description="store requests one services-mode query makes at once (1: one after another); "
+        "embedded mode always makes them in order",
+    )
     opensearch_pool_connections: int = Field(
         32, ge=1, description="HTTP connections an OpenSearch client keeps open (one per concurrent query)"
     )

@@ -37,7 +37,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from functools import lru_cache, partial
 
@@ -49,6 +50,7 @@ from simplemem.processors.language.text import STOPWORDS, query_terms
 from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
+from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
@@ -56,6 +58,7 @@ from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult, RetrievedMemory
 from simplemem.schemas.settings import Settings
+from simplemem.schemas.window import BufferedTurn
 
 TEMPORAL_CUES = re.compile(
     r"\b(when|before|after|since|during|until|first|last|ago|how long|date|year|month|week|day|time)\b", re.I
@@ -298,6 +301,7 @@ class Retriever:
     embedder: Embedder
     buffer: RecentTurnBuffer | None = None
     names: TenantNames | None = None  # a cache of the tenants' person names (services mode)
+    fan_out: FanOut = field(default_factory=FanOut)  # independent store requests at once (services)
 
     def query(self, request: QueryRequest, filters: QueryFilters | None = None) -> QueryResult:
         """The memories and context for ``request``; ``filters`` narrow it further (the API's)."""
@@ -341,24 +345,25 @@ class Retriever:
         # Unit vectors come from the sentences as said ("I made a bowl"), without the speaker's name;
         # the person filter already holds the names, so the query is embedded without them too.
         stripped = _without(request.query, named)
-        qvec = self.embedder.encode([stripped])[0]
+        # embedded while the BM25 side already searches (services mode)
+        qvec = self.fan_out.later(lambda: self.embedder.encode([stripped])[0])
         asked = asked_role(request.query)
         weight = fusion_weight(asked, s)
         fetched: dict[str, MemoryUnit] = {}  # units read while ranking, not read again to select
-        ranked, best_cosine = self._search(tenant, stripped, qvec, pool, flt, fetched, weight)
-        if first_day is not None and not explicit_range and (s.date_boost or len(ranked) < s.k_min):
-            # A date that matches (almost) nothing was misremembered or refers to when something was
-            # said rather than when it happened: an answer without the date beats an empty one.
-            wide, wide_cosine = self._search(
-                tenant, stripped, qvec, pool, replace(flt, first_day=None, last_day=None), fetched, weight
-            )
-            best_cosine = max(best_cosine, wide_cosine)
-            ranked = favour_within(wide, ranked, s.date_boost) if s.date_boost else wide
-        recent = (
-            self._buffer_hits(tenant, request.query, qvec, names, as_of, weight, best_cosine)
-            if self.buffer
-            else {}
+        wide = (
+            replace(flt, first_day=None, last_day=None)
+            if first_day is not None and not explicit_range
+            else None
         )
+
+        def ranking() -> tuple[list[tuple[str, float]], float]:
+            return self._ranking(tenant, stripped, qvec, pool, flt, wide, fetched, weight)
+
+        def buffered() -> list[BufferedTurn]:
+            return self._fresh_turns(tenant, as_of) if self.buffer else []
+
+        (ranked, best_cosine), fresh = self.fan_out.both(ranking, buffered)
+        recent = self._buffer_hits(tenant, fresh, request.query, qvec(), names, weight, best_cosine)
         if explicit_range or (filters.kinds and MemoryKind.FACT not in filters.kinds):
             recent = {}  # a recent turn has no event time yet, and is a statement (a fact)
         if filters.sessions:
@@ -423,66 +428,115 @@ class Retriever:
             context_tokens=budget.count(context) if context else 0,
         )
 
+    def _ranking(
+        self,
+        tenant: str,
+        query: str,
+        qvec: Callable[[], np.ndarray],
+        pool: int,
+        flt: SymbolicFilter,
+        wide: SymbolicFilter | None,
+        fetched: dict[str, MemoryUnit],
+        weight: float,
+    ) -> tuple[list[tuple[str, float]], float]:
+        """The ranked candidates under ``flt`` and the best cosine among them. ``wide`` is ``flt``
+        without the query's date: a date that matches (almost) nothing was misremembered or refers to
+        when something was said rather than when it happened, and an answer without the date beats an
+        empty one. With ``date_boost`` both searches run (at once) and the date is a boost."""
+        s = self.settings
+
+        def within() -> tuple[list[tuple[str, float]], float]:
+            return self._search(tenant, query, qvec, pool, flt, fetched, weight)
+
+        def without() -> tuple[list[tuple[str, float]], float]:
+            assert wide is not None
+            return self._search(tenant, query, qvec, pool, wide, fetched, weight)
+
+        if wide is None:
+            return within()
+        if s.date_boost:
+            (ranked, cosine), (anyday, anyday_cosine) = self.fan_out.both(within, without)
+            return favour_within(anyday, ranked, s.date_boost), max(cosine, anyday_cosine)
+        ranked, cosine = within()
+        if len(ranked) >= s.k_min:
+            return ranked, cosine
+        anyday, anyday_cosine = without()
+        return anyday, max(cosine, anyday_cosine)
+
     def _search(
         self,
         tenant: str,
         query: str,
-        qvec: np.ndarray,
+        qvec: Callable[[], np.ndarray],
         pool: int,
         flt: SymbolicFilter,
         fetched: dict[str, MemoryUnit],
         weight: float,
     ) -> tuple[list[tuple[str, float]], float]:
         """Candidates from both indexes under the symbolic filter, fused with ``weight`` and ranked
-        (units read on the way are kept in ``fetched``), and the best cosine among them."""
+        (every candidate's unit is read on the way, into ``fetched``), and the best cosine among them."""
         size = self.settings.store_expression_terms
         # Both indexes search every memory; those about the question's persons are boosted after.
         # (BM25 used to search only the memories about them: a place taken for a nickname, "the
         # Vatican" for "Caffè Vaticano", then hid every statement found by its words alone.)
         anyone = replace(flt, names=())
-        semantic = self.vectors.search(tenant, qvec, pool, anyone)
-        lexical = batched.search(self.lexical, tenant, query, pool, anyone, size)
-        about: set[str] = set()
-        if flt.names:
-            ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
-            about = batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
-        words_only = self._words_only(tenant, semantic, lexical, fetched)
+        semantic, lexical = self.fan_out.both(
+            lambda: self.vectors.search(tenant, qvec(), pool, anyone),
+            lambda: batched.search(self.lexical, tenant, query, pool, anyone, size),
+        )
+        ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
+        seen = {h.id for h in semantic}
+
+        def about() -> set[str]:
+            if not flt.names:
+                return set()
+            return batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
+
+        # Fusion needs the units of the lexical hits that the vectors did not find (whether they
+        # have a vector); selection later reads the ranked head. Where a read is a round trip
+        # (services), every candidate is read now, in one request; embedded, a read is microseconds
+        # a unit and only those are read.
+        unread = ids if self.fan_out.parallel else [h.id for h in lexical if h.id not in seen]
+        about_ids, _ = self.fan_out.both(about, lambda: self._read(tenant, unread, fetched))
+        words_only = {
+            h.id for h in lexical if h.id not in seen and h.id in fetched and not fetched[h.id].has_vector
+        }
         best_cosine = max((h.score for h in semantic), default=0.0)
         fused = fuse(semantic, lexical, words_only, weight, self.settings.words_only_cosine_factor)
-        for uid in about & fused.keys():
+        for uid in about_ids & fused.keys():
             fused[uid] += self.settings.person_boost
         return sorted(fused.items(), key=lambda kv: (-kv[1], kv[0])), best_cosine
 
-    def _words_only(
-        self, tenant: str, semantic: list[Hit], lexical: list[Hit], fetched: dict[str, MemoryUnit]
-    ) -> set[str]:
-        """The lexical hits that have no vector to be found by (a long answer's later statements);
-        the units read are kept in ``fetched``."""
-        seen = {h.id for h in semantic}
-        unseen = [h.id for h in lexical if h.id not in seen and h.id not in fetched]
-        fetched.update((u.id, u) for u in self.lexical.get(tenant, unseen, with_context=False))
-        return {h.id for h in lexical if h.id in fetched and not fetched[h.id].has_vector}
+    def _read(self, tenant: str, ids: list[str], fetched: dict[str, MemoryUnit]) -> None:
+        """The units of these ids not read yet, into ``fetched`` (without their message)."""
+        unread = [uid for uid in ids if uid not in fetched]
+        fetched.update((u.id, u) for u in self.lexical.get(tenant, unread, with_context=False))
+
+    def _fresh_turns(self, tenant: str, as_of: datetime) -> list[BufferedTurn]:
+        """The buffered turns said by ``as_of`` that no memory unit comes from yet."""
+        assert self.buffer is not None
+        turns = [t for t in self.buffer.recent(tenant) if t.vector and t.ts <= as_of]
+        if not turns:
+            return []
+        indexed = self.lexical.sources_with_units(tenant, [t.message_id for t in turns])
+        return [t for t in turns if t.message_id not in indexed]
 
     def _buffer_hits(
         self,
         tenant: str,
+        fresh: list[BufferedTurn],
         query: str,
         qvec: np.ndarray,
         names: list[str],
-        as_of: datetime,
         w: float,
         best_cosine: float,
     ) -> dict[str, tuple[MemoryUnit, float]]:
         """Recent turns not yet indexed, scored like memories: cosine (as its share of the best, the
         memories' ``best_cosine`` included) and the share of the query's terms they hold; a turn
         whose score by its raw cosine is below ``buffer_min_score`` is not a match at all."""
-        assert self.buffer is not None
-        turns = [t for t in self.buffer.recent(tenant) if t.vector and t.ts <= as_of]
-        if not turns:
+        if not fresh:
             return {}
-        indexed = self.lexical.sources_with_units(tenant, [t.message_id for t in turns])
         terms = set(query_terms(query))
-        fresh = [t for t in turns if t.message_id not in indexed]
         cosines = [float(np.dot(qvec, np.asarray(t.vector, dtype=np.float32))) for t in fresh]
         top = max([best_cosine, *cosines])
         hits: dict[str, tuple[MemoryUnit, float]] = {}

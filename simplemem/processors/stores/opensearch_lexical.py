@@ -364,10 +364,13 @@ class OpenSearchLexicalStore:
             return []
         body = {
             "size": min(MAX_RESULT_WINDOW, max(limit, len(hashes) * UNITS_PER_MESSAGE_GUESS * 4)),
-            "_source": ["ctx"],
+            # the hash from the column store: reading and parsing hundreds of units' sources (each
+            # with its document) for one keyword was most of this request's time
+            "_source": False,
+            "docvalue_fields": ["ctx"],
             "query": {"bool": {"filter": [*self._filters(tenant_id, flt), {"terms": {"ctx": hashes}}]}},
         }
-        return [(h["_id"], h["_source"]["ctx"]) for h in self._search(tenant_id, body)["hits"]["hits"]]
+        return [(h["_id"], h["fields"]["ctx"][0]) for h in self._search(tenant_id, body)["hits"]["hits"]]
 
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         if not ids:
