@@ -18,7 +18,7 @@ from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.schemas.events import Role
-from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.query import QueryRequest
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.window import AnalyzedMessage, Window
@@ -108,6 +108,32 @@ def test_the_first_statement_carries_the_answers_vector_and_the_rest_none(nlp) -
     assert len(drafts) == 4
     assert drafts[0].vector == answer.embedding and drafts[0].unit.has_vector
     assert all(d.vector is None and not d.unit.has_vector for d in drafts[1:])
+
+
+def test_a_code_block_takes_its_messages_vector_and_is_not_embedded_again(nlp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    answer = prepared(nlp, ANSWER, Role.ASSISTANT)
+    answer.code_blocks = ["SELECT name FROM hotels WHERE city = 'Tokyo';"]
+    MessageAnalyzer(NoPreparer(), CountingEmbedder(), assistant_vector_chars=120).embed([answer])
+    drafts = OfflineDecomposer().decompose(Window(tenant_id="t", session_id="s", messages=[answer])).units
+    code = [d for d in drafts if d.unit.kind == MemoryKind.CODE]
+    assert len(code) == 1 and code[0].vector == answer.embedding and code[0].unit.has_vector
+    embedder = CountingEmbedder()
+    Indexer(embedder, SqliteLexicalStore(tmp_path / "l.db"), SqliteVectorStore(tmp_path / "v.db", DIM)).index(
+        drafts
+    )
+    assert embedder.seen == []
+
+
+def test_code_alone_is_embedded_by_the_indexer(nlp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    message = prepared(nlp, "ok", Role.USER)
+    message.code_blocks = ["print('hello')"]
+    drafts = OfflineDecomposer().decompose(Window(tenant_id="t", session_id="s", messages=[message])).units
+    assert [d.vector for d in drafts] == [None]
+    embedder = CountingEmbedder()
+    Indexer(embedder, SqliteLexicalStore(tmp_path / "l.db"), SqliteVectorStore(tmp_path / "v.db", DIM)).index(
+        drafts
+    )
+    assert len(embedder.seen) == 1 and embedder.seen[0].endswith("print('hello')")
 
 
 def test_only_statements_with_a_vector_reach_the_vector_store_and_none_is_drift(nlp, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]

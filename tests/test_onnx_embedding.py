@@ -76,6 +76,23 @@ def test_a_vector_does_not_depend_on_the_lengths_beside_it() -> None:
     assert np.allclose(mixed[1:4], alone, atol=1e-5)
 
 
+def test_a_text_repeated_in_a_call_is_embedded_once_and_returned_at_each_place() -> None:
+    onnx = OnnxMiniLMEmbedder(None, Settings().model_cache_dir)
+    runs: list[int] = []
+    session_run = onnx._session.run
+
+    def counting(*args: object, **kwargs: object) -> object:
+        runs.append(len(args[1]["input_ids"]))  # type: ignore[index]
+        return session_run(*args, **kwargs)  # type: ignore[arg-type]
+
+    onnx._session = type("Counted", (), {"run": staticmethod(counting)})()
+    texts = [SENTENCES[0], SENTENCES[1], SENTENCES[0], SENTENCES[0]]
+    out = onnx.encode(texts)
+    assert sum(runs) == 2
+    assert np.allclose(out[0], out[2]) and np.allclose(out[0], out[3]) and not np.allclose(out[0], out[1])
+    assert np.allclose(out[:2], onnx.encode(texts[:2]), atol=1e-5)
+
+
 def test_length_batches_bound_rows_and_padded_size() -> None:
     lengths = [5, 300, 7, 6, 120, 130, 5, 9, 8, 250]
     batches = list(length_batches(lengths, rows=3, tokens=260))

@@ -5,6 +5,7 @@ from typing import Any
 
 import pytest
 
+from simplemem.processors.pii.recognizers import PHONE_MARGIN, phone_segments
 from simplemem.schemas.events import ChatEvent
 
 pytestmark = pytest.mark.slow
@@ -118,6 +119,26 @@ def test_numbers_get_the_placeholder_of_what_they_are(
 )
 def test_look_alikes_stay(scrubber: Any, nlp: Any, text: str) -> None:
     assert scrubber.scrub(text, nlp(text)).text == text
+
+
+def test_phone_numbers_deep_in_a_long_answer_are_found_and_years_are_not_phones(
+    scrubber: Any, nlp: Any
+) -> None:
+    """The matcher reads only the segments around digit runs: a number far into a long text is still
+    found at its place, with its "+" and extension, and a lone four-digit year is no phone number."""
+    filler = "The museum opened in 1696 and was rebuilt in 1842 after the fire. " * 40
+    text = f"{filler}Call the front desk at +1 (415) 555-0132 ext. 12 before noon. {filler}"
+    result = scrubber.scrub(text, nlp(text))
+    assert result.text == text.replace("+1 (415) 555-0132 ext. 12", "<PHONE_NUMBER>")
+    assert result.pii_types == ["PHONE_NUMBER"]
+
+
+def test_phone_segments_cover_digit_runs_with_their_margins() -> None:
+    text = "x" * 100 + "415-555-0132" + "y" * 100 + "and 020 7946 0958" + "z" * 60 + "in 1696, 12 34"
+    segments = phone_segments(text)
+    assert [text[s:e].strip("xyz") for s, e in segments] == ["415-555-0132", "and 020 7946 0958"]
+    assert [e - s for s, e in segments] == [12 + 2 * PHONE_MARGIN, 17 - 4 + 2 * PHONE_MARGIN]
+    assert phone_segments("born in 1696, aged 12 34") == []
 
 
 def test_overlaps_go_to_the_strongest_reading_without_leaking_the_rest(scrubber: Any, nlp: Any) -> None:

@@ -205,7 +205,7 @@ class OfflineDecomposer:
                 result.units.append(DraftUnit(self._request_unit(message, addressee or "", request)))
                 count += 1
             for code in message.code_blocks:
-                result.units.append(DraftUnit(self._code_unit(message, code)))
+                result.units.append(code_draft(self._code_unit(message, code), message))
                 count += 1
             statements = []
             for group in statement_groups(message.sentences):
@@ -298,6 +298,14 @@ class OfflineDecomposer:
         )
         vector = unit_mean([s.embedding for s in group])
         return DraftUnit(unit, vector.tolist() if vector is not None else None)
+
+
+def code_draft(unit: MemoryUnit, message: AnalyzedMessage) -> DraftUnit:
+    """A code block with its message's vector: what a code unit is found by is the prose around it
+    (its embedded text is that prose first, then the code, cut at 256 word pieces). Embedding that
+    again for every block was a quarter of an assistant history's MiniLM work; a message with no
+    vector (code alone) has its block embedded by the indexer."""
+    return DraftUnit(unit, list(message.embedding) if message.embedding else None)
 
 
 def _one_vector_per_answer(message: AnalyzedMessage, statements: list[DraftUnit]) -> list[DraftUnit]:

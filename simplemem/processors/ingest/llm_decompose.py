@@ -13,7 +13,7 @@ import logging
 import httpx
 from pydantic import BaseModel
 
-from simplemem.processors.ingest.decompose import Decomposition, DraftUnit, OfflineDecomposer
+from simplemem.processors.ingest.decompose import Decomposition, DraftUnit, OfflineDecomposer, code_draft
 from simplemem.processors.llm_client import LLM_FAILURES, JsonChat, MalformedOutput
 from simplemem.schemas.memory import MemoryKind, MemoryUnit, UnitContent
 from simplemem.schemas.settings import Settings
@@ -55,7 +55,7 @@ class LlmDecomposer:
         for m in window.new_messages:
             result.units_per_message[m.message_id] = 0
             for code in m.code_blocks:  # code bypasses the LLM entirely
-                result.units.append(DraftUnit(self.offline._code_unit(m, code)))
+                result.units.append(code_draft(self.offline._code_unit(m, code), m))
                 result.units_per_message[m.message_id] += 1
         for item in parsed.units:
             first = new[item.source_ids[0]]

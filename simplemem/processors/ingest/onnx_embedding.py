@@ -127,7 +127,13 @@ class OnnxMiniLMEmbedder:
         """Texts tokenized once, sorted by their word pieces and run in small batches padded to their
         longest: int8 MiniLM on one core is bound by the padded positions, and ONNX Runtime quantizes
         a batch's activations with one scale, so a short batch also keeps each vector nearer fp32.
-        On an assistant history's texts this is 1.75x the speed of 32 rows sorted by characters."""
+        On an assistant history's texts this is 1.75x the speed of 32 rows sorted by characters.
+        A text repeated in the call is embedded once (a scrubbed list repeats its lines: 17% of
+        an assistant history's texts)."""
+        distinct = list(dict.fromkeys(texts))
+        if len(distinct) < len(texts):
+            rows_of = {t: i for i, t in enumerate(distinct)}
+            return self.encode(distinct)[[rows_of[t] for t in texts]]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         pieces = [e.ids for e in self._tokenizer.encode_batch(texts)]
         for rows in length_batches([len(p) for p in pieces], self.batch_size, self.batch_tokens):
