@@ -1,0 +1,75 @@
+"""Tags for long assistant answers without spaCy's network: Penn tags in spaCy's conventions, and a
+long answer's statements, keywords and verb agreement as the stages read them."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from simplemem.processors.language.lexicon_tags import lexicon_tag
+from simplemem.schemas.events import ChatEvent
+
+pytestmark = pytest.mark.slow
+
+
+def tags(nlp: Any, text: str) -> list[tuple[str, str]]:
+    doc = lexicon_tag(nlp(text, disable=["tok2vec", "tagger", "ner"]))
+    return [(t.text, t.tag_) for t in doc if not t.is_space]
+
+
+def test_words_get_penn_tags_in_spacys_conventions(nlp: Any) -> None:
+    tagged = dict(
+        tags(nlp, "I recommend the Park Hyatt (in Shinjuku) because it's quiet and costs 150 dollars.")
+    )
+    assert tagged["I"] == "PRP"
+    assert tagged["recommend"] == "VBP"  # present tense after "I", as spaCy tags it
+    assert tagged["Hyatt"] == "NNP" and tagged["Shinjuku"] == "NNP"
+    assert (tagged["("], tagged[")"]) == ("-LRB-", "-RRB-")
+    assert tagged["'s"] == "VBZ"  # "it's" is "it is", not a possessive
+    assert tagged["150"] == "CD" and tagged["dollars"] == "NNS"
+
+
+def test_a_list_number_is_a_marker_and_a_possessive_stays_one(nlp: Any) -> None:
+    tagged = tags(nlp, "Options:\n1. Book the hotel's shuttle early.\n2. Take the train.")
+    assert ("1", "LS") in tagged and ("2", "LS") in tagged
+    assert ("'s", "POS") in tagged
+
+
+def test_a_long_answer_is_tagged_by_the_lexicon_and_read_like_a_tagged_one(nlp: Any, scrubber: Any) -> None:
+    """The long answer skips spaCy's network; its sentences still carry the tags the stages read:
+    informative statements, keywords from its nouns, the quick reply left out."""
+    from simplemem.processors.ingest.analysis import NlpPreparer
+    from simplemem.processors.ingest.decompose import OfflineDecomposer
+    from simplemem.schemas.window import Window
+
+    lines = [
+        "Here are three hotels near the slopes:",
+        "1. The Grand Lodge has a heated pool and costs 210 dollars a night.",
+        "2. The Alpine Inn serves breakfast and sits next to the gondola.",
+        "3. The Snow Cabin is the cheapest option for a family.",
+        "I recommend the Alpine Inn for skiers who want an early start.",
+        "Let me know if you need more options!",
+    ]
+    event = ChatEvent(
+        tenant_id="t",
+        session_id="s",
+        message_id="a1",
+        speaker="assistant",
+        role="assistant",
+        text="\n".join(lines),
+        ts=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    preparer = NlpPreparer(nlp, scrubber, long_answer_chars=100)
+    [message] = preparer.prepare([event])
+    assert all(t.tag for s in message.sentences for t in s.tokens)
+    informative = [s.text for s in message.sentences if s.informative]
+    assert informative == [line.split(". ", 1)[-1] for line in lines[:5]]
+    message.embedding = [1.0]
+    units = OfflineDecomposer().decompose(Window(tenant_id="t", session_id="s", messages=[message])).units
+    texts = [d.unit.text for d in units]
+    assert any(
+        t.startswith("assistant, item 2 (second) of 3") and "Alpine Inn serves breakfast" in t for t in texts
+    )
+    assert any("assistant recommends the Alpine Inn" in t for t in texts)
+    pool = next(d.unit for d in units if "heated pool" in d.unit.text)
+    assert {"pool", "night"} <= set(pool.keywords)
