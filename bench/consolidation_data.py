@@ -9,7 +9,10 @@ from typing import Any
 from bench.events import chat_event
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
-DRINKS = ("latte", "latte", "oat latte", "latte", "large latte")
+# Variants of one drink, each well above the affinity threshold from a plain latte (MiniLM int8
+# cosine 0.92-0.96). An "oat latte" (0.84-0.87, by the batch it is embedded in) sat on the threshold
+# itself, so whether it joined the others depended on quantization noise.
+DRINKS = ("latte", "latte", "soy latte", "latte", "large latte")
 CAFE = "Quillfeather"
 
 UNRELATED = [

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 from simplemem.processors.ingest.decompose import Decomposition, OfflineDecomposer
 from simplemem.processors.ingest.pipeline import Pipeline
-from simplemem.schemas.accounting import IngestReport, Outcome
+from simplemem.schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.window import Window
 from tests.helpers import message
@@ -101,3 +101,19 @@ def test_a_session_that_ended_leaves_no_state_behind_before_the_input_ends() -> 
     )
     assert held == [0] * len(sessions)
     assert not p.sessions.buffers
+
+
+def test_a_report_counted_on_another_thread_adds_up() -> None:
+    """The writer thread of an ingest counts in its own report; merged, no count or item is lost."""
+    main = IngestReport(read=5, accepted=5)
+    main.rejected.append(Rejection(where="line 2", reason="text: empty"))
+    written = IngestReport(accepted=-1, windows=3, windows_filtered=1, units=7, pii_scrubbed=2)
+    written.rejected.append(Rejection(where="m4", reason="forgotten"))
+    written.record(MessageOutcome(tenant_id="t", message_id="m1", outcome=Outcome.INDEXED, units=7))
+    written.record(MessageOutcome(tenant_id="t", message_id="m2", outcome=Outcome.FAILED, reason="x"))
+    written.filtered_scores.append(0.1)
+    main.merge(written)
+    assert (main.read, main.accepted, main.windows, main.windows_filtered, main.units) == (5, 4, 3, 1, 7)
+    assert main.pii_scrubbed == 2 and main.filtered_scores == [0.1]
+    assert [r.where for r in main.rejected] == ["line 2", "m4"]
+    assert main.outcomes[Outcome.INDEXED] == 1 and [f.message_id for f in main.failures] == ["m2"]

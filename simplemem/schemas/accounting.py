@@ -53,6 +53,17 @@ class IngestReport(BaseModel):
         decided = self.outcomes[Outcome.INDEXED] + self.outcomes[Outcome.FILTERED]
         return self.outcomes[Outcome.FILTERED] / decided if decided else 0.0
 
+    def merge(self, other: IngestReport) -> None:
+        """Add ``other``'s counts and lists to these (a part of the run counted on another thread)."""
+        for name, value in other:
+            mine = getattr(self, name)
+            if isinstance(mine, Counter):
+                mine.update(value)
+            elif isinstance(mine, list):
+                mine.extend(value)
+            else:
+                setattr(self, name, mine + value)
+
     def record(self, outcome: MessageOutcome) -> None:
         self.outcomes[outcome.outcome] += 1
         if outcome.outcome == Outcome.FAILED:

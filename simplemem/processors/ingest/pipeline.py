@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -315,19 +315,30 @@ class Pipeline:
         ``close_sessions`` is false: more of the same conversations is coming, and their open
         windows wait for it, their turns queryable from the recent-turn buffer meanwhile).
 
-        The NLP half of batch N+1 runs on the preparer's thread while batch N is
-        embedded, windowed and indexed: spaCy and ONNX Runtime each keep one of the two cores busy.
+        Three batches are in flight, one per thread: spaCy prepares batch N+2 on the preparer's
+        thread, MiniLM embeds batch N+1 on this one, and a writer thread windows, decomposes and
+        indexes batch N, in order (a batch is written only once the one before it is). MiniLM
+        keeps one core busy; spaCy and the writer, Python most of their time, share the other.
+        The writer counts in a report of its own, added to ``report`` when it is done.
         """
         report = report or IngestReport()
+        written = IngestReport()
         pending: Future[list[AnalyzedMessage]] | None = None
         pending_batch: list[ChatEvent] = []
-        for batch in self._batches(lines, report):
-            submitted = self.analyzer.preparer.submit(batch)
+        writing: Future[None] | None = None
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="write") as writer:
+            for batch in self._batches(lines, report):
+                submitted = self.analyzer.preparer.submit(batch)
+                if pending is not None:
+                    writing = self._embed_then_write(
+                        writer, writing, pending_batch, pending, written, progress
+                    )
+                pending, pending_batch = submitted, batch
             if pending is not None:
-                self._ingest_prepared(pending_batch, pending, report, progress)
-            pending, pending_batch = submitted, batch
-        if pending is not None:
-            self._ingest_prepared(pending_batch, pending, report, progress)
+                writing = self._embed_then_write(writer, writing, pending_batch, pending, written, progress)
+            if writing is not None:
+                writing.result()
+        report.merge(written)
         if close_sessions:
             self.flush(report)
         return report
@@ -388,17 +399,33 @@ class Pipeline:
         if batch:
             yield self.drop_forgotten(batch, report)
 
-    def _ingest_prepared(
+    def _embed_then_write(
         self,
+        writer: ThreadPoolExecutor,
+        writing: Future[None] | None,
         events: list[ChatEvent],
         prepared: Future[list[AnalyzedMessage]],
         report: IngestReport,
         progress: Callable[[int], None] | None,
+    ) -> Future[None]:
+        """Embed a prepared batch here, then hand it to the writer once the batch before it is
+        written (its error, if any, surfaces now)."""
+        results = analysed_or_failed(
+            lambda: self.analyzer.embed(prepared.result()), self.analyzer.analyze, events
+        )
+        if writing is not None:
+            writing.result()
+        return writer.submit(self._write_analysed, events, results, report, progress)
+
+    def _write_analysed(
+        self,
+        events: list[ChatEvent],
+        results: list[AnalyzedMessage | MessageOutcome],
+        report: IngestReport,
+        progress: Callable[[int], None] | None,
     ) -> None:
         messages: list[AnalyzedMessage] = []
-        for result in analysed_or_failed(
-            lambda: self.analyzer.embed(prepared.result()), self.analyzer.analyze, events
-        ):
+        for result in results:
             if isinstance(result, MessageOutcome):
                 report.record(result)
             else:
