@@ -345,13 +345,15 @@ def test_a_units_words_leave_the_index_when_it_is_deleted_edited_or_archived(tmp
     [
         (4, "contexts_fts", "tenant, body, tokenize = 'porter unicode61'"),
         (5, "units_fts", "tenant, body, said, uid UNINDEXED"),
+        (7, "units_fts", "tenant, body, said, content = '', tokenize = 'porter unicode61'"),
     ],
 )
 def test_an_index_with_a_copy_of_the_text_is_rebuilt_without(
     tmp_path: Path, version: int, index: str, columns: str
 ) -> None:
-    """Version 4 kept a copy of each context in its index, 5 of each unit's text: both are rebuilt
-    contentless, and still searched and emptied by a delete."""
+    """Version 4 kept a copy of each context in its index, 5 of each unit's text, 7 indexed a unit's
+    text twice (``said``): each is rebuilt contentless with a unit's words once, and still searched
+    (names in a unit's text too) and emptied by a delete."""
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
     theremin, *answer = [unit("t1", "Jordan bought a theremin"), *answer_units("t1", 2)]
@@ -369,11 +371,35 @@ def test_an_index_with_a_copy_of_the_text_is_rebuilt_without(
     assert not {"contexts_fts_content", "units_fts_content"} & tables
     assert [h.id for h in reopened.search("t1", "theremin", 10, SymbolicFilter())] == [theremin.id]
     assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in answer}
+    assert reopened.ids_with_names("t1", [theremin.id, answer[0].id], ["jordan"]) == {theremin.id}
+    assert [r[1] for r in db.execute("PRAGMA table_info(units_fts)")] == ["tenant", "body"]
     reopened.delete("t1", [u.id for u in (theremin, *answer)])
     assert context_term_rows(db, "theremin", "units_fts") == 0
     assert context_term_rows(db, "crampon") == 0
     db.close()
     reopened.close()
+
+
+def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compressed(tmp_path: Path) -> None:
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    units = answer_units("t1", 2)
+    store.upsert(units)
+    store.close()
+    db = sqlite3.connect(path)
+    [(kind, size)] = db.execute("SELECT typeof(text), length(text) FROM contexts").fetchall()
+    assert kind == "blob" and size < len(units[0].context or "")
+    db.execute("UPDATE contexts SET text=?", (units[0].context,))  # as version 8 and earlier kept it
+    db.execute("PRAGMA user_version=8")
+    db.commit()
+    reopened = SqliteLexicalStore(path)
+    assert db.execute("SELECT typeof(text) FROM contexts").fetchall() == [("blob",)]
+    assert [u.context for u in reopened.get("t1", [units[1].id])] == [units[1].context]
+    reopened.delete("t1", [u.id for u in units])
+    assert context_term_rows(db, "crampon") == 0
+    assert db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 0
+    reopened.close()
+    db.close()
 
 
 def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -> None:

@@ -3,16 +3,16 @@
 Tenant scoping is part of every statement: the FTS match itself is restricted to the tenant's token
 column, and every lookup joins on ``tenant_id``. It also keeps the units (the document store), the
 persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
-FTS row indexes the unit's own text a second time (column ``said``, weight 0 in BM25), so the person
-filter also matches a name written in the memory where the NER model did not tag it.
+person filter also matches a name written in a memory's indexed words (its text, keywords and date),
+where the NER model did not tag it.
 
 A unit's ``context`` (the message around it, the question it answers) is stored once per distinct
-text, in ``contexts``, with its own FTS index: the 40 statements of a long answer share one row
-instead of holding 40 copies. A unit refers to it by hash (``units.ctx``); reads join it back, and
-BM25 scores a unit by its own words plus its context's (the two FTS scores added).
+text, zlib-compressed, in ``contexts``, with its own FTS index: the 40 statements of a long answer
+share one row instead of holding 40 copies. A unit refers to it by hash (``units.ctx``); reads join
+it back, and BM25 scores a unit by its own words plus its context's (the two FTS scores added).
 
 Both FTS indexes are contentless: they keep the terms, not a second copy of the text (BM25 and the
-``said`` phrase match need no more; a hit is joined to its row by rowid). A row leaves an index by
+name phrase match need no more; a hit is joined to its row by rowid). A row leaves an index by
 FTS5's ``delete`` command with the values it was indexed with: a context's from ``contexts``, a unit's
 rebuilt from its document by :func:`_fts_values`. Changing what that function indexes therefore needs a
 new file version, whose upgrade rebuilds the index.
@@ -47,6 +47,8 @@ _SHARED_CONTEXT_VERSION = 4
 _CONTENTLESS_CONTEXT_VERSION = 5
 _CONTENTLESS_UNITS_VERSION = 6
 _NO_ROLE_NAMES_VERSION = 7
+_NO_SAID_COLUMN_VERSION = 8
+_COMPRESSED_CONTEXTS_VERSION = 9
 # The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
 # 0.006 answer recall against 1.0, and 2.0 gained nothing.
 CONTEXT_WEIGHT = 1.0
@@ -54,7 +56,7 @@ CONTEXT_WEIGHT = 1.0
 SEARCH_REACH = 4
 DOC_COMPRESSION = 6  # zlib level: 9 saves nothing more on unit documents, 1 about 1%
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
-    tenant, body, said, content = '', tokenize = 'porter unicode61'
+    tenant, body, content = '', tokenize = 'porter unicode61'
 )"""
 _CONTEXTS_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS contexts_fts USING fts5(
     tenant, body, content = '', tokenize = 'porter unicode61'
@@ -66,7 +68,7 @@ CREATE TABLE IF NOT EXISTS units (
     PRIMARY KEY (tenant_id, id)
 );
 {_FTS_TABLE};
-CREATE TABLE IF NOT EXISTS contexts (tenant_id TEXT NOT NULL, hash TEXT NOT NULL, text TEXT NOT NULL,
+CREATE TABLE IF NOT EXISTS contexts (tenant_id TEXT NOT NULL, hash TEXT NOT NULL, text NOT NULL,
     PRIMARY KEY (tenant_id, hash));
 {_CONTEXTS_FTS_TABLE};
 CREATE TABLE IF NOT EXISTS names (tenant_id TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL);
@@ -91,9 +93,9 @@ def _body(unit: MemoryUnit) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _fts_values(unit: MemoryUnit) -> tuple[str, str, str]:
-    """What a unit's FTS row indexes (tenant, body, said): the same values insert it and delete it."""
-    return tenant_token(unit.tenant_id), _body(unit), unit.text
+def _fts_values(unit: MemoryUnit) -> tuple[str, str]:
+    """What a unit's FTS row indexes (tenant, body): the same values insert it and delete it."""
+    return tenant_token(unit.tenant_id), _body(unit)
 
 
 def context_hash(text: str) -> str:
@@ -108,15 +110,28 @@ def _doc(unit: MemoryUnit) -> bytes:
     return zlib.compress(orjson.dumps(fields), DOC_COMPRESSION)
 
 
+def _stored_context(text: str) -> bytes:
+    """A context as ``contexts`` keeps it: compressed (the message prose of a long answer is most of
+    what the store holds of it; 2.5 to 3 times smaller)."""
+    return zlib.compress(text.encode("utf-8"), DOC_COMPRESSION)
+
+
+def context_text(stored: bytes | str | None) -> str | None:
+    """A stored context's text: files written before compression hold it as text."""
+    if stored is None or isinstance(stored, str):
+        return stored
+    return zlib.decompress(stored).decode("utf-8")
+
+
 def doc_json(doc: bytes) -> bytes:
     """A stored doc's JSON: files written before compression hold it as it is (it opens with "{")."""
     return doc if doc[:1] == b"{" else zlib.decompress(doc)
 
 
-def _unit(doc: bytes, context: str | None) -> MemoryUnit:
+def _unit(doc: bytes, context: bytes | str | None) -> MemoryUnit:
     fields = orjson.loads(doc_json(doc))
     if context is not None:
-        fields["context"] = context
+        fields["context"] = context_text(context)
     return MemoryUnit.model_validate(fields)
 
 
@@ -134,6 +149,8 @@ class SqliteLexicalStore:
         self._contentless_contexts()
         self._contentless_units()
         self._no_role_names()
+        self._no_said_column()
+        self._compressed_contexts()
 
     def _upgrade(self, version: int, step: Callable[[], None]) -> None:
         """Run ``step`` on a file older than ``version``, in one transaction that marks it upgraded."""
@@ -170,12 +187,11 @@ class SqliteLexicalStore:
         def reindex() -> None:
             db.execute("DROP TABLE contexts_fts")
             db.execute(_CONTEXTS_FTS_TABLE)
-            for (tenant_id,) in db.execute("SELECT DISTINCT tenant_id FROM contexts").fetchall():
-                db.execute(
-                    "INSERT INTO contexts_fts (rowid, tenant, body) SELECT rowid, ?, text FROM contexts "
-                    "WHERE tenant_id=?",
-                    (tenant_token(tenant_id), tenant_id),
-                )
+            rows = db.execute("SELECT rowid, tenant_id, text FROM contexts").fetchall()
+            db.executemany(
+                "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
+                [(rowid, tenant_token(tenant_id), context_text(text)) for rowid, tenant_id, text in rows],
+            )
 
         self._upgrade(_CONTENTLESS_CONTEXT_VERSION, reindex)
 
@@ -184,16 +200,34 @@ class SqliteLexicalStore:
         input on the 60 LongMemEval histories). An older file's index is rebuilt once from the unit
         documents: the versions before had a copy (1 also its own rowids, 3 and earlier no ``said``
         column, or the context in every row)."""
+        self._upgrade(_CONTENTLESS_UNITS_VERSION, self._rebuild_units_fts)
+
+    def _no_said_column(self) -> None:
+        """Version 8 indexes a unit's text once: the column ``said`` indexed it a second time for the
+        name match, which now reads ``body`` (its text, keywords and date). An older file's index is
+        rebuilt once."""
+        self._upgrade(_NO_SAID_COLUMN_VERSION, self._rebuild_units_fts)
+
+    def _compressed_contexts(self) -> None:
+        """Version 9 keeps contexts compressed (:func:`_stored_context`); an older file's are
+        compressed once (their index is unchanged: the same words)."""
         db = self._db
 
-        def reindex() -> None:
-            db.execute("DROP TABLE units_fts")
-            db.execute(_FTS_TABLE)
-            active = db.execute("SELECT rowid, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,))
-            for rowid, doc in active.fetchall():
-                self._insert_fts(rowid, _unit(doc, None))
+        def compress() -> None:
+            rows = db.execute("SELECT rowid, text FROM contexts WHERE typeof(text) = 'text'").fetchall()
+            db.executemany(
+                "UPDATE contexts SET text=? WHERE rowid=?", [(_stored_context(t), r) for r, t in rows]
+            )
 
-        self._upgrade(_CONTENTLESS_UNITS_VERSION, reindex)
+        self._upgrade(_COMPRESSED_CONTEXTS_VERSION, compress)
+
+    def _rebuild_units_fts(self) -> None:
+        db = self._db
+        db.execute("DROP TABLE units_fts")
+        db.execute(_FTS_TABLE)
+        active = db.execute("SELECT rowid, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,))
+        for rowid, doc in active.fetchall():
+            self._insert_fts(rowid, _unit(doc, None))
 
     def _no_role_names(self) -> None:
         """Version 7 indexes no speaker's role as a person's name (:func:`index_names`); an older
@@ -212,7 +246,8 @@ class SqliteLexicalStore:
             return None
         ctx = context_hash(unit.context)
         cursor = self._db.execute(
-            "INSERT OR IGNORE INTO contexts VALUES (?,?,?)", (unit.tenant_id, ctx, unit.context)
+            "INSERT OR IGNORE INTO contexts VALUES (?,?,?)",
+            (unit.tenant_id, ctx, _stored_context(unit.context)),
         )
         if cursor.rowcount:
             self._db.execute(
@@ -233,18 +268,18 @@ class SqliteLexicalStore:
         if row is not None:
             db.execute(
                 "INSERT INTO contexts_fts (contexts_fts, rowid, tenant, body) VALUES ('delete',?,?,?)",
-                (row[0], tenant_token(tenant_id), row[1]),
+                (row[0], tenant_token(tenant_id), context_text(row[1])),
             )
             db.execute("DELETE FROM contexts WHERE rowid=?", (row[0],))
 
     def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
         self._db.execute(
-            "INSERT INTO units_fts (rowid, tenant, body, said) VALUES (?,?,?,?)", (rowid, *_fts_values(u))
+            "INSERT INTO units_fts (rowid, tenant, body) VALUES (?,?,?)", (rowid, *_fts_values(u))
         )
 
     def _delete_fts(self, rowid: int, u: MemoryUnit) -> None:
         self._db.execute(
-            "INSERT INTO units_fts (units_fts, rowid, tenant, body, said) VALUES ('delete',?,?,?,?)",
+            "INSERT INTO units_fts (units_fts, rowid, tenant, body) VALUES ('delete',?,?,?)",
             (rowid, *_fts_values(u)),
         )
 
@@ -321,7 +356,7 @@ class SqliteLexicalStore:
         # person filter never empties it. Context matches add to the units they reach.
         reach = limit * SEARCH_REACH
         sql = [
-            "WITH own AS (SELECT u.rowid AS r, bm25(units_fts, 0.0, 1.0, 0.0) AS s FROM units_fts f",
+            "WITH own AS (SELECT u.rowid AS r, bm25(units_fts, 0.0, 1.0) AS s FROM units_fts f",
             "JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ? WHERE units_fts MATCH ?",
         ]
         args: list[object] = [tenant_id, match]
@@ -407,7 +442,7 @@ class SqliteLexicalStore:
                     *(n.lower() for n in names),
                     tenant_id,
                     *ids,
-                    _said_match(tenant_id, names),
+                    _names_match(tenant_id, names),
                 ],
             ).fetchall()
         return {r[0] for r in rows}
@@ -495,9 +530,9 @@ def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-def _said_match(tenant_id: str, names: Sequence[str]) -> str:
-    """An FTS expression: the tenant's rows whose own text names one of ``names`` (as a phrase)."""
-    return f"tenant:{tenant_token(tenant_id)} AND said:({' OR '.join(_quote(n.lower()) for n in names)})"
+def _names_match(tenant_id: str, names: Sequence[str]) -> str:
+    """An FTS expression: the tenant's rows whose own words name one of ``names`` (as a phrase)."""
+    return f"tenant:{tenant_token(tenant_id)} AND body:({' OR '.join(_quote(n.lower()) for n in names)})"
 
 
 def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:
@@ -519,4 +554,4 @@ def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenan
             f"AND n.name IN ({marks})) OR u.rowid IN (SELECT rowid FROM units_fts WHERE units_fts MATCH ?))"
         )
         args += [n.lower() for n in flt.names]
-        args.append(_said_match(tenant_id, flt.names))
+        args.append(_names_match(tenant_id, flt.names))
