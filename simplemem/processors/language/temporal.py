@@ -122,6 +122,15 @@ _PATTERNS: list[tuple[str, str]] = [
     ("in_year", rf"\b(?P<prep>in|since|during|of|by|until)\s+{_YEAR}\b"),
 ]
 _REGEXES = [(name, re.compile(p, re.IGNORECASE)) for name, p in _PATTERNS]
+# Every pattern above needs a digit or one of these whole words (a month, a weekday, a relative day,
+# a unit of time, "ago"): a text without any has no expression, and most sentences skip the 22 scans.
+_MAY_HOLD_DATE = re.compile(
+    r"\d|\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|"
+    r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?|(?:mon|tues?|wed(?:nes)?|weds|thu(?:rs?)?|thurs|fri|sat(?:ur)?|sun)"
+    r"(?:days?)?|yesterday|today|tonight|tomorrow|morning|afternoon|evening|night|weekends?|(?:day|week|month|year)s?|"
+    r"ago)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -366,6 +375,8 @@ def find_anchors(
     its own clause (see :mod:`simplemem.processors.language.tense`). ``loose`` (for queries, where a range is a filter):
     "N years ago" covers the whole year.
     """
+    if not _MAY_HOLD_DATE.search(text):
+        return []
     ref_day = ref.date() if isinstance(ref, datetime) else ref
     taken: list[tuple[int, int]] = []
     anchors: list[Anchor] = []

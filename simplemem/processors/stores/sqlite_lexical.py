@@ -240,11 +240,18 @@ class SqliteLexicalStore:
 
         self._upgrade(_NO_ROLE_NAMES_VERSION, delete)
 
-    def _put_context(self, unit: MemoryUnit) -> str | None:
-        """The hash of the unit's context, stored (and indexed) if no unit of the tenant has it yet."""
+    def _put_context(self, unit: MemoryUnit, put: dict[tuple[str, str], str] | None = None) -> str | None:
+        """The hash of the unit's context, stored (and indexed) if no unit of the tenant has it yet.
+        ``put`` holds the contexts one upsert has put already (a long answer's 40 statements share
+        one: hashed and compressed once)."""
         if not unit.context:
             return None
+        key = (unit.tenant_id, unit.context)
+        if put is not None and key in put:
+            return put[key]
         ctx = context_hash(unit.context)
+        if put is not None:
+            put[key] = ctx
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO contexts VALUES (?,?,?)",
             (unit.tenant_id, ctx, _stored_context(unit.context)),
@@ -289,6 +296,7 @@ class SqliteLexicalStore:
         with self._lock:
             db = self._db
             db.execute("BEGIN")
+            put: dict[tuple[str, str], str] = {}
             try:
                 for u in units:
                     self._delete_one(u.tenant_id, u.id)
@@ -304,7 +312,7 @@ class SqliteLexicalStore:
                             start,
                             end,
                             stated,
-                            self._put_context(u),
+                            self._put_context(u, put),
                         ),
                     )
                     if u.status == MemoryStatus.ACTIVE:
