@@ -14,12 +14,14 @@ already keeps it whole ("Dr.", "St.", "e.g." are one token).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
 import spacy
+from spacy.attrs import ENT_TYPE, IS_SPACE, ORTH, SPACY, TAG
 from spacy.language import Language
 from spacy.tokens import Doc
 
@@ -71,6 +73,7 @@ UPOS = {
 }
 
 
+@lru_cache(maxsize=65536)
 def coarse_pos(text: str, tag: str) -> str:
     """Universal POS from a Penn Treebank tag (auxiliaries by their form)."""
     if tag.startswith("VB") and text.lower() in AUX_WORDS:
@@ -81,12 +84,23 @@ def coarse_pos(text: str, tag: str) -> str:
 SENTENCE_END = frozenset(".!?…")
 
 
+def doc_text(doc: Doc) -> str:
+    """``doc.text``, kept with the doc once read: spaCy joins every token's text again at each read,
+    and the components below each ask for it."""
+    text = doc.user_data.get("text")
+    if text is None:
+        text = doc.user_data["text"] = doc.text
+    return str(text)
+
+
 @Language.component("bracketed_asides")
 def bracketed_asides(doc: Doc) -> Doc:
     """A bracketed aside after a finished sentence ("Cool! [shares a photo: a dog]", attachments as
     frontends render them) is a sentence of its own, and so is what follows it. The rule-based
     sentencizer would leave the "[" on the sentence before, which hides a question's "?" and glues
     the caption to the next sentence."""
+    if "[" not in doc_text(doc):
+        return doc
     opened = False
     for i, token in enumerate(doc):
         if token.text == "[" and i > 0 and doc[i - 1].text[-1] in SENTENCE_END:
@@ -101,10 +115,17 @@ def bracketed_asides(doc: Doc) -> Doc:
     return doc
 
 
+# A letter, a period, spaces, then a character that is not an ASCII capital: where the candidates
+# below can be (a text without one is not read token by token).
+_PERIOD_BEFORE_LOWER = re.compile(r"[^\W\d_]\.[^\S\n]*(?![A-Z])[^\W_]")
+
+
 def _abbreviation_candidates(doc: Doc) -> list[int]:
     """Sentence starts the rule-based sentencizer put after a period glued to a word and before a
     lower-case word or a number ("my account no. is 8812", "approx. 5 min"): where an abbreviation,
     rather than a sentence, may end."""
+    if not _PERIOD_BEFORE_LOWER.search(doc_text(doc)):
+        return []
     found = []
     for i in range(1, len(doc) - 1):
         before, period, after = doc[i - 1], doc[i], doc[i + 1]
@@ -168,29 +189,35 @@ def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
 
 @Language.component("line_starts")
 def line_starts(doc: Doc) -> Doc:
-    """A line break starts a sentence: list items, headings and table rows end without a period."""
-    for i in range(1, len(doc)):
-        before = doc[i - 1]
-        if not doc[i].is_space and ("\n" in before.whitespace_ or (before.is_space and "\n" in before.text)):
-            doc[i].is_sent_start = True
+    """A line break starts a sentence: list items, headings and table rows end without a period.
+    spaCy keeps a line break in a whitespace token of its own (a token's trailing whitespace is one
+    space at most), so only those tokens are read."""
+    if "\n" not in doc_text(doc):
+        return doc
+    spaces = doc.to_array([IS_SPACE])
+    for i in spaces.nonzero()[0].tolist():
+        if i + 1 < len(doc) and not spaces[i + 1] and "\n" in doc[i].text:
+            doc[i + 1].is_sent_start = True
     return doc
 
 
 def doc_sentences(doc: Doc) -> list[Sentence]:
-    """The sentences of ``doc`` with their tokens, each with its line and its place in a list."""
-    lines = outline(doc.text) if "\n" in doc.text else []
+    """The sentences of ``doc`` with their tokens, each with its line and its place in a list. The
+    tokens' attributes are read as arrays of string ids (one pass in C, not a Python object per token
+    and attribute)."""
+    text = doc_text(doc)
+    lines = outline(text) if "\n" in text else []
     starts = [line.start for line in lines]
+    strings = doc.vocab.strings
+    words = [strings[o] for o in doc.to_array([ORTH]).tolist()]
+    spaced = doc.to_array([SPACY]).tolist()
+    tags = [strings[t] for t in doc.to_array([TAG]).tolist()]
+    entities = doc_token_entities(doc)
     sentences = []
     for sent in doc.sents:
         tokens: list[Token] = [
-            Token(
-                t.text,
-                t.whitespace_,
-                coarse_pos(t.text, t.tag_),
-                t.tag_,
-                f"{t.ent_iob_}-{t.ent_type_}" if t.ent_type_ else "",
-            )
-            for t in sent
+            Token(words[i], " " if spaced[i] else "", coarse_pos(words[i], tags[i]), tags[i], entities[i])
+            for i in range(sent.start, sent.end)
         ]
         if any(t.text.strip() for t in tokens):
             # model_construct: the fields come straight from spaCy, validation would only cost time
@@ -208,10 +235,24 @@ def doc_sentences(doc: Doc) -> list[Sentence]:
     return sentences
 
 
+def doc_token_entities(doc: Doc) -> list[str]:
+    """Each token's entity label with its position ("B-PERSON", "I-GPE") or ""."""
+    out = [""] * len(doc)
+    for ent in doc.ents:
+        out[ent.start] = f"B-{ent.label_}"
+        for i in range(ent.start + 1, ent.end):
+            out[i] = f"I-{ent.label_}"
+    return out
+
+
 def doc_entities(doc: Doc) -> list[str]:
     """Normalised named things in a doc: entity spans plus proper nouns outside them."""
     found = {e.text.lower().strip() for e in doc.ents if e.label_ in NAMED_LABELS}
-    found.update(t.text.lower() for t in doc if t.tag_ in ("NNP", "NNPS") and not t.ent_type_)
+    tags = doc.to_array([TAG])
+    proper = (tags == doc.vocab.strings["NNP"]) | (tags == doc.vocab.strings["NNPS"])
+    if proper.any():
+        outside = doc.to_array([ENT_TYPE]) == 0
+        found.update(doc[i].text.lower() for i in (proper & outside).nonzero()[0].tolist())
     return sorted(x for x in found if x)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 from presidio_analyzer import AnalyzerEngine, RecognizerRegistry, RecognizerResult
 from presidio_analyzer.context_aware_enhancers import LemmaContextAwareEnhancer
@@ -82,13 +84,46 @@ class PiiScrubber:
         return self.scrub(speaker)
 
     def _artifacts(self, doc: Doc) -> NlpArtifacts:
-        """Presidio's view of ``doc``. The pipeline runs without a lemmatizer; lower-cased words serve
-        as lemmas for the context words ("passport", "card"), and the keywords the context search
-        reads are rebuilt from them (Presidio builds them from the empty lemmas otherwise)."""
-        artifacts = self._engine._doc_to_nlp_artifact(doc, "en")
-        artifacts.lemmas = [t.lower_ for t in doc]
-        artifacts.keywords = artifacts.set_keywords(self._engine, artifacts.lemmas, "en")
-        return artifacts
+        return LazyArtifacts(doc, self._engine)
+
+
+class LazyArtifacts(NlpArtifacts):
+    """Presidio's view of a spaCy doc, each part computed when a recognizer or the context enhancer
+    first reads it. Most texts hold no candidate, and then nothing but the doc is read: building
+    the lemmas, offsets and keywords of every token of every message was a tenth of the NLP thread.
+    The pipeline runs without a lemmatizer: lower-cased words serve as lemmas for the context words
+    ("passport", "card"), and the keywords the context search reads are built from them."""
+
+    def __init__(self, doc: Doc, engine: SpacyNlpEngine) -> None:  # no super(): nothing eager
+        self.tokens = doc
+        self.nlp_engine = engine
+
+    @cached_property
+    def lemmas(self) -> list[str]:  # type: ignore[override]
+        return [t.lower_ for t in self.tokens]
+
+    @cached_property
+    def tokens_indices(self) -> list[int]:  # type: ignore[override]
+        return [t.idx for t in self.tokens]
+
+    @cached_property
+    def keywords(self) -> list[str]:  # type: ignore[override]
+        return self.set_keywords(self.nlp_engine, self.lemmas, "en")
+
+    @cached_property
+    def _entities_and_scores(self) -> tuple[list[Any], list[float]]:
+        engine = self.nlp_engine
+        found = engine._get_entities(self.tokens)
+        entities, scores = engine._get_updated_entities(found, engine._get_scores_for_entities(self.tokens))
+        return entities, scores
+
+    @property
+    def entities(self) -> list[Any]:  # type: ignore[override]
+        return self._entities_and_scores[0]
+
+    @property
+    def scores(self) -> list[float]:  # type: ignore[override]
+        return self._entities_and_scores[1]
 
 
 def strongest_first(text: str, results: Sequence[RecognizerResult]) -> list[RecognizerResult]:
