@@ -78,6 +78,9 @@ LINKING_VERBS = frozenset({"is", "was", "'s", "’s"})
 # Tags of the token before a clause's subject: the sentence start, punctuation, a conjunction, an
 # adverb or an interjection ("yeah. priti set up the db", "also pepper is thrilled").
 CLAUSE_OPENER_TAGS = frozenset({".", ",", ":", "CC", "RB", "UH"})
+CUED_NAME_TAGS = NAME_TAGS | {
+    "NN"
+}  # what a relation word's name may be tagged ("my cousin Tomas", "our babysitter is kayla")
 
 
 def pronoun_gender(word: str) -> str | None:
@@ -217,15 +220,24 @@ class PeopleTracker:
     sentences: int = 0
     tenant_names: frozenset[str] = frozenset()  # lower-cased names the tenant's memory holds
 
+    _known: dict[str, str] = field(default_factory=dict, init=False)  # known(), kept as mentions come
+
+    def __post_init__(self) -> None:
+        given, self.mentions = self.mentions, []
+        self._remember(given)
+
     def known(self) -> dict[str, str]:
-        """Each known name's words (lower-cased) -> the full name they stand for."""
-        words: dict[str, str] = {}
-        for m in self.mentions:
+        """Each known name's words (lower-cased) -> the full name they stand for (the first name
+        mentioned that has the word)."""
+        return self._known
+
+    def _remember(self, mentions: list[Mention]) -> None:
+        self.mentions.extend(mentions)
+        for m in mentions:
             for part in m.name.split():
                 if len(part) >= MIN_NAME_PART:
-                    words.setdefault(part.lower(), m.name)
-            words.setdefault(m.name.lower(), m.name)
-        return words
+                    self._known.setdefault(part.lower(), m.name)
+            self._known.setdefault(m.name.lower(), m.name)
 
     def observe(self, tokens: list[Token]) -> tuple[int, list[Mention]]:
         """Record the names of one sentence; return its number and its mentions."""
@@ -242,14 +254,13 @@ class PeopleTracker:
         for i, token in enumerate(tokens):
             if i in covered:
                 continue
-            cue = cue_before(tokens, i)
             if _looks_like_name(token) and token.text.lower() in known:
                 found[i] = Mention(number, i, known[token.text.lower()])
             elif _is_cue(token.text):
                 continue  # "my gp is dr. halvorsen": the title is not the name
             elif (
-                cue
-                and token.tag in NAME_TAGS | {"NN"}
+                token.tag in CUED_NAME_TAGS
+                and (cue := cue_before(tokens, i))
                 and (_looks_like_name(token) or cue != tokens[i - 1][0])
             ):
                 found[i] = Mention(number, i, token.text, listed=cue.lower() not in PET_WORDS)
@@ -262,7 +273,7 @@ class PeopleTracker:
             if gender:
                 self.genders.setdefault(mention.name, gender)
         ordered = [found[i] for i in sorted(found)]
-        self.mentions.extend(ordered)
+        self._remember(ordered)
         return number, ordered
 
     def referent(self, gender: str, sentence: int, token: int, exclude: set[str]) -> str | None:
