@@ -500,8 +500,8 @@ def rewrite_pronouns(
     replaced_before = False
     for i, (word, ws, _pos, tag, _ent) in enumerate(tokens):
         low = word.lower().replace("’", "'")
-        following = next((t for t in tokens[i + 1 :] if t.tag not in ("RB", "RBR", "RBS")), None)
         if replaced_before and (low in CONTRACTIONS or low == "'d"):
+            following = next((t for t in tokens[i + 1 :] if t.tag not in ("RB", "RBR", "RBS")), None)
             out[-1] = out[-1].rstrip() + " "
             out.append(_spelled_out(low, following) + ws)
             agree_next = replaced_before = False
