@@ -115,13 +115,15 @@ def count_scrubbed(pipeline: Pipeline, sink: list[int]) -> None:
 
 
 def ingest(rt: Runtime, questions: list[LmeQuestion], encoding: str) -> IngestStats:
-    """Every history through the whole pipeline in one run, as ``simplemem ingest`` would."""
-    events = [e for q in questions for e in q.events()]
-    stats = IngestStats(
-        tokens=sum(count_tokens(e["text"], encoding) for e in events),
-        raw_bytes=sum(len(e["text"].encode("utf-8")) for e in events),
-    )
-    lines = [(e["message_id"], orjson.dumps(e)) for e in events]
+    """Every history through the whole pipeline in one run, as ``simplemem ingest`` would: the events
+    are made as the pipeline reads them (not held all at once), so the peak RSS is the pipeline's and
+    the loaded questions', not a copy of the input's."""
+    stats = IngestStats()
+    for q in questions:
+        for e in q.events():
+            stats.tokens += count_tokens(e["text"], encoding)
+            stats.raw_bytes += len(e["text"].encode("utf-8"))
+    lines = ((e["message_id"], orjson.dumps(e)) for q in questions for e in q.events())
     pipeline = rt.pipeline
     pipeline.warm_up()
     scrubbed: list[int] = []
