@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from simplemem.processors.stores.sqlite_lexical import doc_json
-from simplemem.schemas.events import Role
+from simplemem.schemas.events import ChatEvent, Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage
 
@@ -35,6 +35,19 @@ def message(
         prose=f"message {i}",
         entities=entities or [],
         embedding=embedding or [],
+    )
+
+
+def chat_event(message_id: str, role: str, text: str, speaker: str | None = None) -> ChatEvent:
+    """A validated event of tenant "t", session "s", at the start of 2026."""
+    return ChatEvent(
+        tenant_id="t",
+        session_id="s",
+        message_id=message_id,
+        speaker=speaker or role,
+        role=role,
+        text=text,
+        ts=datetime(2026, 1, 1, tzinfo=UTC),
     )
 
 

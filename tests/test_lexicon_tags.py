@@ -1,13 +1,12 @@
 """Tags for long assistant answers without spaCy's network: Penn tags in spaCy's conventions, and a
 long answer's statements, keywords and verb agreement as the stages read them."""
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from simplemem.processors.language.lexicon_tags import lexicon_tag
-from simplemem.schemas.events import ChatEvent
+from tests.helpers import chat_event
 
 pytestmark = pytest.mark.slow
 
@@ -50,15 +49,7 @@ def test_a_long_answer_is_tagged_by_the_lexicon_and_read_like_a_tagged_one(nlp: 
         "I recommend the Alpine Inn for skiers who want an early start.",
         "Let me know if you need more options!",
     ]
-    event = ChatEvent(
-        tenant_id="t",
-        session_id="s",
-        message_id="a1",
-        speaker="assistant",
-        role="assistant",
-        text="\n".join(lines),
-        ts=datetime(2026, 1, 1, tzinfo=UTC),
-    )
+    event = chat_event("a1", "assistant", "\n".join(lines))
     preparer = NlpPreparer(nlp, scrubber, long_answer_chars=100)
     [message] = preparer.prepare([event])
     assert all(t.tag for s in message.sentences for t in s.tokens)

@@ -1,11 +1,10 @@
 """What counts as a named thing (entity novelty, symbolic index): values such as amounts and shares."""
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from simplemem.schemas.events import ChatEvent
+from tests.helpers import chat_event
 
 pytestmark = pytest.mark.slow
 
@@ -20,14 +19,8 @@ def preparer(nlp: Any, scrubber: Any) -> Any:
 def test_percentages_are_named_things_like_amounts(preparer: Any) -> None:
     """A reply of shares alone ("midterm 30 percent, problem sets 20, final 50") named nothing, so
     its window earned no entity novelty and was dropped although nothing like it had been said."""
-    event = ChatEvent(
-        tenant_id="t",
-        session_id="s",
-        message_id="m1",
-        speaker="jay",
-        role="user",
-        text="the midterm is 30 percent of the grade and the final is 50%",
-        ts=datetime(2026, 1, 1, tzinfo=UTC),
+    event = chat_event(
+        "m1", "user", "the midterm is 30 percent of the grade and the final is 50%", speaker="jay"
     )
     [message] = preparer.prepare([event])
     assert {"30 percent", "50%"} <= set(message.entities)
@@ -45,16 +38,7 @@ def test_a_long_answer_is_analysed_without_the_entity_recognizer_and_still_scrub
     preparer = NlpPreparer(nlp, scrubber, long_answer_chars=512)
 
     def said(role: str, text: str) -> Any:
-        event = ChatEvent(
-            tenant_id="t",
-            session_id="s",
-            message_id=f"m-{role}",
-            speaker=role,
-            role=role,
-            text=text,
-            ts=datetime(2026, 1, 1, tzinfo=UTC),
-        )
-        [message] = preparer.prepare([event])
+        [message] = preparer.prepare([chat_event(f"m-{role}", role, text)])
         return message
 
     long_answer, user = said("assistant", answer), said("user", answer)

@@ -380,12 +380,18 @@ def test_an_index_with_a_copy_of_the_text_is_rebuilt_without(
     reopened.close()
 
 
-def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compressed(tmp_path: Path) -> None:
+def closed_store_with_an_answer(tmp_path: Path) -> tuple[Path, list[MemoryUnit]]:
+    """A store file holding two statements of one answer, closed (to be edited as an older file)."""
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
     units = answer_units("t1", 2)
     store.upsert(units)
     store.close()
+    return path, units
+
+
+def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compressed(tmp_path: Path) -> None:
+    path, units = closed_store_with_an_answer(tmp_path)
     db = sqlite3.connect(path)
     [(kind, size)] = db.execute("SELECT typeof(text), length(text) FROM contexts").fetchall()
     assert kind == "blob" and size < len(units[0].context or "")
@@ -405,11 +411,7 @@ def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compre
 def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -> None:
     import orjson
 
-    path = tmp_path / "lex.sqlite"
-    store = SqliteLexicalStore(path)
-    units = answer_units("t1", 2)
-    store.upsert(units)
-    store.close()
+    path, units = closed_store_with_an_answer(tmp_path)
     db = sqlite3.connect(path)  # version 3: the context in each document, no contexts table
     for u in units:
         db.execute("UPDATE units SET doc=? WHERE id=?", (orjson.dumps(u.model_dump(mode="json")), u.id))
