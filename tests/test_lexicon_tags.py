@@ -64,3 +64,14 @@ def test_a_long_answer_is_tagged_by_the_lexicon_and_read_like_a_tagged_one(nlp: 
     assert any("assistant recommends the Alpine Inn" in t for t in texts)
     pool = next(d.unit for d in units if "heated pool" in d.unit.text)
     assert {"pool", "night"} <= set(pool.keywords)
+
+
+def test_every_tag_is_one_spacys_tagger_gives(nlp: Any) -> None:
+    """Pattern writes a few tags spaCy has not ("#", "£", ambiguous "NN|JJ"): they are mapped onto its."""
+    from simplemem.processors.language.lexicon_tags import SPACY_TAGS
+
+    tagged = tags(
+        nlp, "Use #hashtags, pay £5 or €5 (see http://x.io) :) and go #1 - it's a well-made, top-notch plan."
+    )
+    assert {t for _, t in tagged} <= SPACY_TAGS
+    assert ("£", "$") in tagged

@@ -22,6 +22,12 @@ from functools import lru_cache
 
 from spacy.tokens import Doc, Token
 
+# The tags spaCy's English tagger gives: anything else Pattern writes is mapped onto one of them.
+SPACY_TAGS = frozenset(
+    """$ '' , -LRB- -RRB- . : ADD AFX CC CD DT EX FW HYPH IN JJ JJR JJS LS MD NFP NN NNP NNPS NNS PDT POS
+    PRP PRP$ RB RBR RBS RP SYM TO UH VB VBD VBG VBN VBP VBZ WDT WP WP$ WRB XX _SP ``""".split()
+)
+CURRENCY = frozenset("$£€¥₹")
 # Pattern's punctuation tags in spaCy's names (spaCy splits brackets and quotes by side).
 PUNCT_TAGS = {"(": "-LRB-", ")": "-RRB-", '"': "''", "SYM": "NFP"}
 OPENING = frozenset("([{")
@@ -71,11 +77,17 @@ def _spacy_tag(token: Token, tag: str, before: Token | None) -> str:
         return "HYPH" if before is not None and not before.whitespace_ else ":"
     if text.isdigit():
         return "LS" if _list_marker(token) else "CD"
+    tag = tag.split("|")[0]  # an ambiguous lexicon entry ("NN|JJ"): its first reading
     if tag == "VB" and before is not None and before.lower_ in PLURAL_SUBJECTS:
         return "VBP"
     if tag == "POS" and text.lower() in ("'s", "’s") and before is not None:
         return "VBZ" if before.lower_ in VERB_S_AFTER else "POS"
-    return PUNCT_TAGS.get(tag, tag)
+    tag = PUNCT_TAGS.get(tag, tag)
+    if tag in SPACY_TAGS:
+        return tag
+    if text in CURRENCY:
+        return "$"
+    return "NN" if any(c.isalnum() for c in text) else "NFP"
 
 
 def _list_marker(token: Token) -> bool:
