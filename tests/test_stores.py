@@ -408,6 +408,49 @@ def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compre
     db.close()
 
 
+def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_path: Path) -> None:
+    """Version 9 and earlier named a unit by its id in ``sources`` and ``quotes``; opened, the rows
+    name it by rowid, and every lookup by message and every deletion works on them."""
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    quoting = MemoryUnit.build(
+        tenant_id="t1",
+        text="Jordan booked the Cedar trail",
+        kind=MemoryKind.FACT,
+        source_ids=["t1:reply"],
+        stated_at="2026-01-10T10:00:00+00:00",
+        context="user: Which trail should I book?",
+        context_ids=["t1:question"],
+    )
+    units = [*answer_units("t1", 2), quoting, *answer_units("t2", 1)]
+    store.upsert(units)
+    store.close()
+    db = sqlite3.connect(path)
+    for table in ("sources", "quotes"):
+        db.execute(f"DROP TABLE {table}")
+        db.execute(
+            f"CREATE TABLE {table} (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, id TEXT NOT NULL)"
+        )
+        db.execute(f"CREATE INDEX {table}_by_source ON {table} (tenant_id, source_id)")
+        db.execute(f"CREATE INDEX {table}_by_id ON {table} (tenant_id, id)")
+    for u in units:
+        db.executemany("INSERT INTO sources VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.source_ids])
+        db.executemany("INSERT INTO quotes VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.context_ids])
+    db.execute("PRAGMA user_version=9")
+    db.commit()
+    reopened = SqliteLexicalStore(path)
+    assert [r[1] for r in db.execute("PRAGMA table_info(sources)")] == ["tenant_id", "source_id", "unit"]
+    assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
+    assert reopened.sources_with_units("t1", ["t1:answer", "t2:answer"]) == {"t1:answer"}
+    assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
+    assert reopened.units_quoting("t2", ["t1:question"]) == []
+    reopened.delete("t1", [u.id for u in units[:3]])
+    assert db.execute("SELECT tenant_id, count(*) FROM sources GROUP BY tenant_id").fetchall() == [("t2", 1)]
+    assert db.execute("SELECT count(*) FROM quotes").fetchone()[0] == 0
+    reopened.close()
+    db.close()
+
+
 def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -> None:
     import orjson
 
