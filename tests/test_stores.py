@@ -15,7 +15,7 @@ from pymilvus import MilvusException
 
 from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
-from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore, tenant_token
+from simplemem.processors.stores.sqlite_lexical import DICT_DOC, SqliteLexicalStore, doc_json, tenant_token
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
@@ -488,26 +488,34 @@ def test_the_vector_arrays_kept_in_memory_stay_within_their_bound(tmp_path: Path
     store.close()
 
 
-def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_plain_older_ones(
+def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_ones(
     tmp_path: Path,
 ) -> None:
+    """Documents are deflated with the store's dictionary, without the id and tenant their columns
+    hold; documents written before it, zlib-compressed or plain JSON with those fields, still read."""
+    import zlib
+
     import orjson
 
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
-    fresh, older = answer_units("t1", 2)
+    fresh, plain, zipped = answer_units("t1", 3)
     fresh = fresh.model_copy(update={"superseded_by": "u-newer", "keywords": ["crampons", "ridge"]})
-    store.upsert([fresh, older])
+    store.upsert([fresh, plain, zipped])
     store.close()
     db = sqlite3.connect(path)
     stored = db.execute("SELECT doc FROM units WHERE id=?", (fresh.id,)).fetchone()[0]
-    plain = orjson.dumps(older.model_dump(mode="json", exclude={"context"}))
-    db.execute("UPDATE units SET doc=? WHERE id=?", (plain, older.id))  # as written before compression
+    assert stored[:1] == DICT_DOC and fresh.id.encode() not in doc_json(stored)
+    older = {u.id: orjson.dumps(u.model_dump(mode="json", exclude={"context"})) for u in (plain, zipped)}
+    db.execute("UPDATE units SET doc=? WHERE id=?", (older[plain.id], plain.id))  # before compression
+    db.execute("UPDATE units SET doc=? WHERE id=?", (zlib.compress(older[zipped.id]), zipped.id))
     db.commit()
     db.close()
-    assert len(stored) < len(orjson.dumps(fresh.model_dump(mode="json", exclude={"context"})))
+    assert len(stored) < len(zlib.compress(orjson.dumps(fresh.model_dump(mode="json", exclude={"context"}))))
     reopened = SqliteLexicalStore(path)
-    assert {u.id: u for u in reopened.get("t1", [fresh.id, older.id])} == {fresh.id: fresh, older.id: older}
+    ids = [fresh.id, plain.id, zipped.id]
+    assert {u.id: u for u in reopened.get("t1", ids)} == {fresh.id: fresh, plain.id: plain, zipped.id: zipped}
+    assert {u.id for page in reopened.iter_units("t1", 10) for u in page} == set(ids)
     reopened.close()
 
 
