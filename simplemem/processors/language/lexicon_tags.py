@@ -93,7 +93,8 @@ def _spacy_tag(token: Token, tag: str, before: Token | None) -> str:
 def _list_marker(token: Token) -> bool:
     """ "1" in "1. Book early" or "2)": the number that opens a line of a list."""
     doc = token.doc
-    at_line_start = token.i == 0 or "\n" in doc[token.i - 1].whitespace_ or doc[token.i - 1].is_space
+    # spaCy keeps a line break in a whitespace token of its own
+    at_line_start = token.i == 0 or (doc[token.i - 1].is_space and "\n" in doc[token.i - 1].text)
     after = doc[token.i + 1] if token.i + 1 < len(doc) else None
     return at_line_start and after is not None and after.text in (".", ")")
 
