@@ -545,3 +545,27 @@ def test_vectors_are_stored_in_a_byte_a_dimension_close_to_their_direction_besid
     hits = reopened.search("t1", vectors[2], 3, SymbolicFilter())
     assert hits[0].id == units[2].id and hits[0].score > 0.9995
     reopened.close()
+
+
+def test_about_any_decides_as_the_stores_name_index() -> None:
+    """A unit read already is about a name when it lists the person (or a part of the name) or names it
+    in its own words as a whole word; a role is not a name."""
+    from simplemem.processors.stores.protocols import about_any
+
+    def unit(text: str, persons: list[str]) -> MemoryUnit:
+        return MemoryUnit.build(
+            tenant_id="t",
+            text=text,
+            kind=MemoryKind.FACT,
+            source_ids=["m"],
+            stated_at="2026-01-05T10:00:00+00:00",
+            persons=persons,
+        )
+
+    assert about_any(unit("She went camping.", ["Melanie Smith"]), ["smith"])
+    assert about_any(unit("She went camping.", ["Melanie"]), ["melanie"])
+    assert about_any(unit("Melanie's kids love camping.", []), ["melanie"])
+    assert not about_any(unit("Melanies2go is a shop.", []), ["melanie"])
+    assert not about_any(unit("I went camping.", ["user"]), ["user"])
+    assert not about_any(unit("Caroline went camping.", ["Caroline"]), ["melanie"])
+    assert not about_any(unit("Melanie went camping.", ["Melanie"]), [])

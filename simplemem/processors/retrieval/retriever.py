@@ -53,7 +53,7 @@ from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.stores import batched
-from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
+from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore, about_any
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult, RetrievedMemory
@@ -487,17 +487,21 @@ class Retriever:
         ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
         seen = {h.id for h in semantic}
 
-        def about() -> set[str]:
-            if not flt.names:
-                return set()
-            return batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
-
         # Fusion needs the units of the lexical hits that the vectors did not find (whether they
         # have a vector); selection later reads the ranked head. Where a read is a round trip
-        # (services), every candidate is read now, in one request; embedded, a read is microseconds
-        # a unit and only those are read.
-        unread = ids if self.fan_out.parallel else [h.id for h in lexical if h.id not in seen]
-        about_ids, _ = self.fan_out.both(about, lambda: self._read(tenant, unread, fetched))
+        # (services), every candidate is read now, in one request, and which are about the
+        # question's persons is decided on them; embedded, a read is microseconds a unit and only
+        # those are read, and the store's name index decides.
+        if self.fan_out.parallel:
+            self._read(tenant, ids, fetched)
+            about_ids = {uid for uid in ids if uid in fetched and about_any(fetched[uid], flt.names)}
+        else:
+            self._read(tenant, [h.id for h in lexical if h.id not in seen], fetched)
+            about_ids = (
+                batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
+                if flt.names
+                else set()
+            )
         words_only = {
             h.id for h in lexical if h.id not in seen and h.id in fetched and not fetched[h.id].has_vector
         }

@@ -110,6 +110,11 @@ class OrjsonSerializer(JSONSerializer):
         return orjson.loads(s)
 
 
+def _fields(with_context: bool) -> list[str]:
+    """The source fields a read needs: the document, and the hash of its context if that is put back."""
+    return ["doc", "ctx"] if with_context else ["doc"]
+
+
 def _day(ordinal: int) -> str:
     return date.fromordinal(ordinal).isoformat()
 
@@ -377,7 +382,7 @@ class OpenSearchLexicalStore:
             return []
         body = {
             "size": len(ids),
-            "_source": ["doc", "ctx"],
+            "_source": _fields(with_context),
             "query": {"bool": {"filter": [*self._filters(tenant_id), {"ids": {"values": list(ids)}}]}},
         }
         found = {
@@ -468,7 +473,7 @@ class OpenSearchLexicalStore:
         while True:
             body = {
                 "size": size,
-                "_source": ["doc", "ctx"],
+                "_source": _fields(with_context),
                 "track_total_hits": MAX_RESULT_WINDOW,
                 "query": query,
             }

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
+from functools import lru_cache
 from typing import Protocol
 
 import numpy as np
@@ -140,6 +142,28 @@ def names_matching(names: Sequence[str], candidates: Sequence[str]) -> list[str]
     lowered = {c.lower() for c in candidates if c.strip()}
     prefixes = tuple(c for c in lowered if len(c) >= MIN_NAME_PREFIX)
     return sorted({n for n in names if n in lowered or (prefixes and n.startswith(prefixes))})
+
+
+def about_any(unit: MemoryUnit, names: Sequence[str]) -> bool:
+    """Whether ``unit`` is about one of ``names`` (lower-cased) as ``ids_with_names`` decides it: a
+    person name (or part of one) it lists, or a name its own text holds as whole words. For units
+    already read, where asking the store would be one more round trip (services mode)."""
+    if not names:
+        return False
+    wanted = frozenset(names)
+    for person in unit.persons:
+        low = person.lower().strip()
+        if low not in ROLE_WORDS and (
+            low in wanted or any(part in wanted for part in low.split() if len(part) > 1)
+        ):
+            return True
+    return _names_pattern(wanted).search(unit.text.lower()) is not None
+
+
+@lru_cache(maxsize=256)
+def _names_pattern(names: frozenset[str]) -> re.Pattern[str]:
+    """One pattern for a query's names, as whole words (a query checks a hundred candidates)."""
+    return re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names)) + r")\b")
 
 
 def day_range(unit: MemoryUnit) -> tuple[int, int]:
