@@ -1,6 +1,8 @@
 """Warm query latency, embedded mode next to services mode (OpenSearch + Milvus server + Redis).
 
     python -m bench.query_latency [--limit N]        # the services must be up: simplemem infra up
+    python -m bench.query_latency --longmemeval N    # N LongMemEval histories instead (each asked
+                                                     # repeatedly: about 300 queries a pass)
 
 Both modes ingest the same LoCoMo conversations, then answer every question of them; the services
 mode writes into a fresh OpenSearch index and Milvus collection, removed at the end. CPU per query is
@@ -15,17 +17,22 @@ node that has answered for a while (what a running service answers with).
 
 from __future__ import annotations
 
+import argparse
 import tempfile
 import time
 import uuid
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import orjson
 
 from bench.common import conversations, event_lines, parser, warm_latencies_ms
 from simplemem.schemas.settings import Settings
 
 WARM_UP = 10
+LME_QUERIES = 300
 
 
 def machine_busy_seconds() -> float:
@@ -37,15 +44,39 @@ def machine_busy_seconds() -> float:
     return float(t.user + t.nice + t.system + t.irq + t.softirq)
 
 
+Workload = tuple[Callable[[], Iterable[Any]], list[Any]]
+
+
+def locomo_workload(args: argparse.Namespace) -> Workload:
+    convs = conversations(args)
+    return (lambda: event_lines(convs)), [q for c in convs for q in c.questions]
+
+
+def longmemeval_workload(n: int) -> Workload | None:
+    """``n`` LongMemEval histories, their questions repeated to about ``LME_QUERIES`` a pass."""
+    from bench.longmemeval import DEFAULT_FILE, prepared_questions
+
+    questions = prepared_questions(DEFAULT_FILE, n)
+    if questions is None:
+        return None
+
+    def lines() -> Iterable[tuple[str, bytes]]:
+        return ((e["message_id"], orjson.dumps(e)) for q in questions for e in q.events())
+
+    return lines, questions * max(1, -(-LME_QUERIES // len(questions)))
+
+
 def main() -> None:
     ap = parser(__doc__, 2)
     ap.add_argument("--passes", type=int, default=2, help="times every question is asked (each printed)")
+    ap.add_argument("--longmemeval", type=int, default=None, metavar="N", help="N LongMemEval histories")
     args = ap.parse_args()
-    convs = conversations(args)
     from simplemem.runtime import open_runtime
 
-    lines = event_lines(convs)
-    questions = [q for c in convs for q in c.questions]
+    workload = longmemeval_workload(args.longmemeval) if args.longmemeval else locomo_workload(args)
+    if workload is None:
+        return
+    lines, questions = workload
     suffix = uuid.uuid4().hex[:8]
     modes = {
         "embedded": Settings(),
@@ -62,7 +93,7 @@ def main() -> None:
         try:
             rt.pipeline.warm_up()
             t = time.perf_counter()
-            report = rt.pipeline.ingest(lines)
+            report = rt.pipeline.ingest(lines())
             ingest_s = time.perf_counter() - t
             if name == "services":  # searches over rows not indexed yet scan, and the build takes CPU
                 from bench.query_service import visible_rows, wait_indexed
@@ -77,7 +108,7 @@ def main() -> None:
                 print(
                     f"{name:<9} {label:<10} ingest {report.accepted / ingest_s:5.0f} turns/s   "
                     f"query p50 {np.percentile(lat, 50):5.1f} ms   p95 {np.percentile(lat, 95):5.1f} ms   "
-                    f"CPU {cpu_ms:5.1f} ms/query, all processes   ({len(lat)} questions, {report.units} units)"
+                    f"CPU {cpu_ms:5.1f} ms/query, all processes   ({len(lat)} queries, {report.units} units)"
                 )
         finally:
             if name == "services":

@@ -452,6 +452,26 @@ def test_opensearch_stores_a_shared_context_once_and_drops_it_with_its_last_unit
     assert contexts() == 0
 
 
+def test_opensearch_ranks_a_unit_on_its_own_words_and_its_contexts_together(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    """A statement whose own words and whose message both match ranks first; one matching by its
+    message only, or by its own words only, still comes back; no more than the limit."""
+    from simplemem.processors.stores.protocols import SymbolicFilter
+    from tests.helpers import answer_units
+
+    rt = services_runtime
+    answer = answer_units("rank-tenant", 3)
+    both = answer[0].model_copy(update={"text": "assistant said crampons help on ice"})
+    both = both.model_copy(update={"id": "rank-both"})
+    alone = answer_units("rank-tenant", 1, message="")[0].model_copy(
+        update={"id": "rank-alone", "text": "crampons are on sale this week", "source_ids": ["rank:other"]}
+    )
+    rt.lexical.upsert([both, *answer[1:], alone])
+    found = rt.lexical.search("rank-tenant", "crampons", 10, SymbolicFilter())
+    assert found[0].id == "rank-both"
+    assert {h.id for h in found} == {"rank-both", alone.id, *(u.id for u in answer[1:])}
+    assert len(rt.lexical.search("rank-tenant", "crampons", 2, SymbolicFilter())) == 2
+
+
 def test_a_range_also_admits_what_was_said_within_it(services_runtime) -> None:  # type: ignore[no-untyped-def]
     """OpenSearch and Milvus read ``or_stated`` as the embedded stores do (tests/test_stores.py)."""
     import numpy as np

@@ -8,9 +8,9 @@ count fixed; its limit is a very large tenant, which would make its shard hot (t
 tenant an index of its own, or use routing partitions: ``index.routing_partition_size``).
 
 A unit's ``context`` (the message around it) is stored once per distinct text, in the index
-``<index>-contexts`` (routed by tenant too); units carry its hash (``ctx``). A search asks both
-indexes in one ``_msearch`` and adds a unit's own score and its context's; reads put the context
-back; a context no unit refers to any more is deleted with the last one.
+``<index>-contexts`` (routed by tenant too); units carry its hash (``ctx``). A search asks the
+contexts first, then ranks the units on their own score plus their context's in one search; reads
+put the context back; a context no unit refers to any more is deleted with the last one.
 """
 
 from __future__ import annotations
@@ -310,26 +310,13 @@ class OpenSearchLexicalStore:
         return result
 
     def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]:
+        """A unit's BM25 score over its own words plus its context's (the message it is part of): the
+        contexts are searched first, then the units ranked on both in one search, so that only the
+        best ``limit`` come back (the statements of the matching long answers were hundreds a query,
+        each returned to be added up here)."""
         terms = query_terms(query)
         if not terms:
             return []
-        body = {
-            "size": limit,
-            "_source": False,
-            "query": {
-                "bool": {
-                    "must": {
-                        "multi_match": {
-                            "query": " ".join(terms),
-                            "fields": ["text", "context", "keywords"],
-                            "type": "most_fields",
-                            "operator": "or",
-                        }
-                    },
-                    "filter": self._filters(tenant_id, flt),
-                }
-            },
-        }
         around = {
             "size": limit,
             "_source": ["hash"],
@@ -340,42 +327,39 @@ class OpenSearchLexicalStore:
                 }
             },
         }
-        own_hits, context_hits = self._msearch(tenant_id, [(self.index, body), (self.contexts, around)])
-        scores = {h["_id"]: float(h["_score"]) for h in own_hits}
-        by_context = {h["_source"]["hash"]: float(h["_score"]) for h in context_hits}
-        for uid, ctx in self._units_with_contexts(tenant_id, list(by_context), flt, limit):
-            scores[uid] = scores.get(uid, 0.0) + by_context[ctx]
-        ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-        return [Hit(uid, score) for uid, score in ranked]
-
-    def _msearch(
-        self, tenant_id: str, searches: list[tuple[str, dict[str, Any]]]
-    ) -> list[list[dict[str, Any]]]:
-        """Several searches in one request, each routed to the tenant's shard; an error is raised."""
-        body: list[dict[str, Any]] = []
-        for index, search in searches:
-            body += [{"index": index, "routing": tenant_id}, search]
-        responses = self.client.msearch(body=body)["responses"]
-        for r in responses:
-            if "error" in r:
-                raise RequestError(r.get("status", 500), str(r["error"]), r["error"])
-        return [r["hits"]["hits"] for r in responses]
-
-    def _units_with_contexts(
-        self, tenant_id: str, hashes: list[str], flt: SymbolicFilter, limit: int
-    ) -> list[tuple[str, str]]:
-        """(unit id, context hash) of the tenant's units, passing ``flt``, whose context is one of these."""
-        if not hashes:
-            return []
-        body = {
-            "size": min(MAX_RESULT_WINDOW, max(limit, len(hashes) * UNITS_PER_MESSAGE_GUESS * 4)),
-            # the hash from the column store: reading and parsing hundreds of units' sources (each
-            # with its document) for one keyword was most of this request's time
-            "_source": False,
-            "docvalue_fields": ["ctx"],
-            "query": {"bool": {"filter": [*self._filters(tenant_id, flt), {"terms": {"ctx": hashes}}]}},
+        context_hits = self.client.search(index=self.contexts, body=around, routing=tenant_id)["hits"]["hits"]
+        own = {
+            "multi_match": {
+                "query": " ".join(terms),
+                "fields": ["text", "context", "keywords"],
+                "type": "most_fields",
+                "operator": "or",
+            }
         }
-        return [(h["_id"], h["fields"]["ctx"][0]) for h in self._search(tenant_id, body)["hits"]["hits"]]
+        # a unit's context adds its score as a constant: a bool query sums the clauses that match
+        by_context = [
+            {
+                "constant_score": {
+                    "filter": {"term": {"ctx": h["_source"]["hash"]}},
+                    "boost": float(h["_score"]),
+                }
+            }
+            for h in context_hits
+        ]
+        body = {
+            "size": limit,
+            "_source": False,
+            "query": {
+                "bool": {
+                    "should": [own, *by_context],
+                    "minimum_should_match": 1,
+                    "filter": self._filters(tenant_id, flt),
+                }
+            },
+        }
+        hits = self._search(tenant_id, body)["hits"]["hits"]
+        ranked = sorted(((h["_id"], float(h["_score"])) for h in hits), key=lambda kv: (-kv[1], kv[0]))
+        return [Hit(uid, score) for uid, score in ranked]
 
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         if not ids:
