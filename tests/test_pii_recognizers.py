@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from simplemem.processors.pii.recognizers import PHONE_MARGIN, phone_segments
+from simplemem.processors.pii.recognizers import PHONE_MARGIN, phone_segments, possible_entities
 from simplemem.schemas.events import ChatEvent
 
 pytestmark = pytest.mark.slow
@@ -131,6 +131,23 @@ def test_phone_numbers_deep_in_a_long_answer_are_found_and_years_are_not_phones(
     result = scrubber.scrub(text, nlp(text))
     assert result.text == text.replace("+1 (415) 555-0132 ext. 12", "<PHONE_NUMBER>")
     assert result.pii_types == ["PHONE_NUMBER"]
+
+
+def test_entities_whose_values_need_a_digit_are_not_looked_for_in_a_text_without_one() -> None:
+    entities = ["EMAIL_ADDRESS", "CREDIT_CARD", "US_SSN", "IP_ADDRESS", "SECRET", "PHONE_NUMBER"]
+    assert possible_entities(entities, "see you at the cafe, bring the keys") == ["EMAIL_ADDRESS", "SECRET"]
+    assert possible_entities(entities, "my card ends in 4242") == entities
+    # an IPv6 address may be letters and colons only
+    assert possible_entities(entities, "the host is dead:beef::cafe") == [
+        "EMAIL_ADDRESS",
+        "IP_ADDRESS",
+        "SECRET",
+    ]
+
+
+def test_an_ip_address_of_letters_only_is_still_scrubbed(scrubber: Any, nlp: Any) -> None:
+    text = "The server listens on dead:beef::cafe now"
+    assert "dead:beef::cafe" not in scrubber.scrub(text, nlp(text)).text
 
 
 def test_phone_segments_cover_digit_runs_with_their_margins() -> None:

@@ -78,7 +78,10 @@ def coarse_pos(text: str, tag: str) -> str:
     """Universal POS from a Penn Treebank tag (auxiliaries by their form)."""
     if tag.startswith("VB") and text.lower() in AUX_WORDS:
         return "AUX"
-    return UPOS.get(tag, "PUNCT" if not any(c.isalnum() for c in text) else "X")
+    upos = UPOS.get(tag)
+    if upos is not None:  # not as get()'s default: that would read the text for every token
+        return upos
+    return "PUNCT" if not any(c.isalnum() for c in text) else "X"
 
 
 SENTENCE_END = frozenset(".!?…")

@@ -22,7 +22,7 @@ from presidio_anonymizer.entities import OperatorConfig
 from spacy.language import Language
 from spacy.tokens import Doc
 
-from simplemem.processors.pii.recognizers import REPLACED, chat_recognizers
+from simplemem.processors.pii.recognizers import REPLACED, chat_recognizers, possible_entities
 
 # Characters without which a speaker name cannot be an e-mail address or a phone number.
 CONTACT_MARKS = frozenset("@0123456789")
@@ -63,7 +63,7 @@ class PiiScrubber:
         results = self._analyzer.analyze(
             text=text,
             language="en",
-            entities=self._entities,
+            entities=possible_entities(self._entities, text),
             score_threshold=self._threshold,
             nlp_artifacts=self._artifacts(doc if doc is not None else self._nlp(text)),
         )
