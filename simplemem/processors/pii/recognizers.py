@@ -67,22 +67,12 @@ REPLACED = (
 # thread's time on LoCoMo's chat, whose messages mostly hold no digit.) Passport numbers are
 # found with at least five digits, IP addresses hold a digit or (IPv6) a colon.
 _DIGIT = re.compile(r"\d")
+DIGIT_VALUED = frozenset(
+    "PHONE_NUMBER CREDIT_CARD IBAN_CODE US_SSN US_ITIN US_PASSPORT US_BANK_NUMBER UK_NHS CRYPTO "
+    "MEDICAL_LICENSE".split()
+)
 VALUE_NEEDS: dict[str, re.Pattern[str]] = {
-    **dict.fromkeys(
-        (
-            "PHONE_NUMBER",
-            "CREDIT_CARD",
-            "IBAN_CODE",
-            "US_SSN",
-            "US_ITIN",
-            "US_PASSPORT",
-            "US_BANK_NUMBER",
-            "UK_NHS",
-            "CRYPTO",
-            "MEDICAL_LICENSE",
-        ),
-        _DIGIT,
-    ),
+    **dict.fromkeys(DIGIT_VALUED, _DIGIT),
     "IP_ADDRESS": re.compile(r"[\d:]"),
 }
 
