@@ -569,3 +569,15 @@ def test_about_any_decides_as_the_stores_name_index() -> None:
     assert not about_any(unit("I went camping.", ["user"]), ["user"])
     assert not about_any(unit("Caroline went camping.", ["Caroline"]), ["melanie"])
     assert not about_any(unit("Melanie went camping.", ["Melanie"]), [])
+
+
+def test_a_milvus_load_waits_for_a_missing_index_or_a_query_node_rejoining() -> None:
+    """Loads that a moment fixes are retried; anything else fails at once."""
+    from simplemem.processors.stores.milvus_vectors import load_may_succeed_later
+
+    assert load_may_succeed_later(MilvusException(message="index not found[collection=memory]"))
+    assert load_may_succeed_later(
+        MilvusException(message="failed to spawn replica for collection: nodes not enough")
+    )
+    assert not load_may_succeed_later(MilvusException(message="collection not found[collection=memory]"))
+    assert not load_may_succeed_later(ValueError("dim mismatch"))

@@ -37,6 +37,18 @@ HNSW_M, HNSW_EF_CONSTRUCTION = 16, 200
 INDEX_WAIT_SECONDS, INDEX_POLL_SECONDS = 60.0, 0.5
 
 
+# Why a load fails for a moment: a collection another process (a second worker, a query replica
+# started at the same moment) has just made has no index yet ("index not found"; a worker that gave up
+# there exited at its first start); a restarted Milvus has dropped its old query node and its new one
+# has not joined yet, though its health check already answers ("nodes not enough"; the first test to
+# open a store after the suite's services started failed so).
+LOAD_WAITS_FOR = ("index not found", "nodes not enough")
+
+
+def load_may_succeed_later(exc: BaseException) -> bool:
+    return any(reason in str(exc) for reason in LOAD_WAITS_FOR)
+
+
 def _lit(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -73,12 +85,10 @@ class MilvusVectorStore:
         self._load_once_indexed()
 
     def _load_once_indexed(self) -> None:
-        """Load the collection. One that another process (a second worker, a query replica started
-        at the same moment) has just made may not have its index yet: Milvus refuses to load it
-        ("index not found"), and a worker that gave up there exited at its first start. Wait for
-        the index, within ``INDEX_WAIT_SECONDS``."""
+        """Load the collection, waiting (within ``INDEX_WAIT_SECONDS``) while it cannot be loaded
+        yet: :func:`load_may_succeed_later`."""
         for attempt in Retrying(
-            retry=retry_if_exception(lambda exc: "index not found" in str(exc)),
+            retry=retry_if_exception(load_may_succeed_later),
             stop=stop_after_delay(INDEX_WAIT_SECONDS),
             wait=wait_fixed(INDEX_POLL_SECONDS),
             reraise=True,
