@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -114,6 +115,11 @@ def count_scrubbed(pipeline: Pipeline, sink: list[int]) -> None:
     pipeline.analyzer = Counting(was.preparer, was.embedder, was.assistant_vector_chars)
 
 
+def event_lines(questions: list[LmeQuestion]) -> Iterator[tuple[str, bytes]]:
+    """Every history's events as the pipeline reads them, made as they are read."""
+    return ((e["message_id"], orjson.dumps(e)) for q in questions for e in q.events())
+
+
 def ingest(rt: Runtime, questions: list[LmeQuestion], encoding: str) -> IngestStats:
     """Every history through the whole pipeline in one run, as ``simplemem ingest`` would: the events
     are made as the pipeline reads them (not held all at once), so the peak RSS is the pipeline's and
@@ -123,7 +129,7 @@ def ingest(rt: Runtime, questions: list[LmeQuestion], encoding: str) -> IngestSt
         for e in q.events():
             stats.tokens += count_tokens(e["text"], encoding)
             stats.raw_bytes += len(e["text"].encode("utf-8"))
-    lines = ((e["message_id"], orjson.dumps(e)) for q in questions for e in q.events())
+    lines = event_lines(questions)
     pipeline = rt.pipeline
     pipeline.warm_up()
     scrubbed: list[int] = []

@@ -22,11 +22,11 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import orjson
 
 from bench.common import conversations, event_lines, parser, warm_latencies_ms
 from simplemem.schemas.settings import Settings
@@ -54,16 +54,12 @@ def locomo_workload(args: argparse.Namespace) -> Workload:
 
 def longmemeval_workload(n: int) -> Workload | None:
     """``n`` LongMemEval histories, their questions repeated to about ``LME_QUERIES`` a pass."""
-    from bench.longmemeval import DEFAULT_FILE, prepared_questions
+    from bench.longmemeval import DEFAULT_FILE, event_lines, prepared_questions
 
     questions = prepared_questions(DEFAULT_FILE, n)
     if questions is None:
         return None
-
-    def lines() -> Iterable[tuple[str, bytes]]:
-        return ((e["message_id"], orjson.dumps(e)) for q in questions for e in q.events())
-
-    return lines, questions * max(1, -(-LME_QUERIES // len(questions)))
+    return partial(event_lines, questions), questions * max(1, -(-LME_QUERIES // len(questions)))
 
 
 def main() -> None:

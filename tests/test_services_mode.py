@@ -460,8 +460,7 @@ def test_opensearch_ranks_a_unit_on_its_own_words_and_its_contexts_together(serv
 
     rt = services_runtime
     answer = answer_units("rank-tenant", 3)
-    both = answer[0].model_copy(update={"text": "assistant said crampons help on ice"})
-    both = both.model_copy(update={"id": "rank-both"})
+    both = answer[0].model_copy(update={"id": "rank-both", "text": "assistant said crampons help on ice"})
     alone = answer_units("rank-tenant", 1, message="")[0].model_copy(
         update={"id": "rank-alone", "text": "crampons are on sale this week", "source_ids": ["rank:other"]}
     )

@@ -552,23 +552,13 @@ def test_about_any_decides_as_the_stores_name_index() -> None:
     in its own words as a whole word; a role is not a name."""
     from simplemem.processors.stores.protocols import about_any
 
-    def unit(text: str, persons: list[str]) -> MemoryUnit:
-        return MemoryUnit.build(
-            tenant_id="t",
-            text=text,
-            kind=MemoryKind.FACT,
-            source_ids=["m"],
-            stated_at="2026-01-05T10:00:00+00:00",
-            persons=persons,
-        )
-
-    assert about_any(unit("She went camping.", ["Melanie Smith"]), ["smith"])
-    assert about_any(unit("She went camping.", ["Melanie"]), ["melanie"])
-    assert about_any(unit("Melanie's kids love camping.", []), ["melanie"])
-    assert not about_any(unit("Melanies2go is a shop.", []), ["melanie"])
-    assert not about_any(unit("I went camping.", ["user"]), ["user"])
-    assert not about_any(unit("Caroline went camping.", ["Caroline"]), ["melanie"])
-    assert not about_any(unit("Melanie went camping.", ["Melanie"]), [])
+    assert about_any(unit("t", "She went camping.", persons=["Melanie Smith"]), ["smith"])
+    assert about_any(unit("t", "She went camping.", persons=["Melanie"]), ["melanie"])
+    assert about_any(unit("t", "Melanie's kids love camping."), ["melanie"])
+    assert not about_any(unit("t", "Melanies2go is a shop."), ["melanie"])
+    assert not about_any(unit("t", "I went camping.", persons=["user"]), ["user"])
+    assert not about_any(unit("t", "Caroline went camping.", persons=["Caroline"]), ["melanie"])
+    assert not about_any(unit("t", "Melanie went camping.", persons=["Melanie"]), [])
 
 
 def test_a_milvus_load_waits_for_a_missing_index_or_a_query_node_rejoining() -> None:

@@ -78,9 +78,8 @@ LINKING_VERBS = frozenset({"is", "was", "'s", "’s"})
 # Tags of the token before a clause's subject: the sentence start, punctuation, a conjunction, an
 # adverb or an interjection ("yeah. priti set up the db", "also pepper is thrilled").
 CLAUSE_OPENER_TAGS = frozenset({".", ",", ":", "CC", "RB", "UH"})
-CUED_NAME_TAGS = NAME_TAGS | {
-    "NN"
-}  # what a relation word's name may be tagged ("my cousin Tomas", "our babysitter is kayla")
+# What a relation word's name may be tagged ("my cousin Tomas", "our babysitter is kayla").
+CUED_NAME_TAGS = NAME_TAGS | {"NN"}
 
 
 def pronoun_gender(word: str) -> str | None:

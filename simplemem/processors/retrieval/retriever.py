@@ -53,7 +53,14 @@ from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.stores import batched
-from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore, about_any
+from simplemem.processors.stores.protocols import (
+    Hit,
+    LexicalStore,
+    SymbolicFilter,
+    VectorStore,
+    about_any,
+    names_in_text,
+)
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult, RetrievedMemory
@@ -161,15 +168,9 @@ def _without(query: str, words: list[str]) -> str:
     return re.sub(pattern, " ", query)
 
 
-def _names_any(text: str, names: list[str]) -> bool:
-    """Whether ``text`` names one of ``names`` (lower-cased) as whole words."""
-    low = text.lower()
-    return any(re.search(rf"\b{re.escape(n)}\b", low) for n in names)
-
-
 def _about_any(unit: MemoryUnit, names: list[str]) -> bool:
     """Whether ``unit`` is about one of ``names`` (lower-cased): in its persons or named in its text."""
-    return bool({p.lower() for p in unit.persons} & set(names)) or _names_any(unit.text, names)
+    return bool({p.lower() for p in unit.persons} & set(names)) or names_in_text(unit.text, names)
 
 
 @lru_cache(maxsize=TOKEN_SET_CACHE)
@@ -549,7 +550,7 @@ class Retriever:
             overlap = len(terms & set(query_terms(text))) / len(terms) if terms else 0.0
             if w * max(cosine, 0.0) + (1 - w) * overlap >= self.settings.buffer_min_score:
                 score = w * share(cosine, top) + (1 - w) * overlap
-                if names and _names_any(text, names):
+                if names and names_in_text(text, names):
                     score += self.settings.person_boost
                 uid = f"buffer:{t.message_id}"
                 # dated like a memory: "yesterday" said a moment ago is a day, not a word

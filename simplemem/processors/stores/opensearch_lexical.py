@@ -305,8 +305,9 @@ class OpenSearchLexicalStore:
             filters.append(_about(flt.names))
         return filters
 
-    def _search(self, tenant_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        result: dict[str, Any] = self.client.search(index=self.index, body=body, routing=tenant_id)
+    def _search(self, tenant_id: str, body: dict[str, Any], index: str | None = None) -> dict[str, Any]:
+        """A search of the units' index (or ``index``), routed to the tenant's shard."""
+        result: dict[str, Any] = self.client.search(index=index or self.index, body=body, routing=tenant_id)
         return result
 
     def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]:
@@ -327,7 +328,7 @@ class OpenSearchLexicalStore:
                 }
             },
         }
-        context_hits = self.client.search(index=self.contexts, body=around, routing=tenant_id)["hits"]["hits"]
+        context_hits = self._search(tenant_id, around, index=self.contexts)["hits"]["hits"]
         own = {
             "multi_match": {
                 "query": " ".join(terms),

@@ -146,18 +146,18 @@ def names_matching(names: Sequence[str], candidates: Sequence[str]) -> list[str]
 
 def about_any(unit: MemoryUnit, names: Sequence[str]) -> bool:
     """Whether ``unit`` is about one of ``names`` (lower-cased) as ``ids_with_names`` decides it: a
-    person name (or part of one) it lists, or a name its own text holds as whole words. For units
-    already read, where asking the store would be one more round trip (services mode)."""
+    person name (or part of one) it lists (:func:`index_names`), or a name its own text holds as a
+    whole word. For units already read, where asking the store would be one more round trip
+    (services mode)."""
     if not names:
         return False
     wanted = frozenset(names)
-    for person in unit.persons:
-        low = person.lower().strip()
-        if low not in ROLE_WORDS and (
-            low in wanted or any(part in wanted for part in low.split() if len(part) > 1)
-        ):
-            return True
-    return _names_pattern(wanted).search(unit.text.lower()) is not None
+    return any(key in wanted for key in _name_keys(unit)) or names_in_text(unit.text, names)
+
+
+def names_in_text(text: str, names: Sequence[str]) -> bool:
+    """Whether ``text`` names one of ``names`` (lower-cased) as whole words."""
+    return bool(names) and _names_pattern(frozenset(names)).search(text.lower()) is not None
 
 
 @lru_cache(maxsize=256)
@@ -191,10 +191,13 @@ def index_names(unit: MemoryUnit) -> list[str]:
     LongMemEval histories), and the known names a window's lower-case words are matched against
     (``Pipeline.with_known_names``) took the word "user" for one.
     """
-    names: set[str] = set()
+    return sorted(set(_name_keys(unit)))
+
+
+def _name_keys(unit: MemoryUnit) -> Iterator[str]:
+    """The unit's person names, lower-cased, and their parts of two letters or more (repeats left in)."""
     for value in unit.persons:
         low = value.lower().strip()
         if low and low not in ROLE_WORDS:
-            names.add(low)
-            names.update(part for part in low.split() if len(part) > 1)
-    return sorted(names)
+            yield low
+            yield from (part for part in low.split() if len(part) > 1)
