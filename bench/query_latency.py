@@ -67,7 +67,7 @@ def main() -> None:
     ap.add_argument("--passes", type=int, default=2, help="times every question is asked (each printed)")
     ap.add_argument("--longmemeval", type=int, default=None, metavar="N", help="N LongMemEval histories")
     args = ap.parse_args()
-    from simplemem.runtime import open_runtime
+    from simplemem.runtime import freeze_heap, open_runtime
 
     workload = longmemeval_workload(args.longmemeval) if args.longmemeval else locomo_workload(args)
     if workload is None:
@@ -85,7 +85,8 @@ def main() -> None:
         ),
     }
     for name, settings in modes.items():
-        rt = open_runtime(settings, Path(tempfile.mkdtemp(prefix=f"simplemem-{name}-")))
+        folder = tempfile.TemporaryDirectory(prefix=f"simplemem-{name}-")  # removed after: hundreds of MB
+        rt = open_runtime(settings, Path(folder.name))
         try:
             rt.pipeline.warm_up()
             t = time.perf_counter()
@@ -96,6 +97,8 @@ def main() -> None:
 
                 rt.vectors.flush()
                 wait_indexed(rt.vectors, visible_rows(rt.vectors))
+            rt.retriever  # noqa: B018
+            freeze_heap()  # as the query service does once started
             for n in range(1, args.passes + 1):
                 label = f"pass {n}"
                 busy = machine_busy_seconds()
@@ -114,6 +117,7 @@ def main() -> None:
                 for key in rt.buffer.r.scan_iter(f"{settings.redis_key_prefix}:*"):  # type: ignore[attr-defined]
                     rt.buffer.r.delete(key)  # type: ignore[attr-defined]
             rt.close()
+            folder.cleanup()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ endpoints. The processors are the same in both.
 
 from __future__ import annotations
 
+import gc
 import logging
 import shutil
 from dataclasses import dataclass
@@ -250,6 +251,15 @@ class Runtime:
         for name in ("preparer", "vectors", "lexical", "buffer", "tombstones"):
             if name in self.__dict__:
                 self.__dict__[name].close()
+
+
+def freeze_heap() -> None:
+    """Leave the objects alive now (models, modules, clients: hundreds of thousands once a process
+    is warm) out of every later garbage collection. A query allocates thousands of short-lived
+    objects, and each collection of the oldest generation walked them all: 1.3 ms of CPU a
+    services-mode query. Called once a process has loaded what it keeps."""
+    gc.collect()
+    gc.freeze()
 
 
 def embedded_vectors(store_dir: Path, dim: int, collection: str) -> SqliteVectorStore:

@@ -471,6 +471,26 @@ def test_opensearch_ranks_a_unit_on_its_own_words_and_its_contexts_together(serv
     assert len(rt.lexical.search("rank-tenant", "crampons", 2, SymbolicFilter())) == 2
 
 
+def test_a_search_that_reads_returns_its_hits_units_in_the_same_request(services_runtime) -> None:  # type: ignore[no-untyped-def]
+    """``read=True``: each hit carries its unit as a read without context gives it; the stored
+    document leaves out what the index holds beside it (id, tenant, message); no hit, no error."""
+    from simplemem.processors.stores.protocols import SymbolicFilter
+    from tests.helpers import answer_units
+
+    rt = services_runtime
+    units = answer_units("read-tenant", 3)
+    rt.lexical.upsert(units)
+    found = rt.lexical.search("read-tenant", "crampons", 10, SymbolicFilter(), read=True)
+    assert {h.id for h in found} == {u.id for u in units}
+    for hit in found:
+        assert hit.unit == rt.lexical.get("read-tenant", [hit.id], with_context=False)[0]
+        assert hit.unit is not None and hit.unit.tenant_id == "read-tenant" and hit.unit.context is None
+    assert {h.unit for h in rt.lexical.search("read-tenant", "crampons", 10, SymbolicFilter())} == {None}
+    stored = rt.lexical.client.get(index=rt.lexical.index, id=units[0].id, routing="read-tenant")
+    assert not {"id", "tenant_id", "context"} & stored["_source"]["doc"].keys()
+    assert rt.lexical.search("read-tenant", "zeppelin", 10, SymbolicFilter(), read=True) == []
+
+
 def test_a_range_also_admits_what_was_said_within_it(services_runtime) -> None:  # type: ignore[no-untyped-def]
     """OpenSearch and Milvus read ``or_stated`` as the embedded stores do (tests/test_stores.py)."""
     import numpy as np

@@ -22,7 +22,7 @@ import orjson
 
 from simplemem.api.forgetting import Forgetter
 from simplemem.processors.lifecycle.migration import LazyMigration, MigrationState
-from simplemem.runtime import Runtime
+from simplemem.runtime import Runtime, freeze_heap
 from simplemem.schemas.accounting import IngestReport
 from simplemem.schemas.events import ChatEvent
 from simplemem.schemas.keys import tenant_key
@@ -141,6 +141,7 @@ class EmbeddedBackend(_RuntimeReads):
         with self._lock:
             self.rt.retriever  # noqa: B018  (loads MiniLM)
             self.rt.pipeline.warm_up()
+        freeze_heap()
 
     async def stop(self) -> None:
         if self._closer is not None:
@@ -216,6 +217,7 @@ class ServicesBackend(_RuntimeReads):
         await prod.start()
         self._producer = prod
         await anyio.to_thread.run_sync(lambda: self.rt.retriever)  # loads MiniLM, connects the stores
+        freeze_heap()
 
     async def stop(self) -> None:
         await self._finish_migrations()

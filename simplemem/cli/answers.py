@@ -56,9 +56,11 @@ def answerer(rt: Runtime, stack: ExitStack) -> Answer:
     """Answers from ``rt``'s retriever; a tenant's first query starts its lazy migration, which the
     process lets finish (once the answers are out) when ``stack`` closes."""
     from simplemem.processors.lifecycle.migration import MigrationState
+    from simplemem.runtime import freeze_heap
     from simplemem.streams.lazy import lazy_migration
 
     retriever = rt.retriever
+    freeze_heap()  # a batch is thousands of queries
     migration = lazy_migration(rt)
     if migration is not None:
         stack.callback(migration.wait)

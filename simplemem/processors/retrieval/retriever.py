@@ -481,20 +481,28 @@ class Retriever:
         # (BM25 used to search only the memories about them: a place taken for a nickname, "the
         # Vatican" for "Caffè Vaticano", then hid every statement found by its words alone.)
         anyone = replace(flt, names=())
-        semantic, lexical = self.fan_out.both(
-            lambda: self.vectors.search(tenant, qvec(), pool, anyone),
-            lambda: batched.search(self.lexical, tenant, query, pool, anyone, size),
-        )
-        ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
-        seen = {h.id for h in semantic}
-
         # Fusion needs the units of the lexical hits that the vectors did not find (whether they
         # have a vector); selection later reads the ranked head. Where a read is a round trip
-        # (services), every candidate is read now, in one request, and which are about the
-        # question's persons is decided on them; embedded, a read is microseconds a unit and only
-        # those are read, and the store's name index decides.
-        if self.fan_out.parallel:
-            self._read(tenant, ids, fetched)
+        # (services), every candidate is read now: the BM25 search returns its hits' documents,
+        # and the vector hits are read while it still runs. Which are about the question's
+        # persons is then decided on them. Embedded, a read is microseconds a unit and only those
+        # are read, and the store's name index decides.
+        parallel = self.fan_out.parallel
+
+        def semantic_search() -> list[Hit]:
+            hits = self.vectors.search(tenant, qvec(), pool, anyone)
+            if parallel:
+                self._read(tenant, [h.id for h in hits], fetched)
+            return hits
+
+        semantic, lexical = self.fan_out.both(
+            semantic_search,
+            lambda: batched.search(self.lexical, tenant, query, pool, anyone, size, read=parallel),
+        )
+        fetched.update((h.id, h.unit) for h in lexical if h.unit is not None)
+        ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
+        seen = {h.id for h in semantic}
+        if parallel:
             about_ids = {uid for uid in ids if uid in fetched and about_any(fetched[uid], flt.names)}
         else:
             self._read(tenant, [h.id for h in lexical if h.id not in seen], fetched)

@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from simplemem.processors.language.text import query_terms
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter
+from simplemem.schemas.memory import MemoryUnit
 
 T = TypeVar("T")
 
@@ -30,16 +31,26 @@ def ids_with_names(
 
 
 def search(
-    store: LexicalStore, tenant_id: str, query: str, limit: int, flt: SymbolicFilter, size: int
+    store: LexicalStore,
+    tenant_id: str,
+    query: str,
+    limit: int,
+    flt: SymbolicFilter,
+    size: int,
+    *,
+    read: bool = False,
 ) -> list[Hit]:
     """BM25 over the query's terms. A memory's BM25 score is the sum of its terms' scores, so the
     batches' scores add up; a memory outside a batch's top ``limit`` misses that batch's share."""
     terms = query_terms(query)
     if len(terms) <= size:
-        return store.search(tenant_id, query, limit, flt)
+        return store.search(tenant_id, query, limit, flt, read=read)
     scores: dict[str, float] = {}
+    units: dict[str, MemoryUnit] = {}
     for part in batches(terms, size):
-        for hit in store.search(tenant_id, " ".join(part), limit, flt):
+        for hit in store.search(tenant_id, " ".join(part), limit, flt, read=read):
             scores[hit.id] = scores.get(hit.id, 0.0) + hit.score
+            if hit.unit is not None:
+                units[hit.id] = hit.unit
     ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
-    return [Hit(uid, score) for uid, score in ranked]
+    return [Hit(uid, score, units.get(uid)) for uid, score in ranked]

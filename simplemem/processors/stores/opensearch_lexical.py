@@ -110,6 +110,20 @@ class OrjsonSerializer(JSONSerializer):
         return orjson.loads(s)
 
 
+# What a unit's ``doc`` leaves out: its message (in the contexts' index), and its id and tenant (the
+# document's ``_id`` and ``tenant_id``: put back on reading; documents written before keep them).
+_NOT_IN_DOC = {"context", "id", "tenant_id"}
+# Responses without the hits' index, routing and shard counts: a query reads a few hundred hits.
+_HITS = "hits.hits._id,hits.hits._score,hits.hits._source"
+_HITS_AND_TOTAL = f"{_HITS},hits.total"
+
+
+def _hits(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """A filtered response's hits (``filter_path`` leaves out ``hits`` when there are none)."""
+    hits: list[dict[str, Any]] = result.get("hits", {}).get("hits", [])
+    return hits
+
+
 def _fields(with_context: bool) -> list[str]:
     """The source fields a read needs: the document, and the hash of its context if that is put back."""
     return ["doc", "ctx"] if with_context else ["doc"]
@@ -207,7 +221,8 @@ class OpenSearchLexicalStore:
                 "event_start": _day(start),
                 "event_end": _day(end),
                 "stated_at": u.stated_at,
-                "doc": u.model_dump(mode="json", exclude={"context"}),
+                # its id and tenant are the document's own; fields at their defaults are left out
+                "doc": u.model_dump(mode="json", exclude=_NOT_IN_DOC, exclude_defaults=True),
             },
         }
 
@@ -267,8 +282,11 @@ class OpenSearchLexicalStore:
         texts = self._context_texts(tenant_id, sorted(hashes)) if with_context else {}
         units = []
         for h in hits:
-            doc, text = h["_source"]["doc"], texts.get(h["_source"].get("ctx"))
-            units.append(MemoryUnit.model_validate(doc if text is None else {**doc, "context": text}))
+            doc = {**h["_source"]["doc"], "id": h["_id"], "tenant_id": tenant_id}
+            text = texts.get(h["_source"].get("ctx"))
+            if text is not None:
+                doc["context"] = text
+            units.append(MemoryUnit.model_validate(doc))
         return units
 
     def _context_texts(self, tenant_id: str, hashes: list[str]) -> dict[str, str]:
@@ -305,16 +323,22 @@ class OpenSearchLexicalStore:
             filters.append(_about(flt.names))
         return filters
 
-    def _search(self, tenant_id: str, body: dict[str, Any], index: str | None = None) -> dict[str, Any]:
+    def _search(
+        self, tenant_id: str, body: dict[str, Any], index: str | None = None, filter_path: str | None = None
+    ) -> dict[str, Any]:
         """A search of the units' index (or ``index``), routed to the tenant's shard."""
-        result: dict[str, Any] = self.client.search(index=index or self.index, body=body, routing=tenant_id)
+        result: dict[str, Any] = self.client.search(
+            index=index or self.index, body=body, routing=tenant_id, filter_path=filter_path
+        )
         return result
 
-    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]:
+    def search(
+        self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter, *, read: bool = False
+    ) -> list[Hit]:
         """A unit's BM25 score over its own words plus its context's (the message it is part of): the
         contexts are searched first, then the units ranked on both in one search, so that only the
         best ``limit`` come back (the statements of the matching long answers were hundreds a query,
-        each returned to be added up here)."""
+        each returned to be added up here). ``read``: that search returns their documents too."""
         terms = query_terms(query)
         if not terms:
             return []
@@ -328,7 +352,7 @@ class OpenSearchLexicalStore:
                 }
             },
         }
-        context_hits = self._search(tenant_id, around, index=self.contexts)["hits"]["hits"]
+        context_hits = _hits(self._search(tenant_id, around, index=self.contexts, filter_path=_HITS))
         own = {
             "multi_match": {
                 "query": " ".join(terms),
@@ -349,7 +373,7 @@ class OpenSearchLexicalStore:
         ]
         body = {
             "size": limit,
-            "_source": False,
+            "_source": _fields(False) if read else False,
             "query": {
                 "bool": {
                     "should": [own, *by_context],
@@ -358,9 +382,10 @@ class OpenSearchLexicalStore:
                 }
             },
         }
-        hits = self._search(tenant_id, body)["hits"]["hits"]
-        ranked = sorted(((h["_id"], float(h["_score"])) for h in hits), key=lambda kv: (-kv[1], kv[0]))
-        return [Hit(uid, score) for uid, score in ranked]
+        hits = _hits(self._search(tenant_id, body, filter_path=_HITS))
+        units = {u.id: u for u in self._with_contexts(tenant_id, hits, with_context=False)} if read else {}
+        ranked = [Hit(h["_id"], float(h["_score"]), units.get(h["_id"])) for h in hits]
+        return sorted(ranked, key=lambda hit: (-hit.score, hit.id))
 
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         if not ids:
@@ -370,12 +395,8 @@ class OpenSearchLexicalStore:
             "_source": _fields(with_context),
             "query": {"bool": {"filter": [*self._filters(tenant_id), {"ids": {"values": list(ids)}}]}},
         }
-        found = {
-            u.id: u
-            for u in self._with_contexts(
-                tenant_id, self._search(tenant_id, body)["hits"]["hits"], with_context
-            )
-        }
+        hits = _hits(self._search(tenant_id, body, filter_path=_HITS))
+        found = {u.id: u for u in self._with_contexts(tenant_id, hits, with_context)}
         return [found[i] for i in ids if i in found]
 
     def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
@@ -462,10 +483,11 @@ class OpenSearchLexicalStore:
                 "track_total_hits": MAX_RESULT_WINDOW,
                 "query": query,
             }
-            hits = self._search(tenant_id, body)["hits"]
-            if len(hits["hits"]) >= hits["total"]["value"] or size == MAX_RESULT_WINDOW:
-                return self._with_contexts(tenant_id, hits["hits"], with_context)
-            size = min(int(hits["total"]["value"]), MAX_RESULT_WINDOW)
+            result = self._search(tenant_id, body, filter_path=_HITS_AND_TOTAL)
+            hits, total = _hits(result), int(result["hits"]["total"]["value"])
+            if len(hits) >= total or size == MAX_RESULT_WINDOW:
+                return self._with_contexts(tenant_id, hits, with_context)
+            size = min(total, MAX_RESULT_WINDOW)
 
     def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
         """A page of the tenant's units; pages end at OpenSearch's result window (10,000 units)."""

@@ -44,8 +44,12 @@ class SymbolicFilter:
 
 @dataclass(frozen=True)
 class Hit:
+    """A search's match; ``unit`` is the memory itself (without its message) where the search was
+    asked to ``read`` and its store returns documents with the matches."""
+
     id: str
     score: float
+    unit: MemoryUnit | None = None
 
 
 class VectorStore(Protocol):
@@ -85,7 +89,12 @@ class LexicalStore(Protocol):
 
     def upsert(self, units: Sequence[MemoryUnit]) -> None: ...
 
-    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]: ...
+    def search(
+        self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter, *, read: bool = False
+    ) -> list[Hit]:
+        """BM25 matches, best first. ``read``: a store where a read is a round trip returns the
+        matches' units in the same request (``Hit.unit``); one that reads locally may leave it out."""
+        ...
 
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         """The units by id, in the order asked; ``with_context=False`` leaves out their message

@@ -417,7 +417,10 @@ class SqliteLexicalStore:
                 self._delete_one(tenant_id, uid)
             self._db.execute("COMMIT")
 
-    def search(self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter) -> list[Hit]:
+    def search(
+        self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter, *, read: bool = False
+    ) -> list[Hit]:
+        """``read`` is not needed here: a unit is read in microseconds, and only those used are."""
         terms = query_terms(query)
         if not terms:
             return []
