@@ -19,6 +19,7 @@ import numpy as np
 import orjson
 
 from bench.fault_load import MALFORMED_KINDS, Record
+from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.settings import Settings
 
 Turn = tuple[str, str]  # (tenant, message id)
@@ -170,10 +171,12 @@ def opensearch_rows(settings: Settings, units: dict[str, tuple[str, Content]]) -
     for hit in helpers.scan(
         client,
         index=settings.opensearch_index,
-        query={"query": {"match_all": {}}, "_source": ["tenant_id", "kind", "text", "source_ids"]},
+        query={"query": {"match_all": {}}, "_source": ["doc"]},
     ):
-        s = hit["_source"]
-        docs.append((hit["_id"], _content(s["tenant_id"], s["kind"], s["text"], s["source_ids"])))
+        u = MemoryUnit.model_validate(
+            {**hit["_source"]["doc"], "id": hit["_id"], "tenant_id": hit["_routing"]}
+        )
+        docs.append((hit["_id"], _content(u.tenant_id, u.kind.value, u.text, u.source_ids)))
     ids = {i for i, _ in docs}
     return StoreRows(
         len(docs), len(ids), len({c for _, c in docs}), len(units.keys() - ids), len(ids - units.keys())

@@ -183,7 +183,8 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
     sa, sb = _token_set(a), _token_set(b)
     if not sa or not sb:
         return a.strip() == b.strip()
-    return len(sa & sb) / len(sa | sb) >= threshold
+    shared = len(sa & sb)  # Jaccard, without building the union: every pair of a query is compared
+    return shared / (len(sa) + len(sb) - shared) >= threshold
 
 
 def context_line(unit: MemoryUnit) -> str:

@@ -47,6 +47,10 @@ MAPPING: dict[str, Any] = {
     "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}},
     "mappings": {
         "dynamic": "strict",
+        # Every field but these is indexed only: the unit is read back from ``doc`` (a second copy of
+        # its fields in the source was a sixth of the index, and parsed at every read). An index
+        # is therefore rebuilt from the units (``iter_units``), not with OpenSearch's _reindex.
+        "_source": {"includes": ["doc", "ctx"]},
         "properties": {
             "tenant_id": {"type": "keyword"},
             "text": {"type": "text", "analyzer": "english"},
@@ -103,11 +107,18 @@ def _context_id(tenant_id: str, ctx: str) -> str:
 
 
 class OrjsonSerializer(JSONSerializer):
-    """Responses parsed with orjson: a query reads up to a few hundred memories' documents, and the
-    standard library's parser was a tenth of the query service's Python time."""
+    """Responses parsed and requests written with orjson: a query reads up to a few hundred
+    memories' documents, and the standard library's parser was a tenth of the query service's
+    Python time."""
 
     def loads(self, s: str) -> Any:
         return orjson.loads(s)
+
+    def dumps(self, data: Any) -> Any:
+        if isinstance(data, str):  # as the standard serializer: a string is sent as it is
+            return data
+        options = orjson.OPT_NON_STR_KEYS | orjson.OPT_SERIALIZE_NUMPY
+        return orjson.dumps(data, default=self.default, option=options).decode()
 
 
 # What a unit's ``doc`` leaves out: its message (in the contexts' index), and its id and tenant (the
