@@ -9,6 +9,9 @@ mode writes into a fresh OpenSearch index and Milvus collection, removed at the 
 the whole machine's busy time while the questions are answered (this process, OpenSearch, Milvus,
 Redis and anything else running: measure on an otherwise idle machine), divided by the queries.
 
+Each mode also prints what the data takes on disk against the scrubbed input: the embedded SQLite
+files; the services' OpenSearch indexes, Milvus binlogs and index files (:func:`services_bytes`).
+
 Every question is asked ``--passes`` times (2) and each pass is printed: the first right after
 ingestion, the later ones warmer. A fresh OpenSearch JVM compiles its hot paths over its first
 thousands of requests: right after ``simplemem infra up`` the services' p95 is about twice that of a
@@ -29,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import conversations, event_lines, parser, warm_latencies_ms
+from bench.longmemeval import count_scrubbed, disk_bytes
 from simplemem.schemas.settings import Settings
 
 WARM_UP = 10
@@ -62,6 +66,49 @@ def longmemeval_workload(n: int) -> Workload | None:
     return partial(event_lines, questions), questions * max(1, -(-LME_QUERIES // len(questions)))
 
 
+def tree_bytes(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
+
+
+def milvus_index_dir(settings: Settings) -> Path:
+    """Where the Milvus server of ``simplemem infra up`` writes its index files (all collections')."""
+    return settings.service_dir("milvus") / "data" / "data" / "index_files"
+
+
+def services_bytes(rt: Any, settings: Settings, index_files_before: int) -> dict[str, int]:
+    """What the run's data takes in the services: the OpenSearch units and contexts indexes (flushed),
+    the collection's Milvus binlogs (the server's own metric, per collection) and the index files the
+    server wrote meanwhile (the folder's growth: measured on an otherwise idle server). Milvus's
+    message queue (rocksmq, kept for its retention time) is left out."""
+    import re
+    import urllib.request
+
+    client = rt.lexical.client
+    indexes = f"{settings.opensearch_index},{settings.opensearch_index}-contexts"
+    client.indices.flush(index=indexes)
+    stats = client.indices.stats(index=indexes, metric="store")["indices"]
+    sizes = {name: int(v["primaries"]["store"]["size_in_bytes"]) for name, v in stats.items()}
+    collection_id = rt.vectors.client.describe_collection(settings.milvus_collection)["collection_id"]
+    url = f"http://127.0.0.1:{settings.milvus_metrics_port}/metrics"
+    metrics = urllib.request.urlopen(url, timeout=30).read().decode()
+    pattern = rf'^milvus_datacoord_stored_binlog_size{{collection_id="{collection_id}",[^}}]*}} (\S+)$'
+    binlogs = sum(float(v) for v in re.findall(pattern, metrics, flags=re.M))
+    return {
+        "opensearch units": sizes.get(settings.opensearch_index, 0),
+        "opensearch contexts": sizes.get(f"{settings.opensearch_index}-contexts", 0),
+        "milvus binlogs": int(binlogs),
+        "milvus index files": tree_bytes(milvus_index_dir(settings)) - index_files_before,
+    }
+
+
+def print_bytes(name: str, parts: dict[str, int], scrubbed: int) -> None:
+    total = sum(parts.values())
+    detail = ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in parts.items())
+    print(
+        f"{name:<9} on disk {total / 1e6:.1f} MB ({detail}): x{total / max(scrubbed, 1):.1f} the scrubbed input"
+    )
+
+
 def main() -> None:
     ap = parser(__doc__, 2)
     ap.add_argument("--passes", type=int, default=2, help="times every question is asked (each printed)")
@@ -89,6 +136,9 @@ def main() -> None:
         rt = open_runtime(settings, Path(folder.name))
         try:
             rt.pipeline.warm_up()
+            scrubbed: list[int] = []
+            count_scrubbed(rt.pipeline, scrubbed)
+            index_files = tree_bytes(milvus_index_dir(settings))
             t = time.perf_counter()
             report = rt.pipeline.ingest(lines())
             ingest_s = time.perf_counter() - t
@@ -97,6 +147,9 @@ def main() -> None:
 
                 rt.vectors.flush()
                 wait_indexed(rt.vectors, visible_rows(rt.vectors))
+                print_bytes(name, services_bytes(rt, settings, index_files), sum(scrubbed))
+            else:
+                print_bytes(name, disk_bytes(Path(folder.name)), sum(scrubbed))
             rt.retriever  # noqa: B018
             freeze_heap()  # as the query service does once started
             for n in range(1, args.passes + 1):
