@@ -104,8 +104,9 @@ def services_bytes(rt: Any, settings: Settings, index_files_before: int) -> dict
 def print_bytes(name: str, parts: dict[str, int], scrubbed: int) -> None:
     total = sum(parts.values())
     detail = ", ".join(f"{k} {v / 1e6:.1f} MB" for k, v in parts.items())
+    ratio = total / max(scrubbed, 1)
     print(
-        f"{name:<9} on disk {total / 1e6:.1f} MB ({detail}): x{total / max(scrubbed, 1):.1f} the scrubbed input"
+        f"{name:<9} on disk {total / 1e6:.1f} MB ({detail}): x{ratio:.1f} the {scrubbed / 1e6:.1f} MB scrubbed"
     )
 
 
