@@ -451,6 +451,59 @@ def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_pa
     db.close()
 
 
+def test_a_version_10_files_context_hashes_and_indexed_link_tables_are_moved(tmp_path: Path) -> None:
+    """Version 10 named a unit's context by its hash (``ctx``, indexed with the tenant) and kept the
+    link tables as rowid tables with an index by message and one by unit; opened, a unit names its
+    context by rowid, the link tables are their own index, and reads, lookups and deletions work."""
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    quoting = MemoryUnit.build(
+        tenant_id="t1",
+        text="Jordan booked the Cedar trail",
+        kind=MemoryKind.FACT,
+        source_ids=["t1:reply"],
+        stated_at="2026-01-10T10:00:00+00:00",
+        context="user: Which trail should I book?",
+        context_ids=["t1:question"],
+    )
+    units = [*answer_units("t1", 2), quoting, *answer_units("t2", 1)]
+    store.upsert(units)
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE units ADD COLUMN ctx TEXT")
+    db.execute("UPDATE units SET ctx = (SELECT hash FROM contexts c WHERE c.rowid = units.context)")
+    db.execute("DROP INDEX units_by_context")
+    db.execute("ALTER TABLE units DROP COLUMN context")
+    db.execute("CREATE INDEX units_by_ctx ON units (tenant_id, ctx)")
+    for table in ("sources", "quotes"):
+        db.execute(f"ALTER TABLE {table} RENAME TO new_{table}")
+        db.execute(
+            f"CREATE TABLE {table} (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, unit INTEGER NOT NULL)"
+        )
+        db.execute(f"CREATE INDEX {table}_by_source ON {table} (tenant_id, source_id)")
+        db.execute(f"CREATE INDEX {table}_by_unit ON {table} (unit)")
+        db.execute(f"INSERT INTO {table} SELECT * FROM new_{table}")
+        db.execute(f"DROP TABLE new_{table}")
+    db.execute("PRAGMA user_version=10")
+    db.commit()
+    reopened = SqliteLexicalStore(path)
+    assert "ctx" not in {r[1] for r in db.execute("PRAGMA table_info(units)")}
+    assert {r[1] for r in db.execute("PRAGMA index_list(sources)")} == {"sqlite_autoindex_sources_1"}
+    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {
+        u.id for u in units[:2]
+    }
+    assert [u.context for u in reopened.get("t1", [quoting.id])] == [quoting.context]
+    assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
+    assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
+    reopened.delete("t1", [u.id for u in units[:3]])
+    assert db.execute("SELECT tenant_id, count(*) FROM sources GROUP BY tenant_id").fetchall() == [("t2", 1)]
+    assert db.execute("SELECT count(*) FROM quotes").fetchone()[0] == 0
+    assert db.execute("SELECT tenant_id FROM contexts").fetchall() == [("t2",)]
+    assert [u.context for u in reopened.get("t2", [units[3].id])] == [units[3].context]
+    reopened.close()
+    db.close()
+
+
 def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -> None:
     import orjson
 
@@ -458,8 +511,8 @@ def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -
     db = sqlite3.connect(path)  # version 3: the context in each document, no contexts table
     for u in units:
         db.execute("UPDATE units SET doc=? WHERE id=?", (orjson.dumps(u.model_dump(mode="json")), u.id))
-    db.execute("DROP INDEX units_by_ctx")
-    db.execute("ALTER TABLE units DROP COLUMN ctx")
+    db.execute("DROP INDEX units_by_context")
+    db.execute("ALTER TABLE units DROP COLUMN context")
     db.execute("DELETE FROM contexts")
     db.execute("DROP TABLE contexts_fts")
     db.execute("PRAGMA user_version=3")

@@ -8,8 +8,8 @@ where the NER model did not tag it.
 
 A unit's ``context`` (the message around it, the question it answers) is stored once per distinct
 text, zlib-compressed, in ``contexts``, with its own FTS index: the 40 statements of a long answer
-share one row instead of holding 40 copies. A unit refers to it by hash (``units.ctx``); reads join
-it back, and BM25 scores a unit by its own words plus its context's (the two FTS scores added).
+share one row instead of holding 40 copies. A unit refers to its row by rowid (``units.context``);
+reads join it back, and BM25 scores a unit by its own words plus its context's (the two FTS scores added).
 
 Both FTS indexes are contentless: they keep the terms, not a second copy of the text (BM25 and the
 name phrase match need no more; a hit is joined to its row by rowid). A row leaves an index by
@@ -50,6 +50,7 @@ _NO_ROLE_NAMES_VERSION = 7
 _NO_SAID_COLUMN_VERSION = 8
 _COMPRESSED_CONTEXTS_VERSION = 9
 _LINKS_BY_ROWID_VERSION = 10
+_COMPACT_KEYS_VERSION = 11
 # The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
 # 0.006 answer recall against 1.0, and 2.0 gained nothing.
 CONTEXT_WEIGHT = 1.0
@@ -65,7 +66,7 @@ _CONTEXTS_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS contexts_fts USING f
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS units (
     id TEXT NOT NULL, tenant_id TEXT NOT NULL, doc BLOB NOT NULL, status TEXT NOT NULL,
-    event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL,
+    event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL, context INTEGER,
     PRIMARY KEY (tenant_id, id)
 );
 {_FTS_TABLE};
@@ -78,12 +79,13 @@ CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id);
 """
 # A unit's messages: ``sources`` the ones it comes from, ``quotes`` the ones its context quotes. A row
 # names its unit by the unit's rowid (as the FTS rows do), not its 32-character id: 24 MB less on the
-# 60 LongMemEval histories (file version 10 moves an older file's rows).
+# 60 LongMemEval histories (file version 10 moves an older file's rows). A table is its own index
+# (``WITHOUT ROWID``, keyed by message then unit); a unit's rows are found by the message ids its
+# document lists, with no index by unit (version 11).
 _LINK_TABLES = ("sources", "quotes")
 _LINKS = "".join(
-    f"""CREATE TABLE IF NOT EXISTS {t} (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, unit INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS {t}_by_source ON {t} (tenant_id, source_id);
-CREATE INDEX IF NOT EXISTS {t}_by_unit ON {t} (unit);
+    f"""CREATE TABLE IF NOT EXISTS {t} (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, unit INTEGER NOT NULL,
+    PRIMARY KEY (tenant_id, source_id, unit)) WITHOUT ROWID;
 """
     for t in _LINK_TABLES
 )
@@ -184,6 +186,8 @@ class SqliteLexicalStore:
         self._no_said_column()
         self._compressed_contexts()
         self._links_by_rowid()
+        self._compact_keys()
+        self._db.execute("CREATE INDEX IF NOT EXISTS units_by_context ON units (context)")
 
     def _upgrade(self, version: int, step: Callable[[], None]) -> None:
         """Run ``step`` on a file older than ``version``, in one transaction that marks it upgraded."""
@@ -200,17 +204,23 @@ class SqliteLexicalStore:
         unit's document and FTS row. Move them out once (the FTS rows: :meth:`_contentless_units`)."""
         db = self._db
         columns = {r[1] for r in db.execute("PRAGMA table_info(units)")}
-        if "ctx" not in columns:
+        if not columns & {"ctx", "context"}:  # a file before version 4 (11 renames the column)
             db.execute("ALTER TABLE units ADD COLUMN ctx TEXT")
-        db.execute("CREATE INDEX IF NOT EXISTS units_by_ctx ON units (tenant_id, ctx)")
+        by_hash = "context" not in columns  # ``ctx`` names a context by its hash, until version 11
 
         def move_out() -> None:
             for rowid, uid, tenant, doc in db.execute(
                 "SELECT rowid, id, tenant_id, doc FROM units"
             ).fetchall():
                 unit = _unit(uid, tenant, doc, None)
-                ctx = self._put_context(unit)
-                db.execute("UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit), ctx, rowid))
+                context = self._put_context(unit)
+                if by_hash:
+                    ctx = context_hash(unit.context) if unit.context else None
+                    db.execute("UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit), ctx, rowid))
+                else:
+                    db.execute(
+                        "UPDATE units SET doc=?, context=? WHERE rowid=?", (_doc(unit), context, rowid)
+                    )
 
         self._upgrade(_SHARED_CONTEXT_VERSION, move_out)
 
@@ -274,13 +284,45 @@ class SqliteLexicalStore:
             create()
             for table in _LINK_TABLES:
                 db.execute(
-                    f"INSERT INTO {table} SELECT o.tenant_id, o.source_id, u.rowid FROM old_{table} o "
+                    f"INSERT OR IGNORE INTO {table} SELECT o.tenant_id, o.source_id, u.rowid FROM old_{table} o "
                     "JOIN units u ON u.tenant_id = o.tenant_id AND u.id = o.id"
                 )
                 db.execute(f"DROP TABLE old_{table}")
 
         old_tables = "id" in {r[1] for r in db.execute("PRAGMA table_info(sources)")}
         self._upgrade(_LINKS_BY_ROWID_VERSION, move if old_tables else create)
+
+    def _compact_keys(self) -> None:
+        """Version 11: a unit names its context by the context's rowid (``context``), not by a
+        24-character hash in a ``(tenant_id, ctx)`` index; the link tables are their own index. An
+        older file's column and rows are moved once."""
+        db = self._db
+
+        def move() -> None:
+            if "ctx" in {r[1] for r in db.execute("PRAGMA table_info(units)")}:
+                db.execute("ALTER TABLE units ADD COLUMN context INTEGER")
+                db.execute(
+                    "UPDATE units SET context = (SELECT c.rowid FROM contexts c "
+                    "WHERE c.tenant_id = units.tenant_id AND c.hash = units.ctx) WHERE ctx IS NOT NULL"
+                )
+                db.execute("DROP INDEX IF EXISTS units_by_ctx")
+                db.execute("ALTER TABLE units DROP COLUMN ctx")
+            if "sources_by_unit" not in {r[1] for r in db.execute("PRAGMA index_list(sources)")}:
+                return
+            for table in _LINK_TABLES:
+                db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+                db.execute(f"DROP INDEX {table}_by_source")
+                db.execute(f"DROP INDEX {table}_by_unit")
+            for statement in _LINKS.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            for table in _LINK_TABLES:
+                db.execute(
+                    f"INSERT OR IGNORE INTO {table} SELECT tenant_id, source_id, unit FROM old_{table}"
+                )
+                db.execute(f"DROP TABLE old_{table}")
+
+        self._upgrade(_COMPACT_KEYS_VERSION, move)
 
     def _rebuild_units_fts(self) -> None:
         db = self._db
@@ -303,8 +345,8 @@ class SqliteLexicalStore:
 
         self._upgrade(_NO_ROLE_NAMES_VERSION, delete)
 
-    def _put_context(self, unit: MemoryUnit, put: dict[tuple[str, str], str] | None = None) -> str | None:
-        """The hash of the unit's context, stored (and indexed) if no unit of the tenant has it yet.
+    def _put_context(self, unit: MemoryUnit, put: dict[tuple[str, str], int] | None = None) -> int | None:
+        """The rowid of the unit's context, stored (and indexed) if no unit of the tenant has it yet.
         ``put`` holds the contexts one upsert has put already (a long answer's 40 statements share
         one: hashed and compressed once)."""
         if not unit.context:
@@ -313,27 +355,33 @@ class SqliteLexicalStore:
         if put is not None and key in put:
             return put[key]
         ctx = context_hash(unit.context)
-        if put is not None:
-            put[key] = ctx
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO contexts VALUES (?,?,?)",
             (unit.tenant_id, ctx, _stored_context(unit.context)),
         )
         if cursor.rowcount:
+            rowid = int(cursor.lastrowid or 0)
             self._db.execute(
                 "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
-                (cursor.lastrowid, tenant_token(unit.tenant_id), unit.context),
+                (rowid, tenant_token(unit.tenant_id), unit.context),
             )
-        return ctx
+        else:
+            found = self._db.execute(
+                "SELECT rowid FROM contexts WHERE tenant_id=? AND hash=?", (unit.tenant_id, ctx)
+            ).fetchone()
+            rowid = int(found[0])
+        if put is not None:
+            put[key] = rowid
+        return rowid
 
-    def _drop_context_if_unused(self, tenant_id: str, ctx: str | None) -> None:
-        if ctx is None:
+    def _drop_context_if_unused(self, tenant_id: str, context: int | None) -> None:
+        if context is None:
             return
         db = self._db
-        if db.execute("SELECT 1 FROM units WHERE tenant_id=? AND ctx=? LIMIT 1", (tenant_id, ctx)).fetchone():
+        if db.execute("SELECT 1 FROM units WHERE context=? LIMIT 1", (context,)).fetchone():
             return
         row = db.execute(
-            "SELECT rowid, text FROM contexts WHERE tenant_id=? AND hash=?", (tenant_id, ctx)
+            "SELECT rowid, text FROM contexts WHERE tenant_id=? AND rowid=?", (tenant_id, context)
         ).fetchone()
         if row is not None:
             db.execute(
@@ -359,14 +407,15 @@ class SqliteLexicalStore:
         with self._lock:
             db = self._db
             db.execute("BEGIN")
-            put: dict[tuple[str, str], str] = {}
+            put: dict[tuple[str, str], int] = {}
             try:
                 for u in units:
                     self._delete_one(u.tenant_id, u.id)
                     start, end = day_range(u)
                     stated = datetime.fromisoformat(u.stated_at).timestamp()
                     cursor = db.execute(
-                        "INSERT INTO units VALUES (?,?,?,?,?,?,?,?)",
+                        "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
+                        " context) VALUES (?,?,?,?,?,?,?,?)",
                         (
                             u.id,
                             u.tenant_id,
@@ -384,31 +433,37 @@ class SqliteLexicalStore:
                     db.executemany(
                         "INSERT INTO names VALUES (?,?,?)", [(u.tenant_id, n, u.id) for n in index_names(u)]
                     )
-                    db.executemany(
-                        "INSERT INTO sources VALUES (?,?,?)", [(u.tenant_id, s, row) for s in u.source_ids]
-                    )
-                    db.executemany(
-                        "INSERT INTO quotes VALUES (?,?,?)", [(u.tenant_id, s, row) for s in u.context_ids]
-                    )
+                    self._link(u, row)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
 
+    def _link(self, u: MemoryUnit, row: int | None, *, unlink: bool = False) -> None:
+        """Insert (or delete) the unit's rows of ``sources`` and ``quotes``: one per message id its
+        document lists."""
+        statement = (
+            "DELETE FROM {} WHERE tenant_id=? AND source_id=? AND unit=?"
+            if unlink
+            else ("INSERT OR IGNORE INTO {} VALUES (?,?,?)")
+        )
+        for table, ids in (("sources", u.source_ids), ("quotes", u.context_ids)):
+            self._db.executemany(statement.format(table), [(u.tenant_id, s, row) for s in ids])
+
     def _delete_one(self, tenant_id: str, uid: str) -> None:
         db = self._db
         row = db.execute(
-            "SELECT rowid, ctx, doc, status FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)
+            "SELECT rowid, context, doc, status FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)
         ).fetchone()
         if row is None:
             return
+        stored = _unit(uid, tenant_id, row[2], None)
         if row[3] == MemoryStatus.ACTIVE.value:  # only an active unit is indexed
-            self._delete_fts(row[0], _unit(uid, tenant_id, row[2], None))
+            self._delete_fts(row[0], stored)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         self._drop_context_if_unused(tenant_id, row[1])
         db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
-        db.execute("DELETE FROM sources WHERE unit=?", (row[0],))
-        db.execute("DELETE FROM quotes WHERE unit=?", (row[0],))
+        self._link(stored, row[0], unlink=True)
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
         with self._lock:
@@ -438,12 +493,12 @@ class SqliteLexicalStore:
         _where_filter(sql, args, flt, tenant_id)
         sql += [
             "ORDER BY s LIMIT ?),",
-            "around AS (SELECT c.hash AS hash, bm25(contexts_fts) AS s FROM contexts_fts",
+            "around AS (SELECT c.rowid AS context, bm25(contexts_fts) AS s FROM contexts_fts",
             "JOIN contexts c ON c.rowid = contexts_fts.rowid AND c.tenant_id = ? WHERE contexts_fts MATCH ?",
             "ORDER BY s LIMIT ?),",
             "scored AS (SELECT r, s FROM own UNION ALL",
-            f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.tenant_id = ? AND u.ctx = a.hash",
-            "WHERE 1",
+            f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.context = a.context",
+            "WHERE u.tenant_id = ?",
         ]
         args += [reach, tenant_id, ctx_match, reach, tenant_id]
         _where_filter(sql, args, flt, tenant_id)
@@ -599,7 +654,7 @@ class SqliteLexicalStore:
             self._db.close()
 
 
-_JOIN_CONTEXT = "LEFT JOIN contexts c ON c.tenant_id = u.tenant_id AND c.hash = u.ctx"
+_JOIN_CONTEXT = "LEFT JOIN contexts c ON c.rowid = u.context AND c.tenant_id = u.tenant_id"
 
 
 def _quote(term: str) -> str:
