@@ -6,7 +6,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from simplemem.processors.stores.sqlite_lexical import doc_json
+from simplemem.processors.stores.sqlite_lexical import context_text, doc_json
 from simplemem.schemas.events import ChatEvent, Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage
@@ -78,8 +78,10 @@ def store_bytes(store: Path) -> bytes:
     if lexical.is_file():
         db = sqlite3.connect(f"file:{lexical}?mode=ro", uri=True)
         try:
-            docs = [bytes(doc) for (doc,) in db.execute("SELECT doc FROM units")]
+            docs = db.execute(
+                "SELECT u.doc, c.text FROM units u LEFT JOIN contexts c ON c.rowid = u.context"
+            ).fetchall()
         finally:
             db.close()
-        blobs += [doc_json(doc) for doc in docs]
+        blobs += [doc_json(bytes(doc), context_text(context)) for doc, context in docs]
     return b"\n".join(blobs)

@@ -15,7 +15,13 @@ from pymilvus import MilvusException
 
 from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
-from simplemem.processors.stores.sqlite_lexical import DICT_DOC, SqliteLexicalStore, doc_json, tenant_token
+from simplemem.processors.stores.sqlite_lexical import (
+    CONTEXT_DOC,
+    DICT_DOC,
+    SqliteLexicalStore,
+    doc_json,
+    tenant_token,
+)
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
@@ -306,6 +312,21 @@ def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_pa
     store.close()
 
 
+def test_a_unit_written_twice_in_one_batch_keeps_its_context(tmp_path: Path) -> None:
+    """A batch may hold a unit and its next version: writing the second deletes the first, and with
+    it the context no other unit names; the second must store the context again, not name the row
+    just deleted."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    first = answer_units("t1", 1)[0]
+    edited = first.model_copy(update={"superseded_by": "u-newer"})
+    store.upsert([first, edited])
+    assert store.get("t1", [first.id]) == [edited]
+    assert [h.id for h in store.search("t1", "crampons", 10, SymbolicFilter())] == [first.id]
+    store.delete("t1", [first.id])
+    assert store.count("t1") == 0
+    store.close()
+
+
 def context_term_rows(db: sqlite3.Connection, term: str, index: str = "contexts_fts") -> int:
     """How many rows of an FTS index (the contexts' by default) hold ``term`` (its stemmed form)."""
     db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{index}_terms USING fts5vocab(main, {index}, row)")
@@ -544,8 +565,9 @@ def test_the_vector_arrays_kept_in_memory_stay_within_their_bound(tmp_path: Path
 def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_ones(
     tmp_path: Path,
 ) -> None:
-    """Documents are deflated with the store's dictionary, without the id and tenant their columns
-    hold; documents written before it, zlib-compressed or plain JSON with those fields, still read."""
+    """Documents are deflated with their context and the store's dictionary (the dictionary alone
+    without a context), without the id and tenant their columns hold; documents written before it,
+    zlib-compressed or plain JSON with those fields, still read."""
     import zlib
 
     import orjson
@@ -554,11 +576,15 @@ def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_o
     store = SqliteLexicalStore(path)
     fresh, plain, zipped = answer_units("t1", 3)
     fresh = fresh.model_copy(update={"superseded_by": "u-newer", "keywords": ["crampons", "ridge"]})
-    store.upsert([fresh, plain, zipped])
+    bare = unit("t1", "Jordan plays tennis")
+    store.upsert([fresh, plain, zipped, bare])
     store.close()
     db = sqlite3.connect(path)
     stored = db.execute("SELECT doc FROM units WHERE id=?", (fresh.id,)).fetchone()[0]
-    assert stored[:1] == DICT_DOC and fresh.id.encode() not in doc_json(stored)
+    assert stored[:1] == CONTEXT_DOC and fresh.id.encode() not in doc_json(stored, fresh.context)
+    with pytest.raises(ValueError, match="its text is needed"):
+        doc_json(stored)
+    assert db.execute("SELECT substr(doc, 1, 1) FROM units WHERE id=?", (bare.id,)).fetchone()[0] == DICT_DOC
     older = {u.id: orjson.dumps(u.model_dump(mode="json", exclude={"context"})) for u in (plain, zipped)}
     db.execute("UPDATE units SET doc=? WHERE id=?", (older[plain.id], plain.id))  # before compression
     db.execute("UPDATE units SET doc=? WHERE id=?", (zlib.compress(older[zipped.id]), zipped.id))
@@ -566,8 +592,14 @@ def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_o
     db.close()
     assert len(stored) < len(zlib.compress(orjson.dumps(fresh.model_dump(mode="json", exclude={"context"}))))
     reopened = SqliteLexicalStore(path)
-    ids = [fresh.id, plain.id, zipped.id]
-    assert {u.id: u for u in reopened.get("t1", ids)} == {fresh.id: fresh, plain.id: plain, zipped.id: zipped}
+    ids = [fresh.id, plain.id, zipped.id, bare.id]
+    assert {u.id: u for u in reopened.get("t1", ids)} == {
+        fresh.id: fresh,
+        plain.id: plain,
+        zipped.id: zipped,
+        bare.id: bare,
+    }
+    assert reopened.get("t1", [fresh.id], with_context=False) == [fresh.model_copy(update={"context": None})]
     assert {u.id for page in reopened.iter_units("t1", 10) for u in page} == set(ids)
     reopened.close()
 

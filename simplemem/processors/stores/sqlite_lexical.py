@@ -123,16 +123,28 @@ DOC_DICTIONARY = (
     b" the and to of a in for is you your with that can this or on be are"
 )
 DICT_DOC = b"\x02"
+# A unit with a context is deflated with its context before that dictionary: a statement's words are
+# mostly its message's, and deflate writes them as references into it (on the 60 LongMemEval
+# histories 227 B a unit became 153 B). Reading such a document needs its context's text.
+CONTEXT_DOC = b"\x03"
+
+
+def _dictionary(context: str | None) -> bytes:
+    """What a document is deflated with: the context, then the field names (the nearest: deflate
+    reaches 32 KB back, so a longer context gives up its beginning, never the names)."""
+    return DOC_DICTIONARY if context is None else context.encode("utf-8") + DOC_DICTIONARY
 
 
 def _doc(unit: MemoryUnit) -> bytes:
     """The unit as stored: without its context (in ``contexts``), its id and tenant (columns) and the
-    fields that hold their defaults, deflated with :data:`DOC_DICTIONARY`: on an assistant history
-    626 B of JSON a unit became 226 B (316 B with zlib alone, which the file's older documents keep);
+    fields that hold their defaults, deflated with :func:`_dictionary`: on an assistant history 626 B
+    of JSON a unit became 153 B (316 B with zlib alone, which the file's older documents keep);
     reading one back costs a few microseconds."""
     fields = unit.model_dump(mode="json", exclude={"context", "id", "tenant_id"}, exclude_defaults=True)
-    deflate = zlib.compressobj(DOC_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=DOC_DICTIONARY)
-    return DICT_DOC + deflate.compress(orjson.dumps(fields)) + deflate.flush()
+    context = unit.context or None
+    deflate = zlib.compressobj(DOC_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=_dictionary(context))
+    first = DICT_DOC if context is None else CONTEXT_DOC
+    return first + deflate.compress(orjson.dumps(fields)) + deflate.flush()
 
 
 def _stored_context(text: str) -> bytes:
@@ -148,24 +160,34 @@ def context_text(stored: bytes | str | None) -> str | None:
     return zlib.decompress(stored).decode("utf-8")
 
 
-def doc_json(doc: bytes) -> bytes:
-    """A stored doc's JSON: deflated with the dictionary (:data:`DICT_DOC`), zlib-compressed (files
+def doc_json(doc: bytes, context: str | None = None) -> bytes:
+    """A stored doc's JSON: deflated with its context and the dictionary (:data:`CONTEXT_DOC`: the
+    context's text is needed), with the dictionary alone (:data:`DICT_DOC`), zlib-compressed (files
     written before the dictionary), or as it is (before compression: it opens with "{")."""
-    if doc[:1] == b"{":
+    first = doc[:1]
+    if first == b"{":
         return doc
-    if doc[:1] == DICT_DOC:
-        inflate = zlib.decompressobj(-zlib.MAX_WBITS, zdict=DOC_DICTIONARY)
+    if first in (DICT_DOC, CONTEXT_DOC):
+        if first == CONTEXT_DOC and context is None:
+            raise ValueError("this document is deflated with its context: its text is needed")
+        inflate = zlib.decompressobj(
+            -zlib.MAX_WBITS, zdict=_dictionary(context if first == CONTEXT_DOC else None)
+        )
         return inflate.decompress(doc[1:]) + inflate.flush()
     return zlib.decompress(doc)
 
 
-def _unit(uid: str, tenant_id: str, doc: bytes, context: bytes | str | None) -> MemoryUnit:
-    """A stored unit: its document, its id and tenant (older documents hold them too), its context."""
-    fields = orjson.loads(doc_json(doc))
+def _unit(
+    uid: str, tenant_id: str, doc: bytes, context: bytes | str | None, *, with_context: bool = True
+) -> MemoryUnit:
+    """A stored unit: its document, its id and tenant (older documents hold them too), its context
+    (read to inflate the document; kept on the unit ``with_context``)."""
+    text = context_text(context)
+    fields = orjson.loads(doc_json(doc, text))
     fields.setdefault("id", uid)
     fields.setdefault("tenant_id", tenant_id)
-    if context is not None:
-        fields["context"] = context_text(context)
+    if text is not None and with_context:
+        fields["context"] = text
     return MemoryUnit.model_validate(fields)
 
 
@@ -328,11 +350,19 @@ class SqliteLexicalStore:
         db = self._db
         db.execute("DROP TABLE units_fts")
         db.execute(_FTS_TABLE)
-        active = db.execute(
-            "SELECT rowid, id, tenant_id, doc FROM units WHERE status=?", (MemoryStatus.ACTIVE.value,)
+        # a file before version 11 names a unit's context by its hash (``ctx``)
+        by_hash = "ctx" in {r[1] for r in db.execute("PRAGMA table_info(units)")}
+        join = (
+            "LEFT JOIN contexts c ON c.tenant_id = u.tenant_id AND c.hash = u.ctx"
+            if by_hash
+            else _JOIN_CONTEXT
         )
-        for rowid, uid, tenant, doc in active.fetchall():
-            self._insert_fts(rowid, _unit(uid, tenant, doc, None))
+        active = db.execute(
+            f"SELECT u.rowid, u.id, u.tenant_id, u.doc, c.text FROM units u {join} WHERE u.status=?",
+            (MemoryStatus.ACTIVE.value,),
+        )
+        for rowid, uid, tenant, doc, context in active.fetchall():
+            self._insert_fts(rowid, _unit(uid, tenant, doc, context))
 
     def _no_role_names(self) -> None:
         """Version 7 indexes no speaker's role as a person's name (:func:`index_names`); an older
@@ -374,21 +404,24 @@ class SqliteLexicalStore:
             put[key] = rowid
         return rowid
 
-    def _drop_context_if_unused(self, tenant_id: str, context: int | None) -> None:
+    def _drop_context_if_unused(self, tenant_id: str, context: int | None) -> int | None:
+        """Delete the context if no unit names it any more; return its rowid if it was deleted."""
         if context is None:
-            return
+            return None
         db = self._db
         if db.execute("SELECT 1 FROM units WHERE context=? LIMIT 1", (context,)).fetchone():
-            return
+            return None
         row = db.execute(
             "SELECT rowid, text FROM contexts WHERE tenant_id=? AND rowid=?", (tenant_id, context)
         ).fetchone()
-        if row is not None:
-            db.execute(
-                "INSERT INTO contexts_fts (contexts_fts, rowid, tenant, body) VALUES ('delete',?,?,?)",
-                (row[0], tenant_token(tenant_id), context_text(row[1])),
-            )
-            db.execute("DELETE FROM contexts WHERE rowid=?", (row[0],))
+        if row is None:
+            return None
+        db.execute(
+            "INSERT INTO contexts_fts (contexts_fts, rowid, tenant, body) VALUES ('delete',?,?,?)",
+            (row[0], tenant_token(tenant_id), context_text(row[1])),
+        )
+        db.execute("DELETE FROM contexts WHERE rowid=?", (row[0],))
+        return int(row[0])
 
     def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
         self._db.execute(
@@ -410,7 +443,9 @@ class SqliteLexicalStore:
             put: dict[tuple[str, str], int] = {}
             try:
                 for u in units:
-                    self._delete_one(u.tenant_id, u.id)
+                    dropped = self._delete_one(u.tenant_id, u.id)
+                    if dropped in put.values():  # the same unit twice in one batch: its context is gone
+                        put = {key: rowid for key, rowid in put.items() if rowid != dropped}
                     start, end = day_range(u)
                     stated = datetime.fromisoformat(u.stated_at).timestamp()
                     cursor = db.execute(
@@ -450,20 +485,24 @@ class SqliteLexicalStore:
         for table, ids in (("sources", u.source_ids), ("quotes", u.context_ids)):
             self._db.executemany(statement.format(table), [(u.tenant_id, s, row) for s in ids])
 
-    def _delete_one(self, tenant_id: str, uid: str) -> None:
+    def _delete_one(self, tenant_id: str, uid: str) -> int | None:
+        """Delete a unit and all it indexed; return the rowid of its context if that went with it."""
         db = self._db
         row = db.execute(
-            "SELECT rowid, context, doc, status FROM units WHERE tenant_id=? AND id=?", (tenant_id, uid)
+            f"SELECT u.rowid, u.context, u.doc, u.status, c.text FROM units u {_JOIN_CONTEXT} "
+            "WHERE u.tenant_id=? AND u.id=?",
+            (tenant_id, uid),
         ).fetchone()
         if row is None:
-            return
-        stored = _unit(uid, tenant_id, row[2], None)
+            return None
+        stored = _unit(uid, tenant_id, row[2], row[4])
         if row[3] == MemoryStatus.ACTIVE.value:  # only an active unit is indexed
             self._delete_fts(row[0], stored)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
-        self._drop_context_if_unused(tenant_id, row[1])
+        dropped = self._drop_context_if_unused(tenant_id, row[1])
         db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
         self._link(stored, row[0], unlink=True)
+        return dropped
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
         with self._lock:
@@ -516,16 +555,16 @@ class SqliteLexicalStore:
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
-        columns = (
-            f"u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT}"
-            if with_context
-            else "id, doc, NULL FROM units u"
-        )
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {columns} WHERE u.tenant_id=? AND u.id IN ({marks})", [tenant_id, *ids]
+                f"SELECT u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
+                [tenant_id, *ids],
             ).fetchall()
-        by_id = {uid: _unit(uid, tenant_id, doc, ctx) for uid, doc, ctx in rows}
+        texts: dict[bytes | str, str | None] = {}  # a message's statements share its context: inflated once
+        by_id = {
+            uid: _unit(uid, tenant_id, doc, _inflated(ctx, texts), with_context=with_context)
+            for uid, doc, ctx in rows
+        }
         return [by_id[i] for i in ids if i in by_id]
 
     def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
@@ -652,6 +691,15 @@ class SqliteLexicalStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _inflated(stored: bytes | str | None, texts: dict[bytes | str, str | None]) -> str | None:
+    """A stored context's text, inflated once per read however many units share it."""
+    if stored is None:
+        return None
+    if stored not in texts:
+        texts[stored] = context_text(stored)
+    return texts[stored]
 
 
 _JOIN_CONTEXT = "LEFT JOIN contexts c ON c.rowid = u.context AND c.tenant_id = u.tenant_id"
