@@ -429,9 +429,9 @@ def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compre
     db.close()
 
 
-def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_path: Path) -> None:
-    """Version 9 and earlier named a unit by its id in ``sources`` and ``quotes``; opened, the rows
-    name it by rowid, and every lookup by message and every deletion works on them."""
+def closed_store_with_links(tmp_path: Path) -> tuple[Path, list[MemoryUnit], MemoryUnit]:
+    """A closed store whose units link to messages both ways: two statements of t1's answer, a reply
+    quoting t1's question, one statement of t2's answer (its units, and the quoting one)."""
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
     quoting = MemoryUnit.build(
@@ -446,6 +446,13 @@ def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_pa
     units = [*answer_units("t1", 2), quoting, *answer_units("t2", 1)]
     store.upsert(units)
     store.close()
+    return path, units, quoting
+
+
+def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_path: Path) -> None:
+    """Version 9 and earlier named a unit by its id in ``sources`` and ``quotes``; opened, the rows
+    name it by rowid, and every lookup by message and every deletion works on them."""
+    path, units, quoting = closed_store_with_links(tmp_path)
     db = sqlite3.connect(path)
     for table in ("sources", "quotes"):
         db.execute(f"DROP TABLE {table}")
@@ -476,20 +483,7 @@ def test_a_version_10_files_context_hashes_and_indexed_link_tables_are_moved(tmp
     """Version 10 named a unit's context by its hash (``ctx``, indexed with the tenant) and kept the
     link tables as rowid tables with an index by message and one by unit; opened, a unit names its
     context by rowid, the link tables are their own index, and reads, lookups and deletions work."""
-    path = tmp_path / "lex.sqlite"
-    store = SqliteLexicalStore(path)
-    quoting = MemoryUnit.build(
-        tenant_id="t1",
-        text="Jordan booked the Cedar trail",
-        kind=MemoryKind.FACT,
-        source_ids=["t1:reply"],
-        stated_at="2026-01-10T10:00:00+00:00",
-        context="user: Which trail should I book?",
-        context_ids=["t1:question"],
-    )
-    units = [*answer_units("t1", 2), quoting, *answer_units("t2", 1)]
-    store.upsert(units)
-    store.close()
+    path, units, quoting = closed_store_with_links(tmp_path)
     db = sqlite3.connect(path)
     db.execute("ALTER TABLE units ADD COLUMN ctx TEXT")
     db.execute("UPDATE units SET ctx = (SELECT hash FROM contexts c WHERE c.rowid = units.context)")
