@@ -25,6 +25,13 @@ def test_a_capitalised_word_tagged_as_a_common_noun_is_no_person_whatever_ner_sa
     assert names(tokens("Lisinopril/NN/B-PERSON", "10/CD", "mg/NNS", ",/,", "noted/VBD")) == []
 
 
+def test_a_capitalised_word_tagged_as_a_verb_is_no_person_whatever_ner_says() -> None:
+    """A list item opening with its verb ("Captures the awesome power of nature."): a person here
+    became the "her" of the assistant's next answer."""
+    assert names(tokens("Captures/VBZ/B-PERSON", "the/DT", "awesome/JJ", "power/NN")) == []
+    assert names(tokens("Maya/NNP/B-PERSON", "captures/VBZ", "the/DT", "power/NN")) == ["Maya"]
+
+
 def test_a_lower_case_name_tagged_as_a_noun_stays_a_person_when_ner_says_so() -> None:
     assert names(tokens("ines/NN/B-PERSON", "called/VBD")) == ["ines"]
 

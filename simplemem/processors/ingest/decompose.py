@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from simplemem.processors.ingest.embedding import unit_mean
-from simplemem.processors.language.coref import PeopleTracker, pronoun_gender
+from simplemem.processors.language.coref import PeopleTracker, ner_persons, pronoun_gender, taken_persons
 from simplemem.processors.language.structure import item_marker
 from simplemem.processors.language.temporal import Anchor, find_anchors
 from simplemem.processors.language.tense import past_at
@@ -144,26 +144,9 @@ def is_informative(sentence: Sentence, speaker: str, role: str = "user") -> bool
     (or, from an assistant, a courtesy line)."""
     if role == "assistant" and ASSISTANT_COURTESY.match(sentence.text.strip()):
         return False
-    names = {speaker.lower(), *(p.lower() for p in _person_spans(sentence.tokens))}
+    names = {speaker.lower(), *(p.lower() for _, p in ner_persons(sentence.tokens))}
     names.update(part for n in list(names) for part in n.split())
     return not (is_question(sentence) or is_small_talk(sentence, names) or not has_content(sentence))
-
-
-def _person_spans(tokens: list[Token]) -> list[str]:
-    names: list[str] = []
-    current: list[str] = []
-    for text, ws, _pos, _tag, ent in tokens:
-        if ent.endswith("-PERSON"):
-            if ent.startswith("B-") and current:
-                names.append("".join(current).strip())
-                current = []
-            current.append(text + ws)
-        elif current:
-            names.append("".join(current).strip())
-            current = []
-    if current:
-        names.append("".join(current).strip())
-    return [re.sub(r"'s$|’s$", "", n) for n in names if n]
 
 
 def _entity_spans(
@@ -256,7 +239,7 @@ class OfflineDecomposer:
         asked: tuple[str, str] | None = None,
     ) -> DraftUnit:
         tokens = [t for sentence in group for t in sentence.tokens]
-        own_people = _unique([*_person_spans(tokens), *mentioned])
+        own_people = _unique([*(name for _, name in taken_persons(tokens)), *mentioned])
         parts, used_names, anchors = [], [], []
         for sentence, number in zip(group, numbers, strict=True):
             anchored, found = anchor_tokens(sentence.tokens, message.ts)

@@ -117,11 +117,12 @@ def _looks_like_name(token: Token) -> bool:
 
 
 def _capitalised_common_noun(tokens: list[Token], start: int, name: str) -> bool:
-    """A "person" span whose capitalised words the tagger still reads as common nouns: the tagger saw
-    the capital and decided against a name ("Lisinopril 10 mg once daily"). A lower-case name tagged
-    as a noun stays a person (chat is often written in lower case)."""
+    """A "person" span whose capitalised words the tagger still reads as common nouns or verbs: the
+    tagger saw the capital and decided against a name ("Lisinopril 10 mg once daily", a list item's
+    "Captures the power of nature", which otherwise became the "her" of the next answer). A
+    lower-case name tagged as a noun stays a person (chat is often written in lower case)."""
     span = tokens[start : start + len(name.split())]
-    return all(t.text[:1].isupper() and t.tag in COMMON_NOUN_TAGS for t in span)
+    return all(t.text[:1].isupper() and (t.tag in COMMON_NOUN_TAGS or t.tag.startswith("VB")) for t in span)
 
 
 def bare_subject(tokens: list[Token], i: int) -> bool:
@@ -186,6 +187,18 @@ def ner_persons(tokens: list[Token]) -> list[tuple[int, str]]:
     return [(i, re.sub(r"['’]s$", "", n).strip()) for i, n in spans if n]
 
 
+def taken_persons(tokens: list[Token]) -> list[tuple[int, str]]:
+    """The NER model's person spans (:func:`ner_persons`) that are taken as persons: not after a
+    word that puts a place or thing there ("the", "in"), not capitalised words the tagger reads as
+    common nouns or verbs."""
+    return [
+        (i, name)
+        for i, name in ner_persons(tokens)
+        if (i == 0 or tokens[i - 1][0].lower() not in NOT_BEFORE_A_PERSON)
+        and not _capitalised_common_noun(tokens, i, name)
+    ]
+
+
 def name_words(sentences: Iterable[Iterable[Sentence]]) -> set[str]:
     """Words of the messages' sentences that could be a name the tenant's memory holds: what
     :func:`tenant_name` asks the memory about."""
@@ -242,12 +255,7 @@ class PeopleTracker:
         """Record the names of one sentence; return its number and its mentions."""
         number = self.sentences
         self.sentences += 1
-        found: dict[int, Mention] = {
-            i: Mention(number, i, name)
-            for i, name in ner_persons(tokens)
-            if (i == 0 or tokens[i - 1][0].lower() not in NOT_BEFORE_A_PERSON)
-            and not _capitalised_common_noun(tokens, i, name)
-        }
+        found: dict[int, Mention] = {i: Mention(number, i, name) for i, name in taken_persons(tokens)}
         known = self.known()
         covered = {i + k for i, m in found.items() for k in range(len(m.name.split()))}
         for i, token in enumerate(tokens):
