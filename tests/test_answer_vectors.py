@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from simplemem.processors.ingest.analysis import MessageAnalyzer, answer_head
-from simplemem.processors.ingest.decompose import OfflineDecomposer, is_informative
+from simplemem.processors.ingest.decompose import DraftUnit, OfflineDecomposer, is_informative
 from simplemem.processors.ingest.pipeline import Indexer
 from simplemem.processors.language.nlp import doc_sentences
 from simplemem.processors.lifecycle.reconcile import find_drift
@@ -147,6 +147,25 @@ def test_only_statements_with_a_vector_reach_the_vector_store_and_none_is_drift(
     assert {u.id for page in lexical.iter_units("t", 100) for u in page} == {d.unit.id for d in drafts}
     drift = find_drift("t", lexical, vectors, 100)
     assert not drift.drifted and drift.units == 4 and drift.vectors == 1
+
+
+def test_a_sentence_said_twice_in_one_message_is_embedded_and_written_once(tmp_path: Path) -> None:
+    unit = MemoryUnit.build(
+        tenant_id="t",
+        text="Preheat the oven to 200 degrees.",
+        kind=MemoryKind.FACT,
+        source_ids=["m1"],
+        stated_at="2026-01-10T10:00:00+00:00",
+        context="assistant: Preheat the oven to 200 degrees. Bake. Preheat the oven to 200 degrees.",
+    )
+    again = unit.model_copy(update={"keywords": ["oven"]})
+    embedder = CountingEmbedder()
+    lexical = SqliteLexicalStore(tmp_path / "l.db")
+    vectors = SqliteVectorStore(tmp_path / "v.db", DIM)
+    Indexer(embedder, lexical, vectors).index([DraftUnit(unit), DraftUnit(again)])
+    assert len(embedder.seen) == 1
+    assert lexical.get("t", [unit.id]) == [again]
+    assert [i for page in vectors.ids("t", 10) for i in page] == [unit.id]
 
 
 class KeyedEmbedder:

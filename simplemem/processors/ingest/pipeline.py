@@ -83,7 +83,9 @@ class Indexer:
     ) -> list[tuple[str, str]]:
         """Write ``drafts``. ``decided`` are the (tenant, message id) of every message decided now:
         the units an earlier version of one of them left (a frontend edits a message by sending its
-        id again with new text) are deleted first. Returns the (tenant, unit id) deleted."""
+        id again with new text) are deleted first. Returns the (tenant, unit id) deleted. Two drafts
+        with one id (a message saying the same sentence twice) are one unit: the last is written."""
+        drafts = list({d.unit.id: d for d in drafts}.values())
         removed = self._remove_replaced(drafts, decided)
         if drafts:
             self._write(drafts)
