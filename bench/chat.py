@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from contextlib import ExitStack
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from bench.chat_data import DEFAULT_DIR, ChatConversation, load_chat_set
+from bench.common import scratch_store
 from bench.metrics import contains
 from simplemem.processors.language.tokens import count_tokens
 from simplemem.schemas.query import QueryRequest
@@ -330,7 +330,7 @@ def main() -> None:
         convs = load_chat_set(args.data, args.conversation)
     except ValueError as exc:
         ap.error(str(exc))
-    store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-chat-"))
+    store = args.store or scratch_store("simplemem-chat-")
     from simplemem.cli.errors import CliError
 
     try:
@@ -339,7 +339,7 @@ def main() -> None:
         ap.exit(int(exc.code), f"{exc}\n")
     print_results(results)
     write(results, args.out)
-    print(f"written {args.out}; store {store}")
+    print(f"written {args.out}" + (f"; store {store}" if args.store else ""))
     sys.exit(1 if any(r.leaks for r in results) else 0)
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -12,6 +15,14 @@ import orjson
 from bench.locomo_data import DEFAULT_DIR, Conversation, Question, load_all
 from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.schemas.query import QueryRequest
+
+
+def scratch_store(prefix: str) -> Path:
+    """A temporary store folder for one run, removed when the process ends (a run over the
+    LongMemEval histories leaves hundreds of MB): pass ``--store DIR`` to keep one."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 def parser(doc: str | None, limit: int | None) -> argparse.ArgumentParser:

@@ -11,13 +11,12 @@ question is asked again. Consolidation must not lower answer recall in any categ
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from bench.common import conversations, event_lines, parser
+from bench.common import conversations, event_lines, parser, scratch_store
 from bench.locomo import CATEGORIES
 from bench.locomo_data import Conversation
 from bench.metrics import answer_recall
@@ -60,7 +59,7 @@ def main() -> None:
     from simplemem.runtime import open_runtime
 
     convs = conversations(args)
-    store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-consolidation-"))
+    store = args.store or scratch_store("simplemem-consolidation-")
     rt = open_runtime(Settings(), store)
     try:
         rt.pipeline.ingest(event_lines(convs))

@@ -8,14 +8,12 @@ both stores) after the models are loaded; latency is measured on warm queries (a
 
 from __future__ import annotations
 
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import psutil
 
-from bench.common import conversations, event_lines, parser, warm_latencies_ms
+from bench.common import conversations, event_lines, parser, scratch_store, warm_latencies_ms
 from simplemem.schemas.settings import Settings
 
 
@@ -26,7 +24,7 @@ def main() -> None:
     convs = conversations(args)
     from simplemem.runtime import open_runtime
 
-    rt = open_runtime(Settings(), Path(tempfile.mkdtemp(prefix="simplemem-bench-")))
+    rt = open_runtime(Settings(), scratch_store("simplemem-bench-"))
     t = time.perf_counter()
     pipeline = rt.pipeline
     pipeline.warm_up()

@@ -16,7 +16,6 @@ filled, skipping ingestion; retrieval settings (``SIMPLEMEM_K_MAX``...) may diff
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from bench.common import conversations, event_lines, parser
+from bench.common import conversations, event_lines, parser, scratch_store
 from bench.locomo_data import Conversation, Question, Turn
 from bench.metrics import answer_recall, content_tokens, evidence_recall
 from simplemem.processors.ingest.embedding import Embedder
@@ -97,7 +96,7 @@ def main() -> None:
     if args.reuse and args.store is None:
         ap.error("--reuse needs --store DIR")
     settings = Settings()
-    store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-locomo-"))
+    store = args.store or scratch_store("simplemem-locomo-")
     convs = conversations(args)
     rt = open_runtime(settings, store)
     report, ingest_s = IngestReport(), 0.0

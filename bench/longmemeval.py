@@ -24,7 +24,6 @@ import logging
 import re
 import resource
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
+from bench.common import scratch_store
 from bench.longmemeval_data import DEFAULT_FILE, PREFERENCE, SPEAKERS, TYPES, LmeQuestion, LmeTurn
 from bench.longmemeval_data import load_questions as load_lme
 from bench.metrics import answer_recall, evidence_recall
@@ -434,7 +434,7 @@ def main() -> None:
     from simplemem.runtime import open_runtime, store_exists
 
     settings = Settings()
-    store = args.store or Path(tempfile.mkdtemp(prefix="simplemem-lme-"))
+    store = args.store or scratch_store("simplemem-lme-")
     late = sum(1 for q in questions for t in q.turns if t.has_answer and t.ts > q.as_of)
     print(f"{len(questions)} questions, {sum(len(q.turns) for q in questions)} turns; store {store}")
     print(f"evidence turns stated after their question's date (unreachable): {late}")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import orjson
 
+from bench.common import scratch_store
 from simplemem.processors.ingest.analysis import NlpPreparer
 from simplemem.schemas.events import ChatEvent
 from simplemem.schemas.settings import REPO_ROOT, Settings
@@ -124,7 +124,7 @@ def main() -> None:
     from simplemem.runtime import open_runtime
 
     quiet_libraries()
-    runtime = open_runtime(Settings(), Path(tempfile.mkdtemp(prefix="simplemem-bench-")))
+    runtime = open_runtime(Settings(), scratch_store("simplemem-bench-"))
     print_report(evaluate(runtime.nlp_preparer, load_cases(args.data)), args.misses)
     runtime.close()
 
