@@ -22,7 +22,7 @@ from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.query import QueryRequest
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.window import AnalyzedMessage, Window
-from tests.helpers import T0
+from tests.helpers import T0, answer_units
 
 pytestmark = pytest.mark.slow
 DIM = 4
@@ -150,15 +150,8 @@ def test_only_statements_with_a_vector_reach_the_vector_store_and_none_is_drift(
 
 
 def test_a_sentence_said_twice_in_one_message_is_embedded_and_written_once(tmp_path: Path) -> None:
-    unit = MemoryUnit.build(
-        tenant_id="t",
-        text="Preheat the oven to 200 degrees.",
-        kind=MemoryKind.FACT,
-        source_ids=["m1"],
-        stated_at="2026-01-10T10:00:00+00:00",
-        context="assistant: Preheat the oven to 200 degrees. Bake. Preheat the oven to 200 degrees.",
-    )
-    again = unit.model_copy(update={"keywords": ["oven"]})
+    unit = answer_units("t", 1)[0]
+    again = unit.model_copy(update={"keywords": ["oven"]})  # the same text again: the same id
     embedder = CountingEmbedder()
     lexical = SqliteLexicalStore(tmp_path / "l.db")
     vectors = SqliteVectorStore(tmp_path / "v.db", DIM)
