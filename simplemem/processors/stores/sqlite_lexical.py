@@ -293,26 +293,33 @@ class SqliteLexicalStore:
         an older file's rows (by unit id) are moved once."""
         db = self._db
 
-        def create() -> None:
-            for statement in _LINKS.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-
         def move() -> None:
-            for table in _LINK_TABLES:
-                db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-                db.execute(f"DROP INDEX IF EXISTS {table}_by_source")
-                db.execute(f"DROP INDEX IF EXISTS {table}_by_id")
-            create()
-            for table in _LINK_TABLES:
-                db.execute(
-                    f"INSERT OR IGNORE INTO {table} SELECT o.tenant_id, o.source_id, u.rowid FROM old_{table} o "
-                    "JOIN units u ON u.tenant_id = o.tenant_id AND u.id = o.id"
-                )
-                db.execute(f"DROP TABLE old_{table}")
+            self._move_link_tables(
+                ("by_source", "by_id"),
+                "SELECT o.tenant_id, o.source_id, u.rowid FROM old_{table} o "
+                "JOIN units u ON u.tenant_id = o.tenant_id AND u.id = o.id",
+            )
 
         old_tables = "id" in {r[1] for r in db.execute("PRAGMA table_info(sources)")}
-        self._upgrade(_LINKS_BY_ROWID_VERSION, move if old_tables else create)
+        self._upgrade(_LINKS_BY_ROWID_VERSION, move if old_tables else self._create_link_tables)
+
+    def _create_link_tables(self) -> None:
+        for statement in _LINKS.split(";"):
+            if statement.strip():
+                self._db.execute(statement)
+
+    def _move_link_tables(self, old_indexes: tuple[str, ...], rows: str) -> None:
+        """Make ``sources`` and ``quotes`` anew (:data:`_LINKS`), filled by ``rows``: a SELECT of
+        (tenant_id, source_id, unit) from ``old_{table}``, the table as it was."""
+        db = self._db
+        for table in _LINK_TABLES:
+            db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+            for index in old_indexes:
+                db.execute(f"DROP INDEX IF EXISTS {table}_{index}")
+        self._create_link_tables()
+        for table in _LINK_TABLES:
+            db.execute(f"INSERT OR IGNORE INTO {table} " + rows.format(table=table))
+            db.execute(f"DROP TABLE old_{table}")
 
     def _compact_keys(self) -> None:
         """Version 11: a unit names its context by the context's rowid (``context``), not by a
@@ -329,20 +336,10 @@ class SqliteLexicalStore:
                 )
                 db.execute("DROP INDEX IF EXISTS units_by_ctx")
                 db.execute("ALTER TABLE units DROP COLUMN ctx")
-            if "sources_by_unit" not in {r[1] for r in db.execute("PRAGMA index_list(sources)")}:
-                return
-            for table in _LINK_TABLES:
-                db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-                db.execute(f"DROP INDEX {table}_by_source")
-                db.execute(f"DROP INDEX {table}_by_unit")
-            for statement in _LINKS.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            for table in _LINK_TABLES:
-                db.execute(
-                    f"INSERT OR IGNORE INTO {table} SELECT tenant_id, source_id, unit FROM old_{table}"
+            if "sources_by_unit" in {r[1] for r in db.execute("PRAGMA index_list(sources)")}:
+                self._move_link_tables(
+                    ("by_source", "by_unit"), "SELECT tenant_id, source_id, unit FROM old_{table}"
                 )
-                db.execute(f"DROP TABLE old_{table}")
 
         self._upgrade(_COMPACT_KEYS_VERSION, move)
 
@@ -560,11 +557,7 @@ class SqliteLexicalStore:
                 f"SELECT u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
                 [tenant_id, *ids],
             ).fetchall()
-        texts: dict[bytes | str, str | None] = {}  # a message's statements share its context: inflated once
-        by_id = {
-            uid: _unit(uid, tenant_id, doc, _inflated(ctx, texts), with_context=with_context)
-            for uid, doc, ctx in rows
-        }
+        by_id = {u.id: u for u in _read_units(rows, tenant_id, with_context=with_context)}
         return [by_id[i] for i in ids if i in by_id]
 
     def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
@@ -660,7 +653,7 @@ class SqliteLexicalStore:
             if not rows:
                 return
             last = rows[-1][0]
-            yield [_unit(uid, tenant_id, doc, ctx) for _, uid, doc, ctx in rows]
+            yield _read_units([row[1:] for row in rows], tenant_id)
 
     def expunge(self) -> None:
         """Merge the FTS index (its old segments still hold deleted rows' terms), then move the WAL
@@ -677,7 +670,7 @@ class SqliteLexicalStore:
                 "WHERE u.tenant_id=? ORDER BY u.stated_at, u.id LIMIT ? OFFSET ?",
                 (tenant_id, limit, offset),
             ).fetchall()
-        return [_unit(uid, tenant_id, doc, ctx) for uid, doc, ctx in rows]
+        return _read_units(rows, tenant_id)
 
     def count(self, tenant_id: str) -> int:
         with self._lock:
@@ -693,13 +686,19 @@ class SqliteLexicalStore:
             self._db.close()
 
 
-def _inflated(stored: bytes | str | None, texts: dict[bytes | str, str | None]) -> str | None:
-    """A stored context's text, inflated once per read however many units share it."""
-    if stored is None:
-        return None
-    if stored not in texts:
-        texts[stored] = context_text(stored)
-    return texts[stored]
+def _read_units(
+    rows: Sequence[tuple[str, bytes, bytes | str | None]], tenant_id: str, *, with_context: bool = True
+) -> list[MemoryUnit]:
+    """Rows of (id, doc, stored context) as units; a context that several rows share (a message's
+    statements) is inflated once."""
+    texts: dict[bytes | str, str | None] = {}
+    units = []
+    for uid, doc, stored in rows:
+        if stored is not None and stored not in texts:
+            texts[stored] = context_text(stored)
+        text = None if stored is None else texts[stored]
+        units.append(_unit(uid, tenant_id, doc, text, with_context=with_context))
+    return units
 
 
 _JOIN_CONTEXT = "LEFT JOIN contexts c ON c.rowid = u.context AND c.tenant_id = u.tenant_id"
