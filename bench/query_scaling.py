@@ -30,8 +30,14 @@ def units_in(store: Path) -> int:
 
 
 def tenants_in(store: Path) -> set[str]:
-    with sqlite3.connect(f"file:{store / LEXICAL_FILE}?mode=ro", uri=True) as db:
-        return {r[0] for r in db.execute("SELECT DISTINCT tenant_id FROM units")}
+    """The store's tenants, as the store names them (its file numbers them)."""
+    from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+
+    lexical = SqliteLexicalStore(store / LEXICAL_FILE)
+    try:
+        return set(lexical.tenants())
+    finally:
+        lexical.close()
 
 
 def latencies_ms(store: Path, questions: list[LmeQuestion], repeat: int) -> list[float]:

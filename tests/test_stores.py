@@ -29,6 +29,22 @@ from tests.helpers import answer_units
 pytestmark = pytest.mark.slow
 
 
+def as_version_11(path: Path) -> None:
+    """Rewrite a closed store file in version 11's layout (the tenant's name and the id as text in
+    every table), where the tests of older files begin."""
+    db = sqlite3.connect(path)
+    db.create_function("hex_id", 1, lambda key: key.hex() if isinstance(key, bytes) else key)
+    name = "(SELECT name FROM tenants t WHERE t.id = {}.tenant_id)"
+    for table in ("units", "names"):
+        db.execute(f"UPDATE {table} SET id = hex_id(id), tenant_id = {name.format(table)}")
+    for table in ("sources", "quotes"):
+        db.execute(f"UPDATE {table} SET tenant_id = {name.format(table)}")
+    db.execute("DROP TABLE tenants")
+    db.execute("PRAGMA user_version=11")
+    db.commit()
+    db.close()
+
+
 def unit(
     tenant: str, text: str, event_time: str | None = None, persons: list[str] | None = None
 ) -> MemoryUnit:
@@ -116,6 +132,7 @@ def test_lexical_store_rebuilds_an_older_fts_table(tmp_path: Path, version: int)
     a, b = unit("t1", "Jordan plays tennis"), unit("t1", "Jordan went skiing")
     store.upsert([a, b])
     store.close()
+    as_version_11(path)
     db = sqlite3.connect(path)
     by_id = {a.id: a, b.id: b}
     rows = [
@@ -266,6 +283,7 @@ def test_a_speakers_role_is_not_a_known_name(tmp_path: Path) -> None:
     )
     assert store.known_names("t1", ["user", "assistant", "kenji"]) == ["kenji"]
     store.close()
+    as_version_11(path)
     db = sqlite3.connect(path)
     db.executemany("INSERT INTO names VALUES ('t1', ?, 'x')", [("user",), ("assistant",)])
     db.execute("PRAGMA user_version=6")
@@ -380,6 +398,7 @@ def test_an_index_with_a_copy_of_the_text_is_rebuilt_without(
     theremin, *answer = [unit("t1", "Jordan bought a theremin"), *answer_units("t1", 2)]
     store.upsert([theremin, *answer])
     store.close()
+    as_version_11(path)
     db = sqlite3.connect(path)
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
     assert not {"contexts_fts_content", "units_fts_content"} & tables
@@ -413,6 +432,7 @@ def closed_store_with_an_answer(tmp_path: Path) -> tuple[Path, list[MemoryUnit]]
 
 def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compressed(tmp_path: Path) -> None:
     path, units = closed_store_with_an_answer(tmp_path)
+    as_version_11(path)
     db = sqlite3.connect(path)
     [(kind, size)] = db.execute("SELECT typeof(text), length(text) FROM contexts").fetchall()
     assert kind == "blob" and size < len(units[0].context or "")
@@ -453,6 +473,7 @@ def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_pa
     """Version 9 and earlier named a unit by its id in ``sources`` and ``quotes``; opened, the rows
     name it by rowid, and every lookup by message and every deletion works on them."""
     path, units, quoting = closed_store_with_links(tmp_path)
+    as_version_11(path)
     db = sqlite3.connect(path)
     for table in ("sources", "quotes"):
         db.execute(f"DROP TABLE {table}")
@@ -473,7 +494,9 @@ def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_pa
     assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
     assert reopened.units_quoting("t2", ["t1:question"]) == []
     reopened.delete("t1", [u.id for u in units[:3]])
-    assert db.execute("SELECT tenant_id, count(*) FROM sources GROUP BY tenant_id").fetchall() == [("t2", 1)]
+    assert db.execute(
+        "SELECT t.name, count(*) FROM sources s JOIN tenants t ON t.id = s.tenant_id GROUP BY t.name"
+    ).fetchall() == [("t2", 1)]
     assert db.execute("SELECT count(*) FROM quotes").fetchone()[0] == 0
     reopened.close()
     db.close()
@@ -484,6 +507,7 @@ def test_a_version_10_files_context_hashes_and_indexed_link_tables_are_moved(tmp
     link tables as rowid tables with an index by message and one by unit; opened, a unit names its
     context by rowid, the link tables are their own index, and reads, lookups and deletions work."""
     path, units, quoting = closed_store_with_links(tmp_path)
+    as_version_11(path)
     db = sqlite3.connect(path)
     db.execute("ALTER TABLE units ADD COLUMN ctx TEXT")
     db.execute("UPDATE units SET ctx = (SELECT hash FROM contexts c WHERE c.rowid = units.context)")
@@ -511,10 +535,52 @@ def test_a_version_10_files_context_hashes_and_indexed_link_tables_are_moved(tmp
     assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
     assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
     reopened.delete("t1", [u.id for u in units[:3]])
-    assert db.execute("SELECT tenant_id, count(*) FROM sources GROUP BY tenant_id").fetchall() == [("t2", 1)]
+    assert db.execute(
+        "SELECT t.name, count(*) FROM sources s JOIN tenants t ON t.id = s.tenant_id GROUP BY t.name"
+    ).fetchall() == [("t2", 1)]
     assert db.execute("SELECT count(*) FROM quotes").fetchone()[0] == 0
     assert db.execute("SELECT tenant_id FROM contexts").fetchall() == [("t2",)]
     assert [u.context for u in reopened.get("t2", [units[3].id])] == [units[3].context]
+    reopened.close()
+    db.close()
+
+
+def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(tmp_path: Path) -> None:
+    """Version 11 held the tenant's name and the 32-digit id as text in every unit, name and link
+    row; opened, they hold the tenant's number and the id's 16 bytes (an id of another shape stays
+    text), rowids are kept, and every read, lookup and delete finds the same units per tenant."""
+    path, units, quoting = closed_store_with_links(tmp_path)
+    caller = unit("t2", "Jordan rents a kayak").model_copy(update={"id": "mem0-kayak"}, deep=True)
+    store = SqliteLexicalStore(path)
+    store.upsert([caller])
+    store.close()
+    as_version_11(path)
+    db = sqlite3.connect(path)
+    rowids = dict(db.execute("SELECT id, rowid FROM units").fetchall())
+    reopened = SqliteLexicalStore(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 12
+    assert dict(db.execute("SELECT name, id FROM tenants").fetchall()).keys() == {"t1", "t2"}
+    assert {(type(key), rowid) for key, rowid in db.execute("SELECT id, rowid FROM units")} == {
+        (bytes if uid != caller.id else str, rowids[uid]) for uid in rowids
+    }
+    for table in ("units", "names", "sources", "quotes"):
+        assert {t for (t,) in db.execute(f"SELECT DISTINCT typeof(tenant_id) FROM {table}")} <= {"integer"}
+    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {
+        u.id for u in units[:2]
+    }
+    assert {h.id for h in reopened.search("t2", "kayak", 10, SymbolicFilter())} == {caller.id}
+    assert reopened.search("t1", "kayak", 10, SymbolicFilter()) == []
+    assert [u.context for u in reopened.get("t1", [quoting.id])] == [quoting.context]
+    assert reopened.get("t2", [quoting.id, caller.id]) == [caller]
+    assert reopened.ids_with_names("t2", [caller.id, units[0].id], ["jordan"]) == {caller.id}
+    assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
+    assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
+    assert sorted(reopened.tenants()) == ["t1", "t2"] and reopened.count("t2") == 2
+    assert reopened.count("never-wrote") == 0 and reopened.page("never-wrote", 0, 10) == []
+    reopened.delete("t1", [u.id for u in units[:3]])
+    reopened.delete("t2", [caller.id])
+    assert reopened.tenants() == ["t2"] and [u.id for u in reopened.page("t2", 0, 10)] == [units[3].id]
+    assert db.execute("SELECT count(*) FROM names WHERE typeof(id) = 'text'").fetchone()[0] == 0
     reopened.close()
     db.close()
 
@@ -523,6 +589,7 @@ def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -
     import orjson
 
     path, units = closed_store_with_an_answer(tmp_path)
+    as_version_11(path)
     db = sqlite3.connect(path)  # version 3: the context in each document, no contexts table
     for u in units:
         db.execute("UPDATE units SET doc=? WHERE id=?", (orjson.dumps(u.model_dump(mode="json")), u.id))
@@ -574,14 +641,21 @@ def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_o
     store.upsert([fresh, plain, zipped, bare])
     store.close()
     db = sqlite3.connect(path)
-    stored = db.execute("SELECT doc FROM units WHERE id=?", (fresh.id,)).fetchone()[0]
+    stored = db.execute("SELECT doc FROM units WHERE id=?", (bytes.fromhex(fresh.id),)).fetchone()[0]
     assert stored[:1] == CONTEXT_DOC and fresh.id.encode() not in doc_json(stored, fresh.context)
     with pytest.raises(ValueError, match="its text is needed"):
         doc_json(stored)
-    assert db.execute("SELECT substr(doc, 1, 1) FROM units WHERE id=?", (bare.id,)).fetchone()[0] == DICT_DOC
+    assert (
+        db.execute("SELECT substr(doc, 1, 1) FROM units WHERE id=?", (bytes.fromhex(bare.id),)).fetchone()[0]
+        == DICT_DOC
+    )
     older = {u.id: orjson.dumps(u.model_dump(mode="json", exclude={"context"})) for u in (plain, zipped)}
-    db.execute("UPDATE units SET doc=? WHERE id=?", (older[plain.id], plain.id))  # before compression
-    db.execute("UPDATE units SET doc=? WHERE id=?", (zlib.compress(older[zipped.id]), zipped.id))
+    db.execute(
+        "UPDATE units SET doc=? WHERE id=?", (older[plain.id], bytes.fromhex(plain.id))
+    )  # before compression
+    db.execute(
+        "UPDATE units SET doc=? WHERE id=?", (zlib.compress(older[zipped.id]), bytes.fromhex(zipped.id))
+    )
     db.commit()
     db.close()
     assert len(stored) < len(zlib.compress(orjson.dumps(fresh.model_dump(mode="json", exclude={"context"}))))

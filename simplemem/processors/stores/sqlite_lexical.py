@@ -1,7 +1,9 @@
 """Embedded lexical + symbolic store: SQLite FTS5 (BM25, Porter stemming) in one persistent file.
 
 Tenant scoping is part of every statement: the FTS match itself is restricted to the tenant's token
-column, and every lookup joins on ``tenant_id``. It also keeps the units (the document store), the
+column, and every lookup joins on ``tenant_id``. In the tables with a row per unit or per link
+(``units``, ``names``, ``sources``, ``quotes``) that column holds the tenant's number in ``tenants``
+and a unit's id is stored as its 16 bytes (:func:`_key`); ``contexts`` keeps the tenant's name. It also keeps the units (the document store), the
 persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
 person filter also matches a name written in a memory's indexed words (its text, keywords and date),
 where the NER model did not tag it.
@@ -21,6 +23,7 @@ new file version, whose upgrade rebuilds the index.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 import threading
 import zlib
@@ -51,6 +54,8 @@ _NO_SAID_COLUMN_VERSION = 8
 _COMPRESSED_CONTEXTS_VERSION = 9
 _LINKS_BY_ROWID_VERSION = 10
 _COMPACT_KEYS_VERSION = 11
+_NUMBERED_TENANTS_VERSION = 12
+_LATEST_VERSION = _NUMBERED_TENANTS_VERSION
 # The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
 # 0.006 answer recall against 1.0, and 2.0 gained nothing.
 CONTEXT_WEIGHT = 1.0
@@ -63,19 +68,25 @@ _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
 _CONTEXTS_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS contexts_fts USING fts5(
     tenant, body, content = '', tokenize = 'porter unicode61'
 )"""
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS units (
-    id TEXT NOT NULL, tenant_id TEXT NOT NULL, doc BLOB NOT NULL, status TEXT NOT NULL,
+# ``tenant_id`` is the tenant's number in ``tenants`` and ``id`` the unit's key (:func:`_key`) since
+# version 12: 24 MB less on the 60 LongMemEval histories (a name of 13 characters and an id of 32 in
+# every unit, its primary key and its link rows).
+_UNITS = """CREATE TABLE IF NOT EXISTS units (
+    id BLOB NOT NULL, tenant_id INTEGER NOT NULL, doc BLOB NOT NULL, status TEXT NOT NULL,
     event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL, context INTEGER,
     PRIMARY KEY (tenant_id, id)
-);
+)"""
+_NAMES = """CREATE TABLE IF NOT EXISTS names (tenant_id INTEGER NOT NULL, name TEXT NOT NULL, id BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS names_by_name ON names (tenant_id, name);
+CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id)"""
+_SCHEMA = f"""
+{_UNITS};
+CREATE TABLE IF NOT EXISTS tenants (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 {_FTS_TABLE};
 CREATE TABLE IF NOT EXISTS contexts (tenant_id TEXT NOT NULL, hash TEXT NOT NULL, text NOT NULL,
     PRIMARY KEY (tenant_id, hash));
 {_CONTEXTS_FTS_TABLE};
-CREATE TABLE IF NOT EXISTS names (tenant_id TEXT NOT NULL, name TEXT NOT NULL, id TEXT NOT NULL);
-CREATE INDEX IF NOT EXISTS names_by_name ON names (tenant_id, name);
-CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id);
+{_NAMES};
 """
 # A unit's messages: ``sources`` the ones it comes from, ``quotes`` the ones its context quotes. A row
 # names its unit by the unit's rowid (as the FTS rows do), not its 32-character id: 24 MB less on the
@@ -83,12 +94,28 @@ CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id);
 # (``WITHOUT ROWID``, keyed by message then unit); a unit's rows are found by the message ids its
 # document lists, with no index by unit (version 11).
 _LINK_TABLES = ("sources", "quotes")
-_LINKS = "".join(
-    f"""CREATE TABLE IF NOT EXISTS {t} (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, unit INTEGER NOT NULL,
-    PRIMARY KEY (tenant_id, source_id, unit)) WITHOUT ROWID;
-"""
-    for t in _LINK_TABLES
-)
+
+
+def _link_table(table: str) -> str:
+    return f"""CREATE TABLE IF NOT EXISTS {table} (tenant_id INTEGER NOT NULL, source_id TEXT NOT NULL,
+    unit INTEGER NOT NULL, PRIMARY KEY (tenant_id, source_id, unit)) WITHOUT ROWID"""
+
+
+_LINKS = "".join(_link_table(t) + ";\n" for t in _LINK_TABLES)
+
+
+_HEX_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def _key(uid: str) -> bytes | str:
+    """A unit id as stored: an id of 32 hex digits (each id the pipeline makes) as its 16 bytes, any
+    other id (a caller's, an older file's) as it is."""
+    return bytes.fromhex(uid) if _HEX_ID.fullmatch(uid) else uid
+
+
+def _uid(key: bytes | str) -> str:
+    """The id a stored key stands for (:func:`_key` reversed)."""
+    return key.hex() if isinstance(key, bytes) else key
 
 
 def tenant_token(tenant_id: str) -> str:
@@ -199,8 +226,12 @@ class SqliteLexicalStore:
         self._db.execute("PRAGMA synchronous=NORMAL")
         # a deleted row's bytes are overwritten, not left in a free page (the right to be forgotten)
         self._db.execute("PRAGMA secure_delete=ON")
+        fresh = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='units'").fetchone() is None
         self._db.executescript(_SCHEMA)
+        if fresh:  # made in today's layout: no upgrade applies
+            self._db.executescript(_LINKS + f"PRAGMA user_version={_LATEST_VERSION};")
         self._lock = threading.Lock()
+        self._tenant_numbers: dict[str, int] = {}
         self._share_contexts()
         self._contentless_contexts()
         self._contentless_units()
@@ -210,6 +241,7 @@ class SqliteLexicalStore:
         self._links_by_rowid()
         self._compact_keys()
         self._db.execute("CREATE INDEX IF NOT EXISTS units_by_context ON units (context)")
+        self._numbered_tenants()
 
     def _upgrade(self, version: int, step: Callable[[], None]) -> None:
         """Run ``step`` on a file older than ``version``, in one transaction that marks it upgraded."""
@@ -304,22 +336,31 @@ class SqliteLexicalStore:
         self._upgrade(_LINKS_BY_ROWID_VERSION, move if old_tables else self._create_link_tables)
 
     def _create_link_tables(self) -> None:
-        for statement in _LINKS.split(";"):
-            if statement.strip():
-                self._db.execute(statement)
+        for table in _LINK_TABLES:  # in the upgrade's transaction (``executescript`` would commit it)
+            self._db.execute(_link_table(table))
 
     def _move_link_tables(self, old_indexes: tuple[str, ...], rows: str) -> None:
         """Make ``sources`` and ``quotes`` anew (:data:`_LINKS`), filled by ``rows``: a SELECT of
         (tenant_id, source_id, unit) from ``old_{table}``, the table as it was."""
+        for table in _LINK_TABLES:
+            self._remake(
+                table,
+                tuple(f"{table}_{index}" for index in old_indexes),
+                _link_table(table),
+                f"OR IGNORE INTO {table} " + rows,
+            )
+
+    def _remake(self, table: str, old_indexes: tuple[str, ...], ddl: str, insert: str) -> None:
+        """Make ``table`` anew by ``ddl`` (statements split by ";"), filled by ``INSERT`` + ``insert``
+        (which reads ``old_{table}``, the table as it was, renamed, its ``old_indexes`` dropped)."""
         db = self._db
-        for table in _LINK_TABLES:
-            db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-            for index in old_indexes:
-                db.execute(f"DROP INDEX IF EXISTS {table}_{index}")
-        self._create_link_tables()
-        for table in _LINK_TABLES:
-            db.execute(f"INSERT OR IGNORE INTO {table} " + rows.format(table=table))
-            db.execute(f"DROP TABLE old_{table}")
+        db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
+        for index in old_indexes:
+            db.execute(f"DROP INDEX IF EXISTS {index}")
+        for statement in ddl.split(";"):
+            db.execute(statement)
+        db.execute("INSERT " + insert.format(table=table))
+        db.execute(f"DROP TABLE old_{table}")
 
     def _compact_keys(self) -> None:
         """Version 11: a unit names its context by the context's rowid (``context``), not by a
@@ -343,19 +384,70 @@ class SqliteLexicalStore:
 
         self._upgrade(_COMPACT_KEYS_VERSION, move)
 
+    def _numbered_tenants(self) -> None:
+        """Version 12: the tables with a row per unit or link hold the tenant's number and the unit's
+        key (:func:`_key`). An older file's tables are made anew (rowids kept: the FTS rows and links
+        name units by them)."""
+        db = self._db
+
+        def move() -> None:
+            db.create_function("unit_key", 1, _key, deterministic=True)
+            db.execute(
+                "INSERT OR IGNORE INTO tenants (name) SELECT tenant_id FROM units "
+                "UNION SELECT tenant_id FROM names UNION SELECT tenant_id FROM sources "
+                "UNION SELECT tenant_id FROM quotes"
+            )
+            numbered = " FROM old_{table} o JOIN tenants t ON t.name = o.tenant_id"
+            self._remake(
+                "units",
+                ("units_by_context",),
+                _UNITS,
+                "INTO units (rowid, id, tenant_id, doc, status, event_start, event_end, stated_at, context) "
+                "SELECT o.rowid, unit_key(o.id), t.id, o.doc, o.status, o.event_start, o.event_end, "
+                "o.stated_at, o.context" + numbered,
+            )
+            db.execute("CREATE INDEX units_by_context ON units (context)")
+            self._remake(
+                "names",
+                ("names_by_name", "names_by_id"),
+                _NAMES,
+                "INTO names SELECT t.id, o.name, unit_key(o.id)" + numbered,
+            )
+            self._move_link_tables((), "SELECT t.id, o.source_id, o.unit" + numbered)
+
+        self._upgrade(_NUMBERED_TENANTS_VERSION, move)
+
+    def _tenant(self, name: str, *, create: bool = False) -> int:
+        """The tenant's number in this file (made on its first write: ``create``); 0, which names no
+        tenant, for one that never wrote here. Numbers are never reused or removed, so every
+        process may keep them. The caller holds the lock."""
+        number = self._tenant_numbers.get(name)
+        if number is not None:
+            return number
+        if create:
+            self._db.execute("INSERT OR IGNORE INTO tenants (name) VALUES (?)", (name,))
+        row = self._db.execute("SELECT id FROM tenants WHERE name=?", (name,)).fetchone()
+        if row is None:
+            return 0
+        self._tenant_numbers[name] = int(row[0])
+        return int(row[0])
+
+    def _number(self, name: str) -> int:
+        """:meth:`_tenant` for a read (it takes the lock)."""
+        with self._lock:
+            return self._tenant(name)
+
     def _rebuild_units_fts(self) -> None:
         db = self._db
         db.execute("DROP TABLE units_fts")
         db.execute(_FTS_TABLE)
-        # a file before version 11 names a unit's context by its hash (``ctx``)
+        # a file before version 11 names a unit's context by its hash (``ctx``); one before version 12
+        # (the only ones rebuilt) holds the tenant's name in ``units``
         by_hash = "ctx" in {r[1] for r in db.execute("PRAGMA table_info(units)")}
-        join = (
-            "LEFT JOIN contexts c ON c.tenant_id = u.tenant_id AND c.hash = u.ctx"
-            if by_hash
-            else _JOIN_CONTEXT
-        )
+        join = "c.hash = u.ctx" if by_hash else "c.rowid = u.context"
         active = db.execute(
-            f"SELECT u.rowid, u.id, u.tenant_id, u.doc, c.text FROM units u {join} WHERE u.status=?",
+            "SELECT u.rowid, u.id, u.tenant_id, u.doc, c.text FROM units u "
+            f"LEFT JOIN contexts c ON c.tenant_id = u.tenant_id AND {join} WHERE u.status=?",
             (MemoryStatus.ACTIVE.value,),
         )
         for rowid, uid, tenant, doc, context in active.fetchall():
@@ -440,6 +532,7 @@ class SqliteLexicalStore:
             put: dict[tuple[str, str], int] = {}
             try:
                 for u in units:
+                    number = self._tenant(u.tenant_id, create=True)
                     dropped = self._delete_one(u.tenant_id, u.id)
                     if dropped in put.values():  # the same unit twice in one batch: its context is gone
                         put = {key: rowid for key, rowid in put.items() if rowid != dropped}
@@ -449,8 +542,8 @@ class SqliteLexicalStore:
                         "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
                         " context) VALUES (?,?,?,?,?,?,?,?)",
                         (
-                            u.id,
-                            u.tenant_id,
+                            _key(u.id),
+                            number,
                             _doc(u),
                             u.status.value,
                             start,
@@ -463,15 +556,15 @@ class SqliteLexicalStore:
                     if u.status == MemoryStatus.ACTIVE:
                         self._insert_fts(row, u)
                     db.executemany(
-                        "INSERT INTO names VALUES (?,?,?)", [(u.tenant_id, n, u.id) for n in index_names(u)]
+                        "INSERT INTO names VALUES (?,?,?)", [(number, n, _key(u.id)) for n in index_names(u)]
                     )
-                    self._link(u, row)
+                    self._link(u, number, row)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
 
-    def _link(self, u: MemoryUnit, row: int | None, *, unlink: bool = False) -> None:
+    def _link(self, u: MemoryUnit, number: int, row: int | None, *, unlink: bool = False) -> None:
         """Insert (or delete) the unit's rows of ``sources`` and ``quotes``: one per message id its
         document lists."""
         statement = (
@@ -480,15 +573,16 @@ class SqliteLexicalStore:
             else ("INSERT OR IGNORE INTO {} VALUES (?,?,?)")
         )
         for table, ids in (("sources", u.source_ids), ("quotes", u.context_ids)):
-            self._db.executemany(statement.format(table), [(u.tenant_id, s, row) for s in ids])
+            self._db.executemany(statement.format(table), [(number, s, row) for s in ids])
 
     def _delete_one(self, tenant_id: str, uid: str) -> int | None:
         """Delete a unit and all it indexed; return the rowid of its context if that went with it."""
         db = self._db
+        number = self._tenant(tenant_id)
         row = db.execute(
             f"SELECT u.rowid, u.context, u.doc, u.status, c.text FROM units u {_JOIN_CONTEXT} "
             "WHERE u.tenant_id=? AND u.id=?",
-            (tenant_id, uid),
+            (tenant_id, number, _key(uid)),
         ).fetchone()
         if row is None:
             return None
@@ -497,8 +591,8 @@ class SqliteLexicalStore:
             self._delete_fts(row[0], stored)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         dropped = self._drop_context_if_unused(tenant_id, row[1])
-        db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (tenant_id, uid))
-        self._link(stored, row[0], unlink=True)
+        db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (number, _key(uid)))
+        self._link(stored, number, row[0], unlink=True)
         return dropped
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
@@ -521,11 +615,12 @@ class SqliteLexicalStore:
         # shared by dozens of units); the unit side is filtered before its cut, so a date range or a
         # person filter never empties it. Context matches add to the units they reach.
         reach = limit * SEARCH_REACH
+        number = self._number(tenant_id)
         sql = [
             "WITH own AS (SELECT u.rowid AS r, bm25(units_fts, 0.0, 1.0) AS s FROM units_fts f",
             "JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ? WHERE units_fts MATCH ?",
         ]
-        args: list[object] = [tenant_id, match]
+        args: list[object] = [number, match]
         _where_filter(sql, args, flt, tenant_id)
         sql += [
             "ORDER BY s LIMIT ?),",
@@ -536,7 +631,7 @@ class SqliteLexicalStore:
             f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.context = a.context",
             "WHERE u.tenant_id = ?",
         ]
-        args += [reach, tenant_id, ctx_match, reach, tenant_id]
+        args += [reach, tenant_id, ctx_match, reach, number]
         _where_filter(sql, args, flt, tenant_id)
         # summed and cut before the ids are read: a context shared by 40 statements adds 40 rows
         sql += [
@@ -546,16 +641,17 @@ class SqliteLexicalStore:
         args.append(limit)
         with self._lock:
             rows = self._db.execute(" ".join(sql), args).fetchall()
-        return [Hit(uid, -float(score)) for uid, score in rows]
+        return [Hit(_uid(key), -float(score)) for key, score in rows]
 
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         if not ids:
             return []
         marks = ",".join("?" * len(ids))
+        number = self._number(tenant_id)
         with self._lock:
             rows = self._db.execute(
                 f"SELECT u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
-                [tenant_id, *ids],
+                [tenant_id, number, *map(_key, ids)],
             ).fetchall()
         by_id = {u.id: u for u in _read_units(rows, tenant_id, with_context=with_context)}
         return [by_id[i] for i in ids if i in by_id]
@@ -571,18 +667,20 @@ class SqliteLexicalStore:
         # every window decomposed: 11% of ingestion's main thread on the assistant histories.)
         ranges = [(c, c + (_LAST_CHAR if len(c) >= MIN_NAME_PREFIX else "\0")) for c in lowered]
         bounds = ",".join("(?,?)" for _ in ranges)
+        number = self._number(tenant_id)
         with self._lock:
             rows = self._db.execute(
                 f"WITH r(lo, hi) AS (VALUES {bounds}) SELECT DISTINCT n.name FROM r "
                 "JOIN names n ON n.tenant_id = ? AND n.name >= r.lo AND n.name < r.hi",
-                [*(b for pair in ranges for b in pair), tenant_id],
+                [*(b for pair in ranges for b in pair), number],
             ).fetchall()
         return sorted(r[0] for r in rows)
 
     def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
+        number = self._number(tenant_id)
         with self._lock:
             rows = self._db.execute(
-                "SELECT DISTINCT name FROM names WHERE tenant_id=? LIMIT ?", (tenant_id, limit + 1)
+                "SELECT DISTINCT name FROM names WHERE tenant_id=? LIMIT ?", (number, limit + 1)
             ).fetchall()
         return None if len(rows) > limit else sorted(r[0] for r in rows)
 
@@ -592,6 +690,7 @@ class SqliteLexicalStore:
         if not ids or not names:
             return set()
         id_marks, name_marks = ",".join("?" * len(ids)), ",".join("?" * len(names))
+        number, keys = self._number(tenant_id), [_key(i) for i in ids]
         with self._lock:
             rows = self._db.execute(
                 f"SELECT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks}) "
@@ -599,15 +698,15 @@ class SqliteLexicalStore:
                 f"UNION SELECT id FROM units WHERE tenant_id=? AND id IN ({id_marks}) "
                 "AND rowid IN (SELECT rowid FROM units_fts WHERE units_fts MATCH ?)",
                 [
-                    tenant_id,
-                    *ids,
+                    number,
+                    *keys,
                     *(n.lower() for n in names),
-                    tenant_id,
-                    *ids,
+                    number,
+                    *keys,
                     _names_match(tenant_id, names),
                 ],
             ).fetchall()
-        return {r[0] for r in rows}
+        return {_uid(r[0]) for r in rows}
 
     def units_from_sources(
         self, tenant_id: str, source_ids: Sequence[str], *, with_context: bool = True
@@ -618,10 +717,11 @@ class SqliteLexicalStore:
         if not source_ids:
             return set()
         marks = ",".join("?" * len(source_ids))
+        number = self._number(tenant_id)
         with self._lock:
             rows = self._db.execute(
                 f"SELECT DISTINCT source_id FROM sources WHERE tenant_id=? AND source_id IN ({marks})",
-                [tenant_id, *source_ids],
+                [number, *source_ids],
             ).fetchall()
         return {r[0] for r in rows}
 
@@ -630,25 +730,27 @@ class SqliteLexicalStore:
         if not message_ids:
             return []
         marks = ",".join("?" * len(message_ids))
+        number = self._number(tenant_id)
         with self._lock:
             rows = self._db.execute(
                 f"SELECT DISTINCT u.id FROM {table} l JOIN units u ON u.rowid = l.unit "
                 f"WHERE l.tenant_id=? AND l.source_id IN ({marks})",
-                [tenant_id, *message_ids],
+                [number, *message_ids],
             ).fetchall()
-        return [r[0] for r in rows]
+        return [_uid(r[0]) for r in rows]
 
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
         return self.get(tenant_id, self._linked("quotes", tenant_id, message_ids))
 
     def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
         last = -1
+        number = self._number(tenant_id)
         while True:
             with self._lock:
                 rows = self._db.execute(
                     f"SELECT u.rowid, u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} "
                     "WHERE u.tenant_id=? AND u.rowid>? ORDER BY u.rowid LIMIT ?",
-                    (tenant_id, last, batch),
+                    (tenant_id, number, last, batch),
                 ).fetchall()
             if not rows:
                 return
@@ -664,22 +766,27 @@ class SqliteLexicalStore:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        number = self._number(tenant_id)
         with self._lock:
             rows = self._db.execute(
                 f"SELECT u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} "
                 "WHERE u.tenant_id=? ORDER BY u.stated_at, u.id LIMIT ? OFFSET ?",
-                (tenant_id, limit, offset),
+                (tenant_id, number, limit, offset),
             ).fetchall()
         return _read_units(rows, tenant_id)
 
     def count(self, tenant_id: str) -> int:
+        number = self._number(tenant_id)
         with self._lock:
-            row = self._db.execute("SELECT count(*) FROM units WHERE tenant_id=?", (tenant_id,)).fetchone()
+            row = self._db.execute("SELECT count(*) FROM units WHERE tenant_id=?", (number,)).fetchone()
         return int(row[0])
 
     def tenants(self) -> list[str]:
         with self._lock:
-            return [r[0] for r in self._db.execute("SELECT DISTINCT tenant_id FROM units").fetchall()]
+            rows = self._db.execute(
+                "SELECT name FROM tenants t WHERE EXISTS (SELECT 1 FROM units u WHERE u.tenant_id = t.id)"
+            ).fetchall()
+        return [r[0] for r in rows]
 
     def close(self) -> None:
         with self._lock:
@@ -687,21 +794,25 @@ class SqliteLexicalStore:
 
 
 def _read_units(
-    rows: Sequence[tuple[str, bytes, bytes | str | None]], tenant_id: str, *, with_context: bool = True
+    rows: Sequence[tuple[bytes | str, bytes, bytes | str | None]],
+    tenant_id: str,
+    *,
+    with_context: bool = True,
 ) -> list[MemoryUnit]:
-    """Rows of (id, doc, stored context) as units; a context that several rows share (a message's
+    """Rows of (key, doc, stored context) as units; a context that several rows share (a message's
     statements) is inflated once."""
     texts: dict[bytes | str, str | None] = {}
     units = []
-    for uid, doc, stored in rows:
+    for key, doc, stored in rows:
         if stored is not None and stored not in texts:
             texts[stored] = context_text(stored)
         text = None if stored is None else texts[stored]
-        units.append(_unit(uid, tenant_id, doc, text, with_context=with_context))
+        units.append(_unit(_uid(key), tenant_id, doc, text, with_context=with_context))
     return units
 
 
-_JOIN_CONTEXT = "LEFT JOIN contexts c ON c.rowid = u.context AND c.tenant_id = u.tenant_id"
+# ``contexts`` keeps the tenant's name: a statement joining it binds the name first, then the number
+_JOIN_CONTEXT = "LEFT JOIN contexts c ON c.rowid = u.context AND c.tenant_id = ?"
 
 
 def _quote(term: str) -> str:
