@@ -6,7 +6,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from simplemem.processors.stores.sqlite_lexical import context_text, doc_json
+from simplemem.processors.stores.sqlite_lexical import doc_json, open_context
 from simplemem.schemas.events import ChatEvent, Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage
@@ -81,7 +81,9 @@ def store_bytes(store: Path) -> bytes:
             docs = db.execute(
                 "SELECT u.doc, c.text FROM units u LEFT JOIN contexts c ON c.rowid = u.context"
             ).fetchall()
+            contexts = [open_context(text) for (text,) in db.execute("SELECT text FROM contexts")]
         finally:
             db.close()
-        blobs += [doc_json(bytes(doc), context_text(context)) for doc, context in docs]
+        blobs += [doc_json(bytes(doc), open_context(context)) for doc, context in docs]
+        blobs += [c.text.encode("utf-8") + c.header for c in contexts if c is not None]
     return b"\n".join(blobs)

@@ -19,7 +19,9 @@ from simplemem.processors.stores.sqlite_lexical import (
     CONTEXT_DOC,
     DICT_DOC,
     SqliteLexicalStore,
+    _doc,
     doc_json,
+    open_context,
     tenant_token,
 )
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
@@ -623,6 +625,42 @@ def test_the_vector_arrays_kept_in_memory_stay_within_their_bound(tmp_path: Path
     store.close()
 
 
+def test_a_messages_statements_are_deflated_with_the_header_their_context_keeps(tmp_path: Path) -> None:
+    """Three statements of one message written together: their context keeps a header of what they
+    share (the date, the messages they come from, the session), their documents are deflated with
+    it (smaller than with the context alone) and read back whole; a statement of the same message
+    written later, and an older context without a header, read as well; the last delete takes the
+    header with the context."""
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    units = [
+        u.model_copy(update={"session_id": "trip-planning-2026", "persons": ["Jordan"]})
+        for u in answer_units("t1", 4)
+    ]
+    older = answer_units("t2", 3)
+    store.upsert(units[:3])
+    store.upsert(units[3:])
+    store.upsert(older[:1])  # alone in its write: no header
+    store.upsert(older[1:])  # later, with the context already stored without one
+    db = sqlite3.connect(path)
+    stored = {t: open_context(text) for t, text in db.execute("SELECT tenant_id, text FROM contexts")}
+    header = stored["t1"].header if stored["t1"] else b""
+    assert b'"trip-planning-2026"' in header and b'"2026-01-10T10:00:00+00:00"' in header
+    assert b"option" not in header, "a statement's own text is not shared"
+    assert stored["t2"] is not None and stored["t2"].header == b""
+    docs = [bytes.fromhex(u.id) for u in units]
+    sizes = [db.execute("SELECT length(doc) FROM units WHERE id=?", (d,)).fetchone()[0] for d in docs]
+    alone = [len(_doc(u)) for u in units]
+    assert all(s < a for s, a in zip(sizes, alone, strict=True)), (sizes, alone)
+    assert store.get("t1", [u.id for u in units]) == units
+    assert store.get("t2", [u.id for u in older]) == older
+    assert [u.id for page in store.iter_units("t1", 2) for u in page] == [u.id for u in units]
+    store.delete("t1", [u.id for u in units])
+    assert db.execute("SELECT count(*) FROM contexts WHERE tenant_id='t1'").fetchone()[0] == 0
+    store.close()
+    db.close()
+
+
 def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_ones(
     tmp_path: Path,
 ) -> None:
@@ -642,7 +680,9 @@ def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_o
     store.close()
     db = sqlite3.connect(path)
     stored = db.execute("SELECT doc FROM units WHERE id=?", (bytes.fromhex(fresh.id),)).fetchone()[0]
-    assert stored[:1] == CONTEXT_DOC and fresh.id.encode() not in doc_json(stored, fresh.context)
+    [context] = [open_context(text) for (text,) in db.execute("SELECT text FROM contexts")]
+    assert context is not None and context.text == fresh.context and b'"stated_at"' in context.header
+    assert stored[:1] == CONTEXT_DOC and fresh.id.encode() not in doc_json(stored, context)
     with pytest.raises(ValueError, match="its text is needed"):
         doc_json(stored)
     assert (

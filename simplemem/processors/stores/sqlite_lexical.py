@@ -27,7 +27,9 @@ import re
 import sqlite3
 import threading
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -156,41 +158,95 @@ DICT_DOC = b"\x02"
 CONTEXT_DOC = b"\x03"
 
 
-def _dictionary(context: str | None) -> bytes:
-    """What a document is deflated with: the context, then the field names (the nearest: deflate
-    reaches 32 KB back, so a longer context gives up its beginning, never the names)."""
-    return DOC_DICTIONARY if context is None else context.encode("utf-8") + DOC_DICTIONARY
+# A context shared by HEADER_MIN_UNITS or more units of one write (a message's statements) keeps a header: the JSON of
+# the first one's fields that statements of a message share (when it was said, by whom, in which
+# session, from which messages). Their documents are deflated with it too and write those fields as
+# references into it: on the 60 LongMemEval histories the date and session alone were 47 of a
+# document's 153 B. A stored context with a header opens with HEADED_CONTEXT (a zlib stream never
+# does), then the header's length in two bytes, then header and text deflated as one.
+HEADED_CONTEXT = b"\x01"
+_UNIT_OWN_FIELDS = frozenset({"text", "keywords", "topic"})
+# the units of one write that share a context before it gets a header (the header costs about as
+# much as two documents save)
+HEADER_MIN_UNITS = 3
+_MAX_HEADER = 0xFFFF
 
 
-def _doc(unit: MemoryUnit) -> bytes:
-    """The unit as stored: without its context (in ``contexts``), its id and tenant (columns) and the
-    fields that hold their defaults, deflated with :func:`_dictionary`: on an assistant history 626 B
-    of JSON a unit became 153 B (316 B with zlib alone, which the file's older documents keep);
+@dataclass(frozen=True)
+class StoredContext:
+    """A context as read back: its text, and the header its units' documents are deflated with."""
+
+    text: str
+    header: bytes = b""
+
+
+def _dictionary(context: StoredContext | None) -> bytes:
+    """What a document is deflated with: the context and its header, then the field names (the
+    nearest: deflate reaches 32 KB back, so a longer context gives up its beginning, never the names)."""
+    if context is None:
+        return DOC_DICTIONARY
+    return context.text.encode("utf-8") + context.header + DOC_DICTIONARY
+
+
+def _fields(unit: MemoryUnit) -> dict[str, object]:
+    """The unit's document fields: without its context (in ``contexts``), its id and tenant (columns)
+    and the fields that hold their defaults."""
+    return unit.model_dump(mode="json", exclude={"context", "id", "tenant_id"}, exclude_defaults=True)
+
+
+def _header(unit: MemoryUnit) -> bytes:
+    """The fields of ``unit`` its message's other statements likely share (:data:`HEADED_CONTEXT`)."""
+    header = orjson.dumps({k: v for k, v in _fields(unit).items() if k not in _UNIT_OWN_FIELDS})
+    return header if len(header) <= _MAX_HEADER else b""  # its length is kept in two bytes
+
+
+def _doc(unit: MemoryUnit, context: StoredContext | None = None) -> bytes:
+    """The unit as stored (:func:`_fields`), deflated with :func:`_dictionary` of its context as
+    stored (``context``, its header included): on an assistant history 626 B of JSON a unit became
+    153 B with the context alone (316 B with zlib alone, which the file's older documents keep);
     reading one back costs a few microseconds."""
-    fields = unit.model_dump(mode="json", exclude={"context", "id", "tenant_id"}, exclude_defaults=True)
-    context = unit.context or None
+    if unit.context and context is None:
+        context = StoredContext(unit.context)
     deflate = zlib.compressobj(DOC_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=_dictionary(context))
     first = DICT_DOC if context is None else CONTEXT_DOC
-    return first + deflate.compress(orjson.dumps(fields)) + deflate.flush()
+    return first + deflate.compress(orjson.dumps(_fields(unit))) + deflate.flush()
 
 
-def _stored_context(text: str) -> bytes:
+def _stored_context(text: str, header: bytes = b"") -> bytes:
     """A context as ``contexts`` keeps it: compressed (the message prose of a long answer is most of
-    what the store holds of it; 2.5 to 3 times smaller)."""
-    return zlib.compress(text.encode("utf-8"), DOC_COMPRESSION)
+    what the store holds of it; 2.5 to 3 times smaller), with its header if it has one."""
+    body = zlib.compress(header + text.encode("utf-8"), DOC_COMPRESSION)
+    return HEADED_CONTEXT + len(header).to_bytes(2, "big") + body if header else body
+
+
+def open_context(stored: bytes | str | None) -> StoredContext | None:
+    """A stored context's text and header: files written before compression hold the text as text."""
+    if stored is None or isinstance(stored, str):
+        return None if stored is None else StoredContext(stored)
+    if stored[:1] != HEADED_CONTEXT:
+        return StoredContext(zlib.decompress(stored).decode("utf-8"))
+    size = int.from_bytes(stored[1:3], "big")
+    raw = zlib.decompress(stored[3:])
+    return StoredContext(raw[size:].decode("utf-8"), raw[:size])
+
+
+def _stored_header(stored: bytes | str) -> bytes:
+    """A stored context's header alone (only its first bytes are inflated)."""
+    if isinstance(stored, str) or stored[:1] != HEADED_CONTEXT:
+        return b""
+    return zlib.decompressobj().decompress(stored[3:], int.from_bytes(stored[1:3], "big"))
 
 
 def context_text(stored: bytes | str | None) -> str | None:
-    """A stored context's text: files written before compression hold it as text."""
-    if stored is None or isinstance(stored, str):
-        return stored
-    return zlib.decompress(stored).decode("utf-8")
+    opened = open_context(stored)
+    return None if opened is None else opened.text
 
 
-def doc_json(doc: bytes, context: str | None = None) -> bytes:
-    """A stored doc's JSON: deflated with its context and the dictionary (:data:`CONTEXT_DOC`: the
-    context's text is needed), with the dictionary alone (:data:`DICT_DOC`), zlib-compressed (files
-    written before the dictionary), or as it is (before compression: it opens with "{")."""
+def doc_json(doc: bytes, context: StoredContext | None = None) -> bytes:
+    """A stored doc's JSON: deflated with its context, its header and the dictionary
+    (:data:`CONTEXT_DOC`: the context is needed), with the dictionary alone (:data:`DICT_DOC`),
+    zlib-compressed (files written before the dictionary), or as it is (before compression: it opens
+    with "{")."""
     first = doc[:1]
     if first == b"{":
         return doc
@@ -205,17 +261,21 @@ def doc_json(doc: bytes, context: str | None = None) -> bytes:
 
 
 def _unit(
-    uid: str, tenant_id: str, doc: bytes, context: bytes | str | None, *, with_context: bool = True
+    uid: str, tenant_id: str, doc: bytes, context: StoredContext | None, *, with_context: bool = True
 ) -> MemoryUnit:
     """A stored unit: its document, its id and tenant (older documents hold them too), its context
     (read to inflate the document; kept on the unit ``with_context``)."""
-    text = context_text(context)
-    fields = orjson.loads(doc_json(doc, text))
+    text = None if context is None else context.text
+    fields = orjson.loads(doc_json(doc, context))
     fields.setdefault("id", uid)
     fields.setdefault("tenant_id", tenant_id)
     if text is not None and with_context:
         fields["context"] = text
     return MemoryUnit.model_validate(fields)
+
+
+# a unit's context as one write put it: its rowid and its stored form (none for a unit without one)
+_PutContext = tuple[int | None, StoredContext | None]
 
 
 class SqliteLexicalStore:
@@ -267,13 +327,16 @@ class SqliteLexicalStore:
                 "SELECT rowid, id, tenant_id, doc FROM units"
             ).fetchall():
                 unit = _unit(uid, tenant, doc, None)
-                context = self._put_context(unit)
+                context, stored = self._put_context(unit)
                 if by_hash:
                     ctx = context_hash(unit.context) if unit.context else None
-                    db.execute("UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit), ctx, rowid))
+                    db.execute(
+                        "UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit, stored), ctx, rowid)
+                    )
                 else:
                     db.execute(
-                        "UPDATE units SET doc=?, context=? WHERE rowid=?", (_doc(unit), context, rowid)
+                        "UPDATE units SET doc=?, context=? WHERE rowid=?",
+                        (_doc(unit, stored), context, rowid),
                     )
 
         self._upgrade(_SHARED_CONTEXT_VERSION, move_out)
@@ -451,7 +514,7 @@ class SqliteLexicalStore:
             (MemoryStatus.ACTIVE.value,),
         )
         for rowid, uid, tenant, doc, context in active.fetchall():
-            self._insert_fts(rowid, _unit(uid, tenant, doc, context))
+            self._insert_fts(rowid, _unit(uid, tenant, doc, open_context(context)))
 
     def _no_role_names(self) -> None:
         """Version 7 indexes no speaker's role as a person's name (:func:`index_names`); an older
@@ -464,19 +527,22 @@ class SqliteLexicalStore:
 
         self._upgrade(_NO_ROLE_NAMES_VERSION, delete)
 
-    def _put_context(self, unit: MemoryUnit, put: dict[tuple[str, str], int] | None = None) -> int | None:
-        """The rowid of the unit's context, stored (and indexed) if no unit of the tenant has it yet.
-        ``put`` holds the contexts one upsert has put already (a long answer's 40 statements share
-        one: hashed and compressed once)."""
+    def _put_context(
+        self, unit: MemoryUnit, put: dict[tuple[str, str], _PutContext] | None = None, header: bytes = b""
+    ) -> _PutContext:
+        """The rowid of the unit's context and the context as stored (its header: the one given if
+        this call stores it), stored (and indexed) if no unit of the tenant has it yet. ``put`` holds
+        the contexts one upsert has put already (a long answer's 40 statements share one: hashed and
+        compressed once)."""
         if not unit.context:
-            return None
+            return None, None
         key = (unit.tenant_id, unit.context)
         if put is not None and key in put:
             return put[key]
         ctx = context_hash(unit.context)
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO contexts VALUES (?,?,?)",
-            (unit.tenant_id, ctx, _stored_context(unit.context)),
+            (unit.tenant_id, ctx, _stored_context(unit.context, header)),
         )
         if cursor.rowcount:
             rowid = int(cursor.lastrowid or 0)
@@ -486,12 +552,13 @@ class SqliteLexicalStore:
             )
         else:
             found = self._db.execute(
-                "SELECT rowid FROM contexts WHERE tenant_id=? AND hash=?", (unit.tenant_id, ctx)
+                "SELECT rowid, text FROM contexts WHERE tenant_id=? AND hash=?", (unit.tenant_id, ctx)
             ).fetchone()
-            rowid = int(found[0])
+            rowid, header = int(found[0]), _stored_header(found[1])
+        result = rowid, StoredContext(unit.context, header)
         if put is not None:
-            put[key] = rowid
-        return rowid
+            put[key] = result
+        return result
 
     def _drop_context_if_unused(self, tenant_id: str, context: int | None) -> int | None:
         """Delete the context if no unit names it any more; return its rowid if it was deleted."""
@@ -529,27 +596,30 @@ class SqliteLexicalStore:
         with self._lock:
             db = self._db
             db.execute("BEGIN")
-            put: dict[tuple[str, str], int] = {}
+            put: dict[tuple[str, str], _PutContext] = {}
+            sharing = Counter((u.tenant_id, u.context) for u in units if u.context)
             try:
                 for u in units:
                     number = self._tenant(u.tenant_id, create=True)
                     dropped = self._delete_one(u.tenant_id, u.id)
-                    if dropped in put.values():  # the same unit twice in one batch: its context is gone
-                        put = {key: rowid for key, rowid in put.items() if rowid != dropped}
+                    if dropped is not None:  # the same unit twice in one batch: its context is gone
+                        put = {key: done for key, done in put.items() if done[0] != dropped}
                     start, end = day_range(u)
                     stated = datetime.fromisoformat(u.stated_at).timestamp()
+                    shared = sharing[(u.tenant_id, u.context or "")] >= HEADER_MIN_UNITS
+                    context, stored = self._put_context(u, put, _header(u) if shared else b"")
                     cursor = db.execute(
                         "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
                         " context) VALUES (?,?,?,?,?,?,?,?)",
                         (
                             _key(u.id),
                             number,
-                            _doc(u),
+                            _doc(u, stored),
                             u.status.value,
                             start,
                             end,
                             stated,
-                            self._put_context(u, put),
+                            context,
                         ),
                     )
                     row = cursor.lastrowid
@@ -586,7 +656,7 @@ class SqliteLexicalStore:
         ).fetchone()
         if row is None:
             return None
-        stored = _unit(uid, tenant_id, row[2], row[4])
+        stored = _unit(uid, tenant_id, row[2], open_context(row[4]))
         if row[3] == MemoryStatus.ACTIVE.value:  # only an active unit is indexed
             self._delete_fts(row[0], stored)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
@@ -801,13 +871,13 @@ def _read_units(
 ) -> list[MemoryUnit]:
     """Rows of (key, doc, stored context) as units; a context that several rows share (a message's
     statements) is inflated once."""
-    texts: dict[bytes | str, str | None] = {}
+    opened: dict[bytes | str, StoredContext | None] = {}
     units = []
     for key, doc, stored in rows:
-        if stored is not None and stored not in texts:
-            texts[stored] = context_text(stored)
-        text = None if stored is None else texts[stored]
-        units.append(_unit(_uid(key), tenant_id, doc, text, with_context=with_context))
+        if stored is not None and stored not in opened:
+            opened[stored] = open_context(stored)
+        context = None if stored is None else opened[stored]
+        units.append(_unit(_uid(key), tenant_id, doc, context, with_context=with_context))
     return units
 
 
