@@ -134,6 +134,11 @@ MUTATIONS: tuple[Mutation, ...] = (
                 'vec FROM vectors WHERE tenant_id = ?",\n                (tenant_id,),',
                 'vec FROM vectors WHERE tenant_id != ?",\n                ("",),',
             ),
+            _one(  # since the file numbers its tenants
+                "simplemem/processors/stores/sqlite_vectors.py",
+                'vec FROM vectors WHERE tenant_id = ?",\n                (self._tenants.number(tenant_id),),',
+                'vec FROM vectors WHERE tenant_id != ?",\n                (-1,),',
+            ),
         ),
     ),
     Mutation(

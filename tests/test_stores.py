@@ -24,7 +24,7 @@ from simplemem.processors.stores.sqlite_lexical import (
     open_context,
     tenant_token,
 )
-from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
+from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore, encoded
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
 
@@ -727,7 +727,7 @@ def test_vectors_are_stored_in_a_byte_a_dimension_close_to_their_direction_besid
     assert {len(r[0]) for r in db.execute("SELECT vec FROM vectors")} == {dim}
     db.execute(  # a row as written before int8: float16
         "INSERT INTO vectors VALUES (?,?,?,?,?,?,?)",
-        (units[2].id, "t1", "active", 0, 0, 0.0, vectors[2].astype(np.float16).tobytes()),
+        (bytes.fromhex(units[2].id), 1, "active", 0, 0, 0.0, vectors[2].astype(np.float16).tobytes()),
     )
     db.commit()
     db.close()
@@ -738,6 +738,46 @@ def test_vectors_are_stored_in_a_byte_a_dimension_close_to_their_direction_besid
     hits = reopened.search("t1", vectors[2], 3, SymbolicFilter())
     assert hits[0].id == units[2].id and hits[0].score > 0.9995
     reopened.close()
+
+
+def test_an_older_vector_files_rows_get_tenant_numbers_and_id_bytes(tmp_path: Path) -> None:
+    """A vector file written before version 1 held the tenant's name and the id as text; opened, its
+    rows hold the tenant's number and the id's 16 bytes (a caller's id stays text), and every read,
+    search and delete finds the same rows per tenant."""
+    path = tmp_path / "vectors.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE vectors (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, status TEXT NOT NULL, "
+        "event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL, vec BLOB NOT NULL)"
+    )
+    db.execute("CREATE INDEX vectors_tenant ON vectors(tenant_id, stated_at)")
+    units = [
+        unit("t1", "alpha"),
+        unit("t2", "beta"),
+        unit("t2", "gamma").model_copy(update={"id": "mem0-gamma"}),
+    ]
+    eye = np.eye(4, dtype=np.float32)
+    db.executemany(
+        "INSERT INTO vectors VALUES (?,?,?,?,?,?,?)",
+        [(u.id, u.tenant_id, "active", 0, 0, 0.0, encoded(eye[i])) for i, u in enumerate(units)],
+    )
+    db.commit()
+    store = SqliteVectorStore(path, 4)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert sorted(db.execute("SELECT typeof(id), typeof(tenant_id) FROM vectors")) == [
+        ("blob", "integer"),
+        ("blob", "integer"),
+        ("text", "integer"),
+    ]
+    assert [h.id for h in store.search("t1", eye[0], 5, SymbolicFilter())] == [units[0].id]
+    assert [h.id for h in store.search("t2", eye[2], 1, SymbolicFilter())] == [units[2].id]
+    assert set(store.vectors("t2", [u.id for u in units])) == {units[1].id, units[2].id}
+    assert sorted(i for batch in store.ids("t2", 1) for i in batch) == sorted([units[1].id, units[2].id])
+    assert (store.count("t1"), store.count("t2"), store.count("never-wrote")) == (1, 2, 0)
+    store.delete("t2", [units[0].id, units[2].id])  # t1's id asked as t2's: not deleted
+    assert (store.count("t1"), store.count("t2")) == (1, 1)
+    store.close()
+    db.close()
 
 
 def test_about_any_decides_as_the_stores_name_index() -> None:

@@ -3,8 +3,8 @@
 Tenant scoping is part of every statement: the FTS match itself is restricted to the tenant's token
 column, and every lookup joins on ``tenant_id``. In the tables with a row per unit or per link
 (``units``, ``names``, ``sources``, ``quotes``) that column holds the tenant's number in ``tenants``
-and a unit's id is stored as its 16 bytes (:func:`_key`); ``contexts`` keeps the tenant's name. It also keeps the units (the document store), the
-persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
+and a unit's id is stored as its 16 bytes (:mod:`sqlite_keys`); ``contexts`` keeps the tenant's name.
+It also keeps the units (the document store), the persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
 person filter also matches a name written in a memory's indexed words (its text, keywords and date),
 where the NER model did not tag it.
 
@@ -23,7 +23,6 @@ new file version, whose upgrade rebuilds the index.
 from __future__ import annotations
 
 import hashlib
-import re
 import sqlite3
 import threading
 import zlib
@@ -45,6 +44,7 @@ from simplemem.processors.stores.protocols import (
     day_range,
     index_names,
 )
+from simplemem.processors.stores.sqlite_keys import TENANTS_TABLE, TenantNumbers, unit_id, unit_key
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 _LAST_CHAR = "\U0010ffff"  # sorts after every character: a prefix's names lie below prefix + this
@@ -70,7 +70,7 @@ _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
 _CONTEXTS_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS contexts_fts USING fts5(
     tenant, body, content = '', tokenize = 'porter unicode61'
 )"""
-# ``tenant_id`` is the tenant's number in ``tenants`` and ``id`` the unit's key (:func:`_key`) since
+# ``tenant_id`` is the tenant's number in ``tenants`` and ``id`` the unit's key (:func:`unit_key`) since
 # version 12: 24 MB less on the 60 LongMemEval histories (a name of 13 characters and an id of 32 in
 # every unit, its primary key and its link rows).
 _UNITS = """CREATE TABLE IF NOT EXISTS units (
@@ -83,7 +83,7 @@ CREATE INDEX IF NOT EXISTS names_by_name ON names (tenant_id, name);
 CREATE INDEX IF NOT EXISTS names_by_id ON names (tenant_id, id)"""
 _SCHEMA = f"""
 {_UNITS};
-CREATE TABLE IF NOT EXISTS tenants (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+{TENANTS_TABLE};
 {_FTS_TABLE};
 CREATE TABLE IF NOT EXISTS contexts (tenant_id TEXT NOT NULL, hash TEXT NOT NULL, text NOT NULL,
     PRIMARY KEY (tenant_id, hash));
@@ -104,20 +104,6 @@ def _link_table(table: str) -> str:
 
 
 _LINKS = "".join(_link_table(t) + ";\n" for t in _LINK_TABLES)
-
-
-_HEX_ID = re.compile(r"[0-9a-f]{32}")
-
-
-def _key(uid: str) -> bytes | str:
-    """A unit id as stored: an id of 32 hex digits (each id the pipeline makes) as its 16 bytes, any
-    other id (a caller's, an older file's) as it is."""
-    return bytes.fromhex(uid) if _HEX_ID.fullmatch(uid) else uid
-
-
-def _uid(key: bytes | str) -> str:
-    """The id a stored key stands for (:func:`_key` reversed)."""
-    return key.hex() if isinstance(key, bytes) else key
 
 
 def tenant_token(tenant_id: str) -> str:
@@ -291,7 +277,7 @@ class SqliteLexicalStore:
         if fresh:  # made in today's layout: no upgrade applies
             self._db.executescript(_LINKS + f"PRAGMA user_version={_LATEST_VERSION};")
         self._lock = threading.Lock()
-        self._tenant_numbers: dict[str, int] = {}
+        self._tenants = TenantNumbers(self._db)
         self._share_contexts()
         self._contentless_contexts()
         self._contentless_units()
@@ -449,17 +435,13 @@ class SqliteLexicalStore:
 
     def _numbered_tenants(self) -> None:
         """Version 12: the tables with a row per unit or link hold the tenant's number and the unit's
-        key (:func:`_key`). An older file's tables are made anew (rowids kept: the FTS rows and links
+        key (:func:`unit_key`). An older file's tables are made anew (rowids kept: the FTS rows and links
         name units by them)."""
         db = self._db
 
         def move() -> None:
-            db.create_function("unit_key", 1, _key, deterministic=True)
-            db.execute(
-                "INSERT OR IGNORE INTO tenants (name) SELECT tenant_id FROM units "
-                "UNION SELECT tenant_id FROM names UNION SELECT tenant_id FROM sources "
-                "UNION SELECT tenant_id FROM quotes"
-            )
+            db.create_function("unit_key", 1, unit_key, deterministic=True)
+            self._tenants.number_all(("units", "names", "sources", "quotes"))
             numbered = " FROM old_{table} o JOIN tenants t ON t.name = o.tenant_id"
             self._remake(
                 "units",
@@ -481,19 +463,8 @@ class SqliteLexicalStore:
         self._upgrade(_NUMBERED_TENANTS_VERSION, move)
 
     def _tenant(self, name: str, *, create: bool = False) -> int:
-        """The tenant's number in this file (made on its first write: ``create``); 0, which names no
-        tenant, for one that never wrote here. Numbers are never reused or removed, so every
-        process may keep them. The caller holds the lock."""
-        number = self._tenant_numbers.get(name)
-        if number is not None:
-            return number
-        if create:
-            self._db.execute("INSERT OR IGNORE INTO tenants (name) VALUES (?)", (name,))
-        row = self._db.execute("SELECT id FROM tenants WHERE name=?", (name,)).fetchone()
-        if row is None:
-            return 0
-        self._tenant_numbers[name] = int(row[0])
-        return int(row[0])
+        """The tenant's number in this file (:class:`TenantNumbers`). The caller holds the lock."""
+        return self._tenants.number(name, create=create)
 
     def _number(self, name: str) -> int:
         """:meth:`_tenant` for a read (it takes the lock)."""
@@ -612,7 +583,7 @@ class SqliteLexicalStore:
                         "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
                         " context) VALUES (?,?,?,?,?,?,?,?)",
                         (
-                            _key(u.id),
+                            unit_key(u.id),
                             number,
                             _doc(u, stored),
                             u.status.value,
@@ -626,7 +597,8 @@ class SqliteLexicalStore:
                     if u.status == MemoryStatus.ACTIVE:
                         self._insert_fts(row, u)
                     db.executemany(
-                        "INSERT INTO names VALUES (?,?,?)", [(number, n, _key(u.id)) for n in index_names(u)]
+                        "INSERT INTO names VALUES (?,?,?)",
+                        [(number, n, unit_key(u.id)) for n in index_names(u)],
                     )
                     self._link(u, number, row)
                 db.execute("COMMIT")
@@ -652,7 +624,7 @@ class SqliteLexicalStore:
         row = db.execute(
             f"SELECT u.rowid, u.context, u.doc, u.status, c.text FROM units u {_JOIN_CONTEXT} "
             "WHERE u.tenant_id=? AND u.id=?",
-            (tenant_id, number, _key(uid)),
+            (tenant_id, number, unit_key(uid)),
         ).fetchone()
         if row is None:
             return None
@@ -661,7 +633,7 @@ class SqliteLexicalStore:
             self._delete_fts(row[0], stored)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         dropped = self._drop_context_if_unused(tenant_id, row[1])
-        db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (number, _key(uid)))
+        db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (number, unit_key(uid)))
         self._link(stored, number, row[0], unlink=True)
         return dropped
 
@@ -711,7 +683,7 @@ class SqliteLexicalStore:
         args.append(limit)
         with self._lock:
             rows = self._db.execute(" ".join(sql), args).fetchall()
-        return [Hit(_uid(key), -float(score)) for key, score in rows]
+        return [Hit(unit_id(key), -float(score)) for key, score in rows]
 
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         if not ids:
@@ -721,7 +693,7 @@ class SqliteLexicalStore:
         with self._lock:
             rows = self._db.execute(
                 f"SELECT u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
-                [tenant_id, number, *map(_key, ids)],
+                [tenant_id, number, *map(unit_key, ids)],
             ).fetchall()
         by_id = {u.id: u for u in _read_units(rows, tenant_id, with_context=with_context)}
         return [by_id[i] for i in ids if i in by_id]
@@ -760,7 +732,7 @@ class SqliteLexicalStore:
         if not ids or not names:
             return set()
         id_marks, name_marks = ",".join("?" * len(ids)), ",".join("?" * len(names))
-        number, keys = self._number(tenant_id), [_key(i) for i in ids]
+        number, keys = self._number(tenant_id), [unit_key(i) for i in ids]
         with self._lock:
             rows = self._db.execute(
                 f"SELECT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks}) "
@@ -776,7 +748,7 @@ class SqliteLexicalStore:
                     _names_match(tenant_id, names),
                 ],
             ).fetchall()
-        return {_uid(r[0]) for r in rows}
+        return {unit_id(r[0]) for r in rows}
 
     def units_from_sources(
         self, tenant_id: str, source_ids: Sequence[str], *, with_context: bool = True
@@ -807,7 +779,7 @@ class SqliteLexicalStore:
                 f"WHERE l.tenant_id=? AND l.source_id IN ({marks})",
                 [number, *message_ids],
             ).fetchall()
-        return [_uid(r[0]) for r in rows]
+        return [unit_id(r[0]) for r in rows]
 
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
         return self.get(tenant_id, self._linked("quotes", tenant_id, message_ids))
@@ -877,7 +849,7 @@ def _read_units(
         if stored is not None and stored not in opened:
             opened[stored] = open_context(stored)
         context = None if stored is None else opened[stored]
-        units.append(_unit(_uid(key), tenant_id, doc, context, with_context=with_context))
+        units.append(_unit(unit_id(key), tenant_id, doc, context, with_context=with_context))
     return units
 
 

@@ -8,7 +8,8 @@ the tenant's memory, not the store's. (An embedded store is one process's: no ot
 Vectors are stored as int8, each scaled by its largest component (384 bytes for MiniLM's 384
 dimensions, half of float16; a unit vector's cosine with its stored copy is about 0.9999), and scored
 in float32 after normalising. Rows written as float16 before are told by their length and read as
-such. The service mode keeps Milvus, which scales across machines.
+such. A row holds its tenant's number and its id's bytes (:mod:`sqlite_keys`; file version 1: a file
+written before is moved once on open). The service mode keeps Milvus, which scales across machines.
 """
 
 from __future__ import annotations
@@ -26,19 +27,19 @@ import numpy.typing as npt
 
 from simplemem.processors.stores.private import private_file
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range
+from simplemem.processors.stores.sqlite_keys import TENANTS_TABLE, TenantNumbers, unit_id, unit_key
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 STORED = np.int8
 OLDER = np.float16  # rows written before int8: twice the bytes of a dimension
 CACHE_ROWS = 250_000  # rows kept in memory as arrays: about 390 MB of 384-d float32 vectors
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS vectors (
-    id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, status TEXT NOT NULL,
+_NUMBERED_TENANTS_VERSION = 1
+_VECTORS = """CREATE TABLE IF NOT EXISTS vectors (
+    id BLOB PRIMARY KEY, tenant_id INTEGER NOT NULL, status TEXT NOT NULL,
     event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL, vec BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS vectors_tenant ON vectors(tenant_id, stated_at);
-"""
+)"""
+_BY_TENANT = "CREATE INDEX IF NOT EXISTS vectors_tenant ON vectors(tenant_id, stated_at)"
 
 
 def encoded(vector: npt.ArrayLike) -> bytes:
@@ -76,7 +77,7 @@ class TenantRows:
     def of(cls, rows: Sequence[tuple[Any, ...]], dim: int) -> TenantRows:
         matrix = decoded([r[5] for r in rows], dim)
         return cls(
-            ids=[r[0] for r in rows],
+            ids=[unit_id(r[0]) for r in rows],
             active=np.array([r[1] == MemoryStatus.ACTIVE.value for r in rows], dtype=np.bool_),
             event_start=np.array([r[2] for r in rows], dtype=np.int64),
             event_end=np.array([r[3] for r in rows], dtype=np.int64),
@@ -110,11 +111,41 @@ class SqliteVectorStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA secure_delete=ON")  # a forgotten unit's vector is zeroed on disk
-        self._db.executescript(_SCHEMA)
+        self._tenants = TenantNumbers(self._db)
+        self._db.execute(TENANTS_TABLE)
+        self._number_tenants()
         self._lock = threading.Lock()
         self.cache_rows = cache_rows
         self._cache: dict[str, TenantRows] = {}  # oldest first
         self._cached_rows = 0  # the rows in ``_cache``, kept as it changes (a search must not sum them)
+
+    def _number_tenants(self) -> None:
+        """Make the table in version 1's layout: a new file at once, an older one's rows moved (in one
+        transaction; rowids need not be kept, nothing names them)."""
+        db = self._db
+        if db.execute("PRAGMA user_version").fetchone()[0] >= _NUMBERED_TENANTS_VERSION:
+            return
+        older = db.execute("SELECT 1 FROM sqlite_master WHERE name='vectors'").fetchone() is not None
+        db.execute("BEGIN")
+        if older:
+            db.create_function("unit_key", 1, unit_key, deterministic=True)
+            self._tenants.number_all(("vectors",))
+            db.execute("ALTER TABLE vectors RENAME TO old_vectors")
+            db.execute("DROP INDEX IF EXISTS vectors_tenant")
+        db.execute(_VECTORS)
+        if older:
+            db.execute(
+                "INSERT INTO vectors SELECT unit_key(o.id), t.id, o.status, o.event_start, o.event_end, "
+                "o.stated_at, o.vec FROM old_vectors o JOIN tenants t ON t.name = o.tenant_id"
+            )
+            db.execute("DROP TABLE old_vectors")
+        db.execute(_BY_TENANT)
+        db.execute(f"PRAGMA user_version={_NUMBERED_TENANTS_VERSION}")
+        db.execute("COMMIT")
+
+    def _number(self, tenant_id: str) -> int:
+        with self._lock:
+            return self._tenants.number(tenant_id)
 
     def upsert(self, units: Sequence[MemoryUnit], vectors: npt.NDArray[np.float32]) -> None:
         rows = []
@@ -126,10 +157,15 @@ class SqliteVectorStore:
         self._put(rows)
 
     def _put(self, rows: Sequence[tuple[object, ...]]) -> None:
+        """Write rows of (id, tenant, status, event_start, event_end, stated_at, vector)."""
         with self._lock:
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
-            for tenant in {r[1] for r in rows}:
-                self._uncache(str(tenant))
+            tenants = {str(r[1]): self._tenants.number(str(r[1]), create=True) for r in rows}
+            self._db.executemany(
+                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(unit_key(str(r[0])), tenants[str(r[1])], *r[2:]) for r in rows],
+            )
+            for tenant in tenants:
+                self._uncache(tenant)
 
     def search(
         self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter
@@ -152,7 +188,7 @@ class SqliteVectorStore:
         if rows is None:
             found = self._db.execute(
                 "SELECT id, status, event_start, event_end, stated_at, vec FROM vectors WHERE tenant_id = ?",
-                (tenant_id,),
+                (self._tenants.number(tenant_id),),
             ).fetchall()
             rows = TenantRows.of(found, self.dim)
         self._cache[tenant_id] = rows  # now the most recent
@@ -170,8 +206,9 @@ class SqliteVectorStore:
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
         with self._lock:
+            number = self._tenants.number(tenant_id)
             self._db.executemany(
-                "DELETE FROM vectors WHERE tenant_id = ? AND id = ?", [(tenant_id, i) for i in ids]
+                "DELETE FROM vectors WHERE tenant_id = ? AND id = ?", [(number, unit_key(i)) for i in ids]
             )
             self._uncache(tenant_id)
 
@@ -179,15 +216,18 @@ class SqliteVectorStore:
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
+        number = self._number(tenant_id)
         with self._lock:
             rows = self._db.execute(
-                f"SELECT id, vec FROM vectors WHERE tenant_id = ? AND id IN ({marks})", [tenant_id, *ids]
+                f"SELECT id, vec FROM vectors WHERE tenant_id = ? AND id IN ({marks})",
+                [number, *map(unit_key, ids)],
             ).fetchall()
-        return dict(zip([uid for uid, _ in rows], decoded([blob for _, blob in rows], self.dim), strict=True))
+        found = [unit_id(key) for key, _ in rows]
+        return dict(zip(found, decoded([blob for _, blob in rows], self.dim), strict=True))
 
     def delete_tenant(self, tenant_id: str) -> None:
         with self._lock:
-            self._db.execute("DELETE FROM vectors WHERE tenant_id = ?", (tenant_id,))
+            self._db.execute("DELETE FROM vectors WHERE tenant_id = ?", (self._tenants.number(tenant_id),))
             self._uncache(tenant_id)
 
     def expunge(self) -> None:
@@ -196,24 +236,23 @@ class SqliteVectorStore:
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def count(self, tenant_id: str) -> int:
+        number = self._number(tenant_id)
         with self._lock:
-            return int(
-                self._db.execute("SELECT count(*) FROM vectors WHERE tenant_id = ?", (tenant_id,)).fetchone()[
-                    0
-                ]
-            )
+            row = self._db.execute("SELECT count(*) FROM vectors WHERE tenant_id = ?", (number,)).fetchone()
+        return int(row[0])
 
     def ids(self, tenant_id: str, batch: int) -> Iterator[list[str]]:
-        last = ""
+        number = self._number(tenant_id)
+        last: bytes | str = ""  # text sorts before blobs: a caller's ids come first, then the rest
         while True:
             with self._lock:
                 rows = self._db.execute(
                     "SELECT id FROM vectors WHERE tenant_id = ? AND id > ? ORDER BY id LIMIT ?",
-                    (tenant_id, last, batch),
+                    (number, last, batch),
                 ).fetchall()
             if not rows:
                 return
-            yield [r[0] for r in rows]
+            yield [unit_id(r[0]) for r in rows]
             last = rows[-1][0]
 
     def flush(self) -> None:
