@@ -112,6 +112,19 @@ MUTATIONS: tuple[Mutation, ...] = (
                     ),
                 ),
             ),
+            Variant(  # since the search sums both FTS sides in SQL
+                "simplemem/processors/stores/sqlite_lexical.py",
+                (
+                    (
+                        "match = f\"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})\"",
+                        "match = f\"({' OR '.join(_quote(t) for t in terms)})\"",
+                    ),
+                    (
+                        '"JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ? WHERE units_fts MATCH ?",',
+                        '"JOIN units u ON u.rowid = f.rowid AND ? IS NOT NULL WHERE units_fts MATCH ?",',
+                    ),
+                ),
+            ),
         ),
     ),
     Mutation(
