@@ -144,12 +144,16 @@ DICT_DOC = b"\x02"
 CONTEXT_DOC = b"\x03"
 
 
-# A context shared by HEADER_MIN_UNITS or more units of one write (a message's statements) keeps a header: the JSON of
-# the first one's fields that statements of a message share (when it was said, by whom, in which
-# session, from which messages). Their documents are deflated with it too and write those fields as
-# references into it: on the 60 LongMemEval histories the date and session alone were 47 of a
-# document's 153 B. A stored context with a header opens with HEADED_CONTEXT (a zlib stream never
-# does), then the header's length in two bytes, then header and text deflated as one.
+# A context shared by HEADER_MIN_UNITS or more units of one write (a message's statements) keeps a
+# header: the JSON of the first one's fields but its own words (when it was said, by whom, in which
+# session, from which messages, whom it names). What it holds is read from the message or describes
+# it, so forgetting one statement leaves nothing in it that the message's text, kept for the others,
+# does not; it leaves with the context. The documents of the statements are deflated with it too and
+# write those fields as references into it: on the 60 LongMemEval histories the date and session
+# alone were 47 of a document's 153 B (the message's six fields alone in the header: 89 B a
+# document; all but the own words: 74 B). A stored context with a header opens with HEADED_CONTEXT
+# (a zlib stream never does), then the header's length in two bytes, then header and text deflated
+# as one.
 HEADED_CONTEXT = b"\x01"
 _UNIT_OWN_FIELDS = frozenset({"text", "keywords", "topic"})
 # the units of one write that share a context before it gets a header (the header costs about as
