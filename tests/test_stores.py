@@ -726,7 +726,7 @@ def test_vectors_are_stored_in_a_byte_a_dimension_close_to_their_direction_besid
     db = sqlite3.connect(path)
     assert {len(r[0]) for r in db.execute("SELECT vec FROM vectors")} == {dim}
     db.execute(  # a row as written before int8: float16
-        "INSERT INTO vectors VALUES (?,?,?,?,?,?,?)",
+        "INSERT INTO vectors (id, tenant_id, status, event_start, event_end, stated_at, vec) VALUES (?,?,?,?,?,?,?)",
         (bytes.fromhex(units[2].id), 1, "active", 0, 0, 0.0, vectors[2].astype(np.float16).tobytes()),
     )
     db.commit()
@@ -738,6 +738,20 @@ def test_vectors_are_stored_in_a_byte_a_dimension_close_to_their_direction_besid
     hits = reopened.search("t1", vectors[2], 3, SymbolicFilter())
     assert hits[0].id == units[2].id and hits[0].score > 0.9995
     reopened.close()
+
+
+def test_one_unit_id_in_two_tenants_is_two_vectors(tmp_path: Path) -> None:
+    """A vector row is keyed by tenant and id: an id that two tenants both use never replaces the
+    other tenant's vector (the ids the pipeline makes hash the tenant in; the key does not rely on it)."""
+    store = SqliteVectorStore(tmp_path / "vectors.sqlite", 4)
+    eye = np.eye(4, dtype=np.float32)
+    mine, theirs = (unit(t, "alpha").model_copy(update={"id": "mem0-shared"}) for t in ("t1", "t2"))
+    store.upsert([mine], eye[:1])
+    store.upsert([theirs], eye[1:2])
+    assert [h.id for h in store.search("t1", eye[0], 5, SymbolicFilter())] == ["mem0-shared"]
+    assert float(store.vectors("t1", ["mem0-shared"])["mem0-shared"] @ eye[0]) > 0.999
+    assert float(store.vectors("t2", ["mem0-shared"])["mem0-shared"] @ eye[1]) > 0.999
+    store.close()
 
 
 def test_an_older_vector_files_rows_get_tenant_numbers_and_id_bytes(tmp_path: Path) -> None:

@@ -35,11 +35,13 @@ OLDER = np.float16  # rows written before int8: twice the bytes of a dimension
 CACHE_ROWS = 250_000  # rows kept in memory as arrays: about 390 MB of 384-d float32 vectors
 
 _NUMBERED_TENANTS_VERSION = 1
+# Keyed by tenant then id, the table is its own index: a tenant's rows are read as one range, and a
+# unit id another tenant also has is another row (no index by tenant, no second copy of the ids).
 _VECTORS = """CREATE TABLE IF NOT EXISTS vectors (
-    id BLOB PRIMARY KEY, tenant_id INTEGER NOT NULL, status TEXT NOT NULL,
-    event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL, vec BLOB NOT NULL
-)"""
-_BY_TENANT = "CREATE INDEX IF NOT EXISTS vectors_tenant ON vectors(tenant_id, stated_at)"
+    tenant_id INTEGER NOT NULL, id BLOB NOT NULL, status TEXT NOT NULL, event_start INTEGER NOT NULL,
+    event_end INTEGER NOT NULL, stated_at REAL NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (tenant_id, id)
+) WITHOUT ROWID"""
+_COLUMNS = "(tenant_id, id, status, event_start, event_end, stated_at, vec)"
 
 
 def encoded(vector: npt.ArrayLike) -> bytes:
@@ -135,11 +137,10 @@ class SqliteVectorStore:
         db.execute(_VECTORS)
         if older:
             db.execute(
-                "INSERT INTO vectors SELECT unit_key(o.id), t.id, o.status, o.event_start, o.event_end, "
+                f"INSERT INTO vectors {_COLUMNS} SELECT t.id, unit_key(o.id), o.status, o.event_start, o.event_end, "
                 "o.stated_at, o.vec FROM old_vectors o JOIN tenants t ON t.name = o.tenant_id"
             )
             db.execute("DROP TABLE old_vectors")
-        db.execute(_BY_TENANT)
         db.execute(f"PRAGMA user_version={_NUMBERED_TENANTS_VERSION}")
         db.execute("COMMIT")
 
@@ -161,8 +162,8 @@ class SqliteVectorStore:
         with self._lock:
             tenants = {str(r[1]): self._tenants.number(str(r[1]), create=True) for r in rows}
             self._db.executemany(
-                "INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(unit_key(str(r[0])), tenants[str(r[1])], *r[2:]) for r in rows],
+                f"INSERT OR REPLACE INTO vectors {_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(tenants[str(r[1])], unit_key(str(r[0])), *r[2:]) for r in rows],
             )
             for tenant in tenants:
                 self._uncache(tenant)
