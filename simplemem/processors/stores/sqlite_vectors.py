@@ -35,12 +35,14 @@ OLDER = np.float16  # rows written before int8: twice the bytes of a dimension
 CACHE_ROWS = 250_000  # rows kept in memory as arrays: about 390 MB of 384-d float32 vectors
 
 _NUMBERED_TENANTS_VERSION = 1
-# Keyed by tenant then id, the table is its own index: a tenant's rows are read as one range, and a
-# unit id another tenant also has is another row (no index by tenant, no second copy of the ids).
+# Keyed by tenant then id: the key is the one index (a tenant's rows are found by its range), and an
+# id another tenant also has is another row. A rowid table: rows arrive in no key order, and a table
+# that is its own index (``WITHOUT ROWID``) left its pages emptier: 29.4 MB against 27.8 on the 60
+# LongMemEval histories.
 _VECTORS = """CREATE TABLE IF NOT EXISTS vectors (
     tenant_id INTEGER NOT NULL, id BLOB NOT NULL, status TEXT NOT NULL, event_start INTEGER NOT NULL,
     event_end INTEGER NOT NULL, stated_at REAL NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (tenant_id, id)
-) WITHOUT ROWID"""
+)"""
 _COLUMNS = "(tenant_id, id, status, event_start, event_end, stated_at, vec)"
 
 
