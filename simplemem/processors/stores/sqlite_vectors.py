@@ -37,7 +37,7 @@ CACHE_ROWS = 250_000  # rows kept in memory as arrays: about 390 MB of 384-d flo
 _NUMBERED_TENANTS_VERSION = 1
 # Keyed by tenant then id: the key is the one index (a tenant's rows are found by its range), and an
 # id another tenant also has is another row. A rowid table: rows arrive in no key order, and a table
-# that is its own index (``WITHOUT ROWID``) left its pages emptier: 29.4 MB against 27.8 on the 60
+# that is its own index (``WITHOUT ROWID``) left its pages emptier: 29.4 MB against 27.0 on the 60
 # LongMemEval histories.
 _VECTORS = """CREATE TABLE IF NOT EXISTS vectors (
     tenant_id INTEGER NOT NULL, id BLOB NOT NULL, status TEXT NOT NULL, event_start INTEGER NOT NULL,
