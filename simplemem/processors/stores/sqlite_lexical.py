@@ -4,9 +4,9 @@ Tenant scoping is part of every statement: the FTS match itself is restricted to
 column, and every lookup joins on ``tenant_id``. In the tables with a row per unit or per link
 (``units``, ``names``, ``sources``, ``quotes``) that column holds the tenant's number in ``tenants``
 and a unit's id is stored as its 16 bytes (:mod:`sqlite_keys`); ``contexts`` keeps the tenant's name.
-It also keeps the units (the document store), the persons they are about (symbolic filter) and their source message ids (provenance, forgetting). The
-person filter also matches a name written in a memory's indexed words (its text, keywords and date),
-where the NER model did not tag it.
+It also keeps the units (the document store), the persons they are about (symbolic filter) and their
+source message ids (provenance, forgetting). The person filter also matches a name written in a
+memory's indexed words (its text, keywords and date), where the NER model did not tag it.
 
 A unit's ``context`` (the message around it, the question it answers) is stored once per distinct
 text, zlib-compressed, in ``contexts``, with its own FTS index: the 40 statements of a long answer
