@@ -547,6 +547,24 @@ def test_a_version_10_files_context_hashes_and_indexed_link_tables_are_moved(tmp
     db.close()
 
 
+def test_a_tenants_first_write_rolled_back_gives_its_number_to_no_one_else(tmp_path: Path) -> None:
+    """A new tenant's first write fails and rolls back, taking its new number with it; its next
+    write and another new tenant's must not end up with the same number (each would read the
+    other's memories)."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    mine = unit("t1", "Jordan plays tennis")
+    broken = unit("t1", "Jordan went skiing").model_copy(update={"stated_at": "not a date"})
+    with pytest.raises(ValueError):
+        store.upsert([mine, broken])
+    store.upsert([mine])
+    theirs = unit("t2", "Ana plays tennis")
+    store.upsert([theirs])
+    assert [h.id for h in store.search("t1", "tennis", 10, SymbolicFilter())] == [mine.id]
+    assert [h.id for h in store.search("t2", "tennis", 10, SymbolicFilter())] == [theirs.id]
+    assert sorted(store.tenants()) == ["t1", "t2"]
+    store.close()
+
+
 def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(tmp_path: Path) -> None:
     """Version 11 held the tenant's name and the 32-digit id as text in every unit, name and link
     row; opened, they hold the tenant's number and the id's 16 bytes (an id of another shape stays

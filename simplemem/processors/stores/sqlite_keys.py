@@ -34,7 +34,9 @@ class TenantNumbers:
         self._known: dict[str, int] = {}
 
     def number(self, name: str, *, create: bool = False) -> int:
-        """The tenant's number (made if ``create``), else :data:`NO_TENANT`."""
+        """The tenant's number (made if ``create``), else :data:`NO_TENANT`. Only a number read
+        outside a transaction is kept: inside one it may be a number this transaction made, which a
+        rollback takes back and the next new tenant would be given."""
         known = self._known.get(name)
         if known is not None:
             return known
@@ -43,7 +45,8 @@ class TenantNumbers:
         row = self._db.execute("SELECT id FROM tenants WHERE name=?", (name,)).fetchone()
         if row is None:
             return NO_TENANT
-        self._known[name] = int(row[0])
+        if not self._db.in_transaction:
+            self._known[name] = int(row[0])
         return int(row[0])
 
     def number_all(self, tables: tuple[str, ...]) -> None:
