@@ -44,7 +44,13 @@ from simplemem.processors.stores.protocols import (
     day_range,
     index_names,
 )
-from simplemem.processors.stores.sqlite_keys import TENANTS_TABLE, TenantNumbers, unit_id, unit_key
+from simplemem.processors.stores.sqlite_keys import (
+    TENANTS_TABLE,
+    TenantNumbers,
+    remake_table,
+    unit_id,
+    unit_key,
+)
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 _LAST_CHAR = "\U0010ffff"  # sorts after every character: a prefix's names lie below prefix + this
@@ -396,24 +402,13 @@ class SqliteLexicalStore:
         """Make ``sources`` and ``quotes`` anew (:data:`_LINKS`), filled by ``rows``: a SELECT of
         (tenant_id, source_id, unit) from ``old_{table}``, the table as it was."""
         for table in _LINK_TABLES:
-            self._remake(
+            remake_table(
+                self._db,
                 table,
                 tuple(f"{table}_{index}" for index in old_indexes),
                 _link_table(table),
                 f"OR IGNORE INTO {table} " + rows,
             )
-
-    def _remake(self, table: str, old_indexes: tuple[str, ...], ddl: str, insert: str) -> None:
-        """Make ``table`` anew by ``ddl`` (statements split by ";"), filled by ``INSERT`` + ``insert``
-        (which reads ``old_{table}``, the table as it was, renamed, its ``old_indexes`` dropped)."""
-        db = self._db
-        db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-        for index in old_indexes:
-            db.execute(f"DROP INDEX IF EXISTS {index}")
-        for statement in ddl.split(";"):
-            db.execute(statement)
-        db.execute("INSERT " + insert.format(table=table))
-        db.execute(f"DROP TABLE old_{table}")
 
     def _compact_keys(self) -> None:
         """Version 11: a unit names its context by the context's rowid (``context``), not by a
@@ -444,10 +439,10 @@ class SqliteLexicalStore:
         db = self._db
 
         def move() -> None:
-            db.create_function("unit_key", 1, unit_key, deterministic=True)
             self._tenants.number_all(("units", "names", "sources", "quotes"))
             numbered = " FROM old_{table} o JOIN tenants t ON t.name = o.tenant_id"
-            self._remake(
+            remake_table(
+                db,
                 "units",
                 ("units_by_context",),
                 _UNITS,
@@ -456,7 +451,8 @@ class SqliteLexicalStore:
                 "o.stated_at, o.context" + numbered,
             )
             db.execute("CREATE INDEX units_by_context ON units (context)")
-            self._remake(
+            remake_table(
+                db,
                 "names",
                 ("names_by_name", "names_by_id"),
                 _NAMES,
@@ -466,14 +462,11 @@ class SqliteLexicalStore:
 
         self._upgrade(_NUMBERED_TENANTS_VERSION, move)
 
-    def _tenant(self, name: str, *, create: bool = False) -> int:
-        """The tenant's number in this file (:class:`TenantNumbers`). The caller holds the lock."""
-        return self._tenants.number(name, create=create)
-
     def _number(self, name: str) -> int:
-        """:meth:`_tenant` for a read (it takes the lock)."""
+        """The tenant's number in this file (:class:`TenantNumbers`), for a read: it takes the lock
+        (a write holds it already and asks ``self._tenants``)."""
         with self._lock:
-            return self._tenant(name)
+            return self._tenants.number(name)
 
     def _rebuild_units_fts(self) -> None:
         db = self._db
@@ -503,17 +496,18 @@ class SqliteLexicalStore:
         self._upgrade(_NO_ROLE_NAMES_VERSION, delete)
 
     def _put_context(
-        self, unit: MemoryUnit, put: dict[tuple[str, str], _PutContext] | None = None, header: bytes = b""
+        self, unit: MemoryUnit, put: dict[tuple[str, str], _PutContext] | None = None, *, headed: bool = False
     ) -> _PutContext:
-        """The rowid of the unit's context and the context as stored (its header: the one given if
-        this call stores it), stored (and indexed) if no unit of the tenant has it yet. ``put`` holds
-        the contexts one upsert has put already (a long answer's 40 statements share one: hashed and
-        compressed once)."""
+        """The rowid of the unit's context and the context as stored, stored (and indexed) if no unit
+        of the tenant has it yet; stored ``headed``, with this unit's :func:`_header`. ``put`` holds
+        the contexts one upsert has put already (a long answer's 40 statements share one: hashed,
+        compressed and headed once)."""
         if not unit.context:
             return None, None
         key = (unit.tenant_id, unit.context)
         if put is not None and key in put:
             return put[key]
+        header = _header(unit) if headed else b""
         ctx = context_hash(unit.context)
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO contexts VALUES (?,?,?)",
@@ -575,14 +569,14 @@ class SqliteLexicalStore:
             sharing = Counter((u.tenant_id, u.context) for u in units if u.context)
             try:
                 for u in units:
-                    number = self._tenant(u.tenant_id, create=True)
+                    number = self._tenants.number(u.tenant_id, create=True)
                     dropped = self._delete_one(u.tenant_id, u.id)
                     if dropped is not None:  # the same unit twice in one batch: its context is gone
                         put = {key: done for key, done in put.items() if done[0] != dropped}
                     start, end = day_range(u)
                     stated = datetime.fromisoformat(u.stated_at).timestamp()
-                    shared = sharing[(u.tenant_id, u.context or "")] >= HEADER_MIN_UNITS
-                    context, stored = self._put_context(u, put, _header(u) if shared else b"")
+                    headed = sharing[(u.tenant_id, u.context or "")] >= HEADER_MIN_UNITS
+                    context, stored = self._put_context(u, put, headed=headed)
                     cursor = db.execute(
                         "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
                         " context) VALUES (?,?,?,?,?,?,?,?)",
@@ -624,7 +618,7 @@ class SqliteLexicalStore:
     def _delete_one(self, tenant_id: str, uid: str) -> int | None:
         """Delete a unit and all it indexed; return the rowid of its context if that went with it."""
         db = self._db
-        number = self._tenant(tenant_id)
+        number = self._tenants.number(tenant_id)
         row = db.execute(
             f"SELECT u.rowid, u.context, u.doc, u.status, c.text FROM units u {_JOIN_CONTEXT} "
             "WHERE u.tenant_id=? AND u.id=?",

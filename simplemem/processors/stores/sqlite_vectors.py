@@ -27,7 +27,13 @@ import numpy.typing as npt
 
 from simplemem.processors.stores.private import private_file
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range
-from simplemem.processors.stores.sqlite_keys import TENANTS_TABLE, TenantNumbers, unit_id, unit_key
+from simplemem.processors.stores.sqlite_keys import (
+    TENANTS_TABLE,
+    TenantNumbers,
+    remake_table,
+    unit_id,
+    unit_key,
+)
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 STORED = np.int8
@@ -132,17 +138,17 @@ class SqliteVectorStore:
         older = db.execute("SELECT 1 FROM sqlite_master WHERE name='vectors'").fetchone() is not None
         db.execute("BEGIN")
         if older:
-            db.create_function("unit_key", 1, unit_key, deterministic=True)
             self._tenants.number_all(("vectors",))
-            db.execute("ALTER TABLE vectors RENAME TO old_vectors")
-            db.execute("DROP INDEX IF EXISTS vectors_tenant")
-        db.execute(_VECTORS)
-        if older:
-            db.execute(
-                f"INSERT INTO vectors {_COLUMNS} SELECT t.id, unit_key(o.id), o.status, o.event_start, o.event_end, "
-                "o.stated_at, o.vec FROM old_vectors o JOIN tenants t ON t.name = o.tenant_id"
+            remake_table(
+                db,
+                "vectors",
+                ("vectors_tenant",),
+                _VECTORS,
+                f"INTO vectors {_COLUMNS} SELECT t.id, unit_key(o.id), o.status, o.event_start, "
+                "o.event_end, o.stated_at, o.vec FROM old_vectors o JOIN tenants t ON t.name = o.tenant_id",
             )
-            db.execute("DROP TABLE old_vectors")
+        else:
+            db.execute(_VECTORS)
         db.execute(f"PRAGMA user_version={_NUMBERED_TENANTS_VERSION}")
         db.execute("COMMIT")
 
@@ -162,7 +168,7 @@ class SqliteVectorStore:
     def _put(self, rows: Sequence[tuple[object, ...]]) -> None:
         """Write rows of (id, tenant, status, event_start, event_end, stated_at, vector)."""
         with self._lock:
-            tenants = {str(r[1]): self._tenants.number(str(r[1]), create=True) for r in rows}
+            tenants = {name: self._tenants.number(name, create=True) for name in {str(r[1]) for r in rows}}
             self._db.executemany(
                 f"INSERT OR REPLACE INTO vectors {_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?)",
                 [(tenants[str(r[1])], unit_key(str(r[0])), *r[2:]) for r in rows],
