@@ -12,8 +12,9 @@ an abbreviation before a capitalised word ("approx. Ten") stays a split unless s
 already keeps it whole ("Dr.", "St.", "e.g." are one token).
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: the spaCy this project pins (below 3.8.8, see
+# pyproject.toml) validates a component factory's signature with pydantic v1, which cannot resolve
+# annotations left as strings.
 import re
 from bisect import bisect_right
 from collections.abc import Iterable
