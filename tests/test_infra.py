@@ -440,6 +440,18 @@ def test_milvus_server_is_in_the_launchers_process_group(real: Settings) -> None
 
 
 @pytest.mark.integration
+def test_milvus_collects_what_a_run_drops_while_it_runs(real: Settings) -> None:
+    """The server runs minutes at a time: with Milvus's defaults (a pass an hour, a dropped collection's
+    files kept 3 h) the files of every collection a test or bench dropped stayed on disk."""
+    import yaml
+
+    svc = require("milvus", real)
+    config = yaml.safe_load((svc.data_dir / "configs" / "milvus.yaml").read_text())
+    gc = config["dataCoord"]["gc"]
+    assert gc["interval"] <= 120 and gc["dropTolerance"] <= 120, gc
+
+
+@pytest.mark.integration
 def test_redis_as_configured_and_restartable(real: Settings) -> None:
     """No persistence, data in its folder; `down` then `up` gives a new process on the same port."""
     import redis
