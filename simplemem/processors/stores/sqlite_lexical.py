@@ -570,6 +570,7 @@ class SqliteLexicalStore:
             try:
                 for u in units:
                     number = self._tenants.number(u.tenant_id, create=True)
+                    unit = unit_key(u.id)
                     dropped = self._delete_one(u.tenant_id, u.id)
                     if dropped is not None:  # the same unit twice in one batch: its context is gone
                         put = {key: done for key, done in put.items() if done[0] != dropped}
@@ -581,7 +582,7 @@ class SqliteLexicalStore:
                         "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
                         " context) VALUES (?,?,?,?,?,?,?,?)",
                         (
-                            unit_key(u.id),
+                            unit,
                             number,
                             _doc(u, stored),
                             u.status.value,
@@ -596,7 +597,7 @@ class SqliteLexicalStore:
                         self._insert_fts(row, u)
                     db.executemany(
                         "INSERT INTO names VALUES (?,?,?)",
-                        [(number, n, unit_key(u.id)) for n in index_names(u)],
+                        [(number, n, unit) for n in index_names(u)],
                     )
                     self._link(u, number, row)
                 db.execute("COMMIT")
@@ -618,11 +619,11 @@ class SqliteLexicalStore:
     def _delete_one(self, tenant_id: str, uid: str) -> int | None:
         """Delete a unit and all it indexed; return the rowid of its context if that went with it."""
         db = self._db
-        number = self._tenants.number(tenant_id)
+        number, unit = self._tenants.number(tenant_id), unit_key(uid)
         row = db.execute(
             f"SELECT u.rowid, u.context, u.doc, u.status, c.text FROM units u {_JOIN_CONTEXT} "
             "WHERE u.tenant_id=? AND u.id=?",
-            (tenant_id, number, unit_key(uid)),
+            (tenant_id, number, unit),
         ).fetchone()
         if row is None:
             return None
@@ -631,7 +632,7 @@ class SqliteLexicalStore:
             self._delete_fts(row[0], stored)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         dropped = self._drop_context_if_unused(tenant_id, row[1])
-        db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (number, unit_key(uid)))
+        db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (number, unit))
         self._link(stored, number, row[0], unlink=True)
         return dropped
 
