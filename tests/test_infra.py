@@ -451,6 +451,41 @@ def test_milvus_collects_what_a_run_drops_while_it_runs(real: Settings) -> None:
     assert gc["interval"] <= 120 and gc["dropTolerance"] <= 120, gc
 
 
+def _tree(root: Path, *parts: str, age: float, file: bool = False) -> Path:
+    """A folder ``root/parts`` (with a file in it if ``file``), each folder of it last changed ``age``
+    seconds ago."""
+    folder = root.joinpath(*parts)
+    folder.mkdir(parents=True, exist_ok=True)
+    if file:
+        (folder / "HNSW").write_bytes(b"index")
+    then = time.time() - age
+    for i in range(len(parts), 0, -1):
+        os.utime(root.joinpath(*parts[:i]), (then, then))
+    return folder
+
+
+def test_milvus_storage_loses_its_empty_trees_not_its_files(tmp_path: Path) -> None:
+    """Milvus's collector deletes files on local storage but not their folders, and lists every
+    leftover folder again at each pass: the runner removes the empty trees that are old enough."""
+    from simplemem.infra.milvus.server import prune_empty_trees
+
+    old, fresh = 3600.0, 1.0
+    _tree(tmp_path, "index_files", "41", "1", "7", "9", age=old)  # a dropped build: four levels
+    kept = _tree(tmp_path, "index_files", "42", "1", "7", "9", age=old, file=True)
+    just_made = _tree(tmp_path, "insert_log", "5", "6", "7", age=fresh)  # about to get its file
+    _tree(tmp_path, "stats_log", "5", "6", "new", age=fresh)
+    half = _tree(tmp_path, "stats_log", "5", "6", age=old)  # old, but with a fresh folder in it
+    _tree(tmp_path, "delta_log", "5", age=old)
+    queue = _tree(tmp_path, "rocksmq", "empty", age=old)  # not an object folder: never touched
+
+    assert prune_empty_trees(tmp_path, min_age=300.0) == 5
+    assert not (tmp_path / "index_files" / "41").exists() and kept.is_dir()
+    assert just_made.is_dir() and (half / "new").is_dir() and queue.is_dir()
+    assert not (tmp_path / "delta_log" / "5").exists() and (tmp_path / "delta_log").is_dir()
+    assert prune_empty_trees(tmp_path, min_age=0.0) == 6  # at start: every empty tree
+    assert kept.is_dir() and queue.is_dir() and not (tmp_path / "insert_log" / "5").exists()
+
+
 @pytest.mark.integration
 def test_redis_as_configured_and_restartable(real: Settings) -> None:
     """No persistence, data in its folder; `down` then `up` gives a new process on the same port."""

@@ -31,6 +31,15 @@ HOST = "127.0.0.1"
 # defaults (a pass every hour, a dropped collection's files kept 3 h) no pass ever came, and the files
 # of the collections the tests and benches drop piled up (4.4 GB in this project's data folder).
 GARBAGE_COLLECTION = {"dataCoord.gc.interval": 60, "dataCoord.gc.dropTolerance": 60}
+# The folders of its local object store (``localStorage.path``) that the collector lists at every pass.
+# On local storage it deletes files but leaves their folders: a dropped collection's index builds stayed
+# as empty trees, each one "removed" again at every pass (about 20 ms of a core each: 410 of them made
+# every pass 8 s of a full core), and 29,000 empty segment folders made each listing 0.45 s.
+OBJECT_FOLDERS = ("insert_log", "delta_log", "stats_log", "index_files")
+# While the server runs, an empty tree is removed once nothing in it changed for this long: a folder the
+# server has just made for a file it is about to write is never taken.
+EMPTY_TREE_AGE_SECONDS = 300.0
+PRUNE_EVERY_SECONDS = 60.0
 
 
 def components_with_ip(template_text: str) -> list[str]:
@@ -89,6 +98,11 @@ def main() -> int:
     for key, value in GARBAGE_COLLECTION.items():
         server.config.set(key, value)
     pin_embedded_etcd(server.config, args.data_dir, try_bind_port)
+    server.config.resolve_storage()  # sets local_storage_dir (start() does it again)
+    storage = Path(server.config.get("local_storage_dir"))
+    pruned = prune_empty_trees(storage, min_age=0.0)  # the server is not running yet: every empty tree
+    if pruned:
+        print(f"milvus server: removed {pruned} empty folders of its local storage", flush=True)
 
     stopping = False
 
@@ -111,8 +125,12 @@ def main() -> int:
         f"its own logs in {args.data_dir}/logs",
         flush=True,
     )
+    pruned_at = time.monotonic()
     while not stopping and proc is not None and proc.poll() is None:
         time.sleep(0.2)
+        if time.monotonic() - pruned_at >= PRUNE_EVERY_SECONDS:
+            prune_empty_trees(storage, min_age=EMPTY_TREE_AGE_SECONDS)
+            pruned_at = time.monotonic()
     code = proc.returncode if proc is not None and proc.returncode is not None else 0
     if stopping:
         print("milvus server: stopping", flush=True)
@@ -121,6 +139,37 @@ def main() -> int:
     else:
         print(f"milvus server exited by itself with code {code}", file=sys.stderr, flush=True)
     return code
+
+
+def prune_empty_trees(storage: Path, min_age: float, now: float | None = None) -> int:
+    """Remove the folders under ``storage``'s object folders that hold no file anywhere below them and
+    had not changed for ``min_age`` seconds before this call (all are judged first: removing a child
+    touches its parent). A folder that gains an entry meanwhile stays: ``rmdir`` takes only an empty
+    one. Returns how many folders were removed."""
+    cutoff = (time.time() if now is None else now) - min_age
+    removed = 0
+    for name in OBJECT_FOLDERS:
+        top = str(storage / name)
+        empty: dict[str, bool] = {}
+        unused: list[str] = []
+        for folder, children, files in os.walk(top, topdown=False):  # children before their parent
+            empty[folder] = not files and all(empty.get(os.path.join(folder, c), False) for c in children)
+            if folder != top and empty[folder] and _unchanged_since(folder, cutoff):
+                unused.append(folder)
+        for folder in unused:
+            try:
+                os.rmdir(folder)
+            except OSError:  # gone already, or no longer empty
+                continue
+            removed += 1
+    return removed
+
+
+def _unchanged_since(folder: str, cutoff: float) -> bool:
+    try:
+        return os.stat(folder).st_mtime <= cutoff
+    except OSError:
+        return False
 
 
 def _free_port(start: int, try_bind_port: Callable[[int], socket.socket | None], taken: set[int]) -> int:
