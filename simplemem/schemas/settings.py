@@ -289,7 +289,10 @@ class Settings(BaseSettings):
         "statements otherwise crowd out the other sessions",
     )
     sibling_units: int = Field(
-        6, ge=0, description="other statements of the chosen memories' messages added after the top k"
+        15,
+        ge=0,
+        description="other statements of the chosen memories' messages added after the top k, in the "
+        "budget the top k leave (6 -> 15: LoCoMo answer recall 0.725 -> 0.731; more added nothing)",
     )
     superseded_weight: float = Field(
         0.5,

@@ -119,6 +119,9 @@ def asked_role(query: str) -> Role | None:
 # the reach of the selection's boosts (a memory below the head read cannot be lifted: 3 -> 4 took
 # LoCoMo's answer recall from 0.728 to 0.731, temporal 0.766 -> 0.776).
 SELECT_HEAD_FACTOR = 4
+# A message whose other statements are fewer than this is short: they are each other's context and all
+# follow a chosen one, in order. Of a longer one (a list, a plan) only those sharing a question word do.
+SHORT_MESSAGE_STATEMENTS = 6
 TOKEN_SET_CACHE = 8192  # memory texts whose word sets a process keeps (near-duplicate checks)
 MAX_UPDATE_HOPS = 5  # a fact changed more often than this within one context keeps its 5th value
 LENGTH = (0.4, 8.0)
@@ -587,7 +590,7 @@ class Retriever:
     ) -> list[tuple[MemoryUnit, float]]:
         """The other active statements of the chosen memories' messages, each with the score of the
         memory that brought it. A short message's statements are each other's context and come in
-        their order; of a long one (more statements than ``sibling_units``: a list, a plan) only those
+        their order; of a long one (``SHORT_MESSAGE_STATEMENTS`` others or more: a list, a plan) only those
         sharing a word with the question come, best first: the rest is another topic."""
         limit = self.settings.sibling_units
         if not limit or not chosen:
@@ -601,7 +604,8 @@ class Retriever:
         terms = set(query_terms(query))
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:
-            for unit in _sibling_order(by_source.pop(parent.source_ids[0], []), terms, limit):
+            others = by_source.pop(parent.source_ids[0], [])
+            for unit in _sibling_order(others, terms, SHORT_MESSAGE_STATEMENTS):
                 if self._repeats(unit, chosen) or self._repeats(unit, added):
                     continue
                 added.append((unit, score))
@@ -699,10 +703,10 @@ class Retriever:
         return chosen
 
 
-def _sibling_order(units: list[MemoryUnit], terms: set[str], limit: int) -> list[MemoryUnit]:
-    """A short message's statements in their order; a long message's that share a question word,
-    the most shared first."""
-    if len(units) < limit:
+def _sibling_order(units: list[MemoryUnit], terms: set[str], short: int) -> list[MemoryUnit]:
+    """A short message's statements (fewer than ``short``) in their order; a long message's that share
+    a question word, the most shared first."""
+    if len(units) < short:
         return sorted(units, key=lambda u: u.id)
     shared = [(len(terms & set(query_terms(u.text))), u.id, u) for u in units]
     return [u for n, _, u in sorted(shared, key=lambda x: (-x[0], x[1])) if n > 0]
