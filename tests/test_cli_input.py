@@ -62,6 +62,15 @@ def test_dash_reads_standard_input(tmp_path: Path) -> None:
     assert report_of(result.stdout)["accepted"] == len(EVENTS)
 
 
+def test_a_clean_ingest_writes_nothing_on_stderr(tmp_path: Path) -> None:
+    """Redirected stderr (a log, a pipe) gets no progress bar residue: only problems go there."""
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(b"\n".join(EVENTS) + b"\n")
+    result = runner.invoke(app, ["ingest", str(events), "--store", str(tmp_path / "store")])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == "" and "accepted" in result.stdout
+
+
 def test_a_missing_input_is_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["ingest", str(tmp_path / "nope.jsonl"), "--store", str(tmp_path / "s")])
     assert result.exit_code == 1

@@ -67,7 +67,8 @@ def quiet_libraries() -> None:
 
 
 def progress_bar(*, in_bytes: bool = False) -> Progress:
-    """A bar on stderr counting items, or bytes of input (``in_bytes``); without a total it pulses."""
+    """A bar on stderr counting items, or bytes of input (``in_bytes``); without a total it pulses.
+    None when stderr is not a terminal: there rich draws nothing but leaves an empty line behind."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -75,4 +76,5 @@ def progress_bar(*, in_bytes: bool = False) -> Progress:
         TimeElapsedColumn(),
         console=err,
         transient=True,
+        disable=not err.is_terminal,
     )
