@@ -158,10 +158,10 @@ def test_a_long_messages_siblings_are_those_sharing_a_word_with_the_question() -
         unit(f"s{i}", text=f"item {i}: {w}")
         for i, w in enumerate(["museum pass", "hotel", "museum cafe", "train"] * 2)
     ]
-    order = [u.id for u in _sibling_order(long, {"museum"}, short=6)]
+    order = [u.id for u in _sibling_order(long, {"museum"})]
     assert order == ["s0", "s2", "s4", "s6"]
     short = [unit("b"), unit("a")]
-    assert [u.id for u in _sibling_order(short, {"nothing"}, short=6)] == ["a", "b"]  # all, in order
+    assert [u.id for u in _sibling_order(short, {"nothing"})] == ["a", "b"]  # all, in order
 
 
 def test_questions_that_count_or_order_gather_one_mention_per_message() -> None:

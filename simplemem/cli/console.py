@@ -68,7 +68,7 @@ def quiet_libraries() -> None:
 
 def progress_bar(*, in_bytes: bool = False) -> Progress:
     """A bar on stderr counting items, or bytes of input (``in_bytes``); without a total it pulses.
-    None when stderr is not a terminal: there rich draws nothing but leaves an empty line behind."""
+    Disabled when stderr is not a terminal: there rich draws nothing but leaves an empty line behind."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),

@@ -604,8 +604,7 @@ class Retriever:
         terms = set(query_terms(query))
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:
-            others = by_source.pop(parent.source_ids[0], [])
-            for unit in _sibling_order(others, terms, SHORT_MESSAGE_STATEMENTS):
+            for unit in _sibling_order(by_source.pop(parent.source_ids[0], []), terms):
                 if self._repeats(unit, chosen) or self._repeats(unit, added):
                     continue
                 added.append((unit, score))
@@ -703,10 +702,10 @@ class Retriever:
         return chosen
 
 
-def _sibling_order(units: list[MemoryUnit], terms: set[str], short: int) -> list[MemoryUnit]:
-    """A short message's statements (fewer than ``short``) in their order; a long message's that share
-    a question word, the most shared first."""
-    if len(units) < short:
+def _sibling_order(units: list[MemoryUnit], terms: set[str]) -> list[MemoryUnit]:
+    """A short message's statements (fewer than ``SHORT_MESSAGE_STATEMENTS``) in their order; a long
+    message's that share a question word, the most shared first."""
+    if len(units) < SHORT_MESSAGE_STATEMENTS:
         return sorted(units, key=lambda u: u.id)
     shared = [(len(terms & set(query_terms(u.text))), u.id, u) for u in units]
     return [u for n, _, u in sorted(shared, key=lambda x: (-x[0], x[1])) if n > 0]
