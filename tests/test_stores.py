@@ -20,10 +20,12 @@ from simplemem.processors.stores.sqlite_lexical import (
     DICT_DOC,
     SqliteLexicalStore,
     _doc,
+    _fts_values,
     doc_json,
     open_context,
     tenant_token,
 )
+from simplemem.processors.stores.sqlite_keys import unit_key
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore, encoded
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
@@ -414,7 +416,7 @@ def test_an_index_with_a_copy_of_the_text_is_rebuilt_without(
     assert [h.id for h in reopened.search("t1", "theremin", 10, SymbolicFilter())] == [theremin.id]
     assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in answer}
     assert reopened.ids_with_names("t1", [theremin.id, answer[0].id], ["jordan"]) == {theremin.id}
-    assert [r[1] for r in db.execute("PRAGMA table_info(units_fts)")] == ["tenant", "body"]
+    assert [r[1] for r in db.execute("PRAGMA table_info(units_fts)")] == ["body", "tenant"]
     reopened.delete("t1", [u.id for u in (theremin, *answer)])
     assert context_term_rows(db, "theremin", "units_fts") == 0
     assert context_term_rows(db, "crampon") == 0
@@ -578,7 +580,7 @@ def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(t
     db = sqlite3.connect(path)
     rowids = dict(db.execute("SELECT id, rowid FROM units").fetchall())
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 12
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 13
     assert dict(db.execute("SELECT name, id FROM tenants").fetchall()).keys() == {"t1", "t2"}
     assert {(type(key), rowid) for key, rowid in db.execute("SELECT id, rowid FROM units")} == {
         (bytes if uid != caller.id else str, rowids[uid]) for uid in rowids
@@ -601,6 +603,62 @@ def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(t
     reopened.delete("t2", [caller.id])
     assert reopened.tenants() == ["t2"] and [u.id for u in reopened.page("t2", 0, 10)] == [units[3].id]
     assert db.execute("SELECT count(*) FROM names WHERE typeof(id) = 'text'").fetchone()[0] == 0
+    reopened.close()
+    db.close()
+
+
+def test_a_version_12_files_indexes_are_rebuilt_with_the_body_first(tmp_path: Path) -> None:
+    """Version 12 listed the tenant's token before the body in both FTS indexes; opened, each is
+    rebuilt body first with the words of every active unit and context of every tenant (an archived
+    unit's are left out), searched per tenant as before and emptied by deletes."""
+    path, units, quoting = closed_store_with_links(tmp_path)
+    archived = unit("t1", "Jordan tunes the glockenspiel").model_copy(
+        update={"status": MemoryStatus.ARCHIVED}
+    )
+    store = SqliteLexicalStore(path)
+    store.upsert([archived])
+    store.close()
+    db = sqlite3.connect(path)
+    rowid = dict(db.execute("SELECT id, rowid FROM units").fetchall())
+    contexts = db.execute("SELECT rowid, tenant_id, text FROM contexts").fetchall()
+    for index in ("units_fts", "contexts_fts"):
+        db.execute(f"DROP TABLE {index}")
+        db.execute(
+            f"CREATE VIRTUAL TABLE {index} USING fts5(tenant, body, content = '', tokenize = 'porter')"
+        )
+    for u in units:  # the active ones, as version 12 indexed them
+        db.execute(
+            "INSERT INTO units_fts (rowid, tenant, body) VALUES (?,?,?)",
+            (rowid[unit_key(u.id)], *_fts_values(u)),
+        )
+    for row, tenant, text in contexts:
+        db.execute(
+            "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
+            (row, tenant_token(tenant), open_context(text).text),  # type: ignore[union-attr]
+        )
+    db.execute("PRAGMA user_version=12")
+    db.commit()
+    reopened = SqliteLexicalStore(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 13
+    for index in ("units_fts", "contexts_fts"):
+        assert [r[1] for r in db.execute(f"PRAGMA table_info({index})")] == ["body", "tenant"]
+    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {
+        u.id for u in units[:2]
+    }
+    # words of a unit's own text, not of its context: found through the rebuilt units index alone
+    assert {h.id for h in reopened.search("t1", "suggested", 10, SymbolicFilter())} == {
+        u.id for u in units[:2]
+    }
+    assert [h.id for h in reopened.search("t2", "suggested", 10, SymbolicFilter())] == [units[3].id]
+    assert [h.id for h in reopened.search("t1", "Jordan", 10, SymbolicFilter())] == [quoting.id]
+    assert context_term_rows(db, "glockenspiel", "units_fts") == 0
+    assert context_term_rows(db, "crampon") == 2  # t1's answer and t2's
+    reopened.delete("t1", [u.id for u in units[:3]])
+    reopened.delete("t2", [units[3].id])
+    assert context_term_rows(db, "crampon") == 0
+    assert context_term_rows(db, "option", "units_fts") == context_term_rows(db, "cedar", "units_fts") == 0
+    for index in ("units_fts", "contexts_fts"):
+        db.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
     reopened.close()
     db.close()
 
