@@ -15,6 +15,7 @@ from pymilvus import MilvusException
 
 from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.sqlite_keys import unit_key
 from simplemem.processors.stores.sqlite_lexical import (
     CONTEXT_DOC,
     DICT_DOC,
@@ -25,7 +26,6 @@ from simplemem.processors.stores.sqlite_lexical import (
     open_context,
     tenant_token,
 )
-from simplemem.processors.stores.sqlite_keys import unit_key
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore, encoded
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
