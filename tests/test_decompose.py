@@ -295,9 +295,13 @@ def test_a_contraction_on_a_resolved_third_person_is_spelled_out(nlp) -> None:  
         ("The lease runs until June.", "until June (2026-06)"),
         # the small tagger reads "kicks" as a noun; the particle after it says it is the verb
         ("she said the new tile pricing kicks in on june 1", "on june 1 (2026-06-01)"),
+        # a participle completing the object of "wants", "need": a deadline, not a past event
+        ("Alicia wants the billing service migrated by the end of April.", "end of April (2026-04)"),
+        ("We need the new roof finished by June.", "by June (2026-06)"),
         # past clauses stay in the past
         ("I lived in Porto until July.", "until July (2025-07)"),
         ("the onboarding shipped on friday by the way.", "on friday (2026-01-09)"),
+        ("We got the car fixed in March.", "in March (2025-03)"),
         ("Noted, the review is on Thursday.", "on Thursday (2026-01-15)"),
         ("Noted, design review on Thursday 26 February.", "Thursday 26 February (2026-02-26)"),
         ("She said she moved there in March.", "in March (2025-03)"),

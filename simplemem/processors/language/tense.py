@@ -5,7 +5,9 @@ not the coffee. The rule, on the tagger's fine tags (no parser):
 - the nearest finite verb before the expression decides (a past form -> past; "have/has" + past
   participle -> past; a modal or a present form -> not past); a past participle right after a noun or
   pronoun counts as a past form (the small tagger reads "the app shipped on Friday" so; "Noted, ..."
-  is no verb of the clause). Reporting verbs ("said", "told",
+  is no verb of the clause), unless a verb that takes an object and a participle ("want", "need",
+  "have", "get", "expect") comes right before that noun's phrase: then that verb decides ("Alicia
+  wants the billing service migrated by April" is a deadline). Reporting verbs ("said", "told",
   "asked"...) end the search: what follows them is reported content with its own time;
 - no finite verb before it (in the reported clause or the sentence): the nearest one after it
   decides ("In March, we moved");
@@ -31,6 +33,12 @@ FORWARD_WORDS = frozenset({"until", "till", "til", "untill", "by", "next"})
 ALWAYS_FORWARD = frozenset({"next"})
 FINITE_TAGS = frozenset({"VBD", "VBZ", "VBP", "MD"})
 SUBJECT_TAGS = frozenset({"NN", "NNS", "NNP", "NNPS", "PRP"})
+# Verbs whose object a past participle completes ("wants the service migrated", "need it done",
+# "had the car fixed"): the participle after that object is no past form.
+COMPLEMENT_VERBS = frozenset(
+    "want wants wanted need needs needed have has had get gets got expect expects expected".split()
+)
+NOUN_PHRASE_TAGS = SUBJECT_TAGS | {"DT", "PDT", "JJ", "JJR", "JJS", "PRP$", "POS", "CD"}
 PERFECT_AUX = frozenset({"have", "has", "'ve", "’ve"})  # not "'s": "it's done" is passive
 
 
@@ -69,6 +77,15 @@ def _tags(tokens: list[Token]) -> list[str]:
     return tags
 
 
+def _complement_verb(words: list[str], tags: list[str], noun: int) -> int | None:
+    """The index of a :data:`COMPLEMENT_VERBS` verb right before the noun phrase that ends at
+    ``noun``, if there is one."""
+    i = noun
+    while i >= 0 and tags[i] in NOUN_PHRASE_TAGS:
+        i -= 1
+    return i if i >= 0 and words[i] in COMPLEMENT_VERBS else None
+
+
 def past_at(tokens: list[Token], start: int) -> bool:
     """Whether a time expression starting at character ``start`` of the tokens' text (each token's
     text and trailing whitespace joined) is read in the past. See the module docstring."""
@@ -88,7 +105,9 @@ def past_at(tokens: list[Token], start: int) -> bool:
         if tags[i] in FINITE_TAGS:
             return _verb_is_past(tokens, i)
         if i > 0 and tags[i - 1] in SUBJECT_TAGS:
-            return True  # "the app shipped": a simple past the tagger read as a participle
+            verb = _complement_verb(words, tags, i - 1)
+            # "the app shipped": a simple past the tagger read as a participle
+            return True if verb is None else _verb_is_past(tokens, verb)
     for i in range(first, len(tokens)):
         if tags[i] in FINITE_TAGS and words[i] not in REPORTING:
             return _verb_is_past(tokens, i)
