@@ -158,3 +158,24 @@ def test_api_filters_narrow_the_answer(tmp_path, settings) -> None:  # type: ign
         assert rt.retriever.query(ask, QueryFilters(sessions=["s"])).memories
     finally:
         rt.close()
+
+
+def test_a_question_for_the_things_of_a_kind_someone_has_gets_k_max(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    """ "What books has Joanna read?" asks for every mention: k_max, where a lookup of the same
+    length and names ("What did Joanna finish writing?") gets fewer."""
+    from simplemem.processors.retrieval.retriever import LIST_CUES
+    from simplemem.runtime import open_runtime
+
+    listing = ["What books has Joanna read?", "Which cities has Jon visited?", "What pets does Nate have?"]
+    lookups = ["What did Joanna finish writing?", "Which song motivates Nate?", "What is Ana's address?"]
+    assert all(LIST_CUES.search(q) for q in listing)
+    assert not any(LIST_CUES.search(q) for q in lookups)
+    rt = open_runtime(settings, tmp_path)
+    try:
+        ingest_turns(rt)
+        wide = rt.retriever.query(QueryRequest(tenant_id="t", query=listing[0]))
+        narrow = rt.retriever.query(QueryRequest(tenant_id="t", query=lookups[0]))
+        assert wide.complexity == narrow.complexity
+        assert wide.k == settings.k_max > narrow.k
+    finally:
+        rt.close()

@@ -88,6 +88,16 @@ GATHER_CUES = re.compile(
     r"first|compare|since|ago)\b",
     re.I,
 )
+# Questions that ask for the things of a kind someone has or did ("What books has Melanie read?",
+# "Which cities has Jon visited?": what/which, a plural noun, an auxiliary): their answer is spread over
+# sessions, so they get k_max memories. Unlike the gathering questions above, the memories stay whole,
+# several a message, with their siblings: on LoCoMo, gathered (one a message, no siblings) they lost
+# answer words (0.731 -> 0.728), with only k_max 0.731 -> 0.733 (docs/benchmarks.md). Limits: English
+# forms; a noun that only looks plural ("What news does ...") widens a lookup; a list asked without
+# an auxiliary ("Name the books Melanie read") is not one.
+LIST_CUES = re.compile(
+    r"\b(?:what|which)\s+(?:[\w/+-]+\s+)?\w+?[^s'\W]s\s+(?:has|have|does|do|did|had)\b", re.I
+)
 _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 # Whose words a question is about. One that recalls what the assistant said ("remind me", "you
 # recommended", "our previous chat") favours the assistant's statements; one in the first person
@@ -333,7 +343,8 @@ class Retriever:
         score = complexity(request.query, len(named))
         event_boost = s.event_time_boost if TEMPORAL_CUES.search(request.query) else 0.0
         gather = not filters.k and bool(GATHER_CUES.search(request.query))
-        k = min(filters.k, s.k_max) if filters.k else (s.k_max if gather else k_for(score, s.k_min, s.k_max))
+        widest = gather or bool(LIST_CUES.search(request.query))
+        k = min(filters.k, s.k_max) if filters.k else (s.k_max if widest else k_for(score, s.k_min, s.k_max))
         flt = SymbolicFilter(
             names=tuple(names),
             first_day=first_day,
