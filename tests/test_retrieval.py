@@ -179,3 +179,27 @@ def test_a_question_for_the_things_of_a_kind_someone_has_gets_k_max(tmp_path, se
         assert wide.k == settings.k_max > narrow.k
     finally:
         rt.close()
+
+
+def test_a_request_for_advice_gets_k_max(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    """What tailors advice is spread over sessions: "Can you suggest a gift for Joanna?" gets k_max,
+    where a lookup naming her ("What did Joanna finish writing?") gets fewer."""
+    from simplemem.processors.retrieval.retriever import ADVICE_CUES
+    from simplemem.runtime import open_runtime
+
+    advice = [
+        "Can you suggest a gift for Joanna?",
+        "My phone battery dies fast. Any tips?",
+        "What should I cook?",
+    ]
+    lookups = ["What did Joanna finish writing?", "What gift did Nate suggest?", "Who should Ana call?"]
+    assert all(ADVICE_CUES.search(q) for q in advice)
+    assert not any(ADVICE_CUES.search(q) for q in lookups)
+    rt = open_runtime(settings, tmp_path)
+    try:
+        ingest_turns(rt)
+        wide = rt.retriever.query(QueryRequest(tenant_id="t", query=advice[0]))
+        narrow = rt.retriever.query(QueryRequest(tenant_id="t", query=lookups[0]))
+        assert wide.k == settings.k_max > narrow.k
+    finally:
+        rt.close()
