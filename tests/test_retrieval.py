@@ -160,46 +160,42 @@ def test_api_filters_narrow_the_answer(tmp_path, settings) -> None:  # type: ign
         rt.close()
 
 
-def test_a_question_for_the_things_of_a_kind_someone_has_gets_k_max(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    """ "What books has Joanna read?" asks for every mention: k_max, where a lookup of the same
-    length and names ("What did Joanna finish writing?") gets fewer."""
-    from simplemem.processors.retrieval.retriever import LIST_CUES
+@pytest.mark.parametrize(
+    ("cues", "wide", "lookups"),
+    [
+        (
+            "LIST_CUES",
+            ["What books has Joanna read?", "Which cities has Jon visited?", "What pets does Nate have?"],
+            ["What did Joanna finish writing?", "Which song motivates Nate?", "What is Ana's address?"],
+        ),
+        (
+            "ADVICE_CUES",
+            [
+                "Can you suggest a gift for Joanna?",
+                "My phone battery dies fast. Any tips?",
+                "What should I cook?",
+            ],
+            ["What did Joanna finish writing?", "What gift did Nate suggest?", "Who should Ana call?"],
+        ),
+    ],
+)
+def test_questions_whose_answer_is_spread_over_sessions_get_k_max(  # type: ignore[no-untyped-def]
+    tmp_path, settings, cues: str, wide: list[str], lookups: list[str]
+) -> None:
+    """A question for the things of a kind someone has ("What books has Joanna read?") and a request
+    for advice ("Can you suggest a gift for Joanna?") get k_max, where a lookup naming her ("What did
+    Joanna finish writing?") gets fewer."""
+    from simplemem.processors.retrieval import retriever
     from simplemem.runtime import open_runtime
 
-    listing = ["What books has Joanna read?", "Which cities has Jon visited?", "What pets does Nate have?"]
-    lookups = ["What did Joanna finish writing?", "Which song motivates Nate?", "What is Ana's address?"]
-    assert all(LIST_CUES.search(q) for q in listing)
-    assert not any(LIST_CUES.search(q) for q in lookups)
+    pattern = getattr(retriever, cues)
+    assert all(pattern.search(q) for q in wide)
+    assert not any(pattern.search(q) for q in lookups)
     rt = open_runtime(settings, tmp_path)
     try:
         ingest_turns(rt)
-        wide = rt.retriever.query(QueryRequest(tenant_id="t", query=listing[0]))
-        narrow = rt.retriever.query(QueryRequest(tenant_id="t", query=lookups[0]))
-        assert wide.complexity == narrow.complexity
-        assert wide.k == settings.k_max > narrow.k
-    finally:
-        rt.close()
-
-
-def test_a_request_for_advice_gets_k_max(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
-    """What tailors advice is spread over sessions: "Can you suggest a gift for Joanna?" gets k_max,
-    where a lookup naming her ("What did Joanna finish writing?") gets fewer."""
-    from simplemem.processors.retrieval.retriever import ADVICE_CUES
-    from simplemem.runtime import open_runtime
-
-    advice = [
-        "Can you suggest a gift for Joanna?",
-        "My phone battery dies fast. Any tips?",
-        "What should I cook?",
-    ]
-    lookups = ["What did Joanna finish writing?", "What gift did Nate suggest?", "Who should Ana call?"]
-    assert all(ADVICE_CUES.search(q) for q in advice)
-    assert not any(ADVICE_CUES.search(q) for q in lookups)
-    rt = open_runtime(settings, tmp_path)
-    try:
-        ingest_turns(rt)
-        wide = rt.retriever.query(QueryRequest(tenant_id="t", query=advice[0]))
-        narrow = rt.retriever.query(QueryRequest(tenant_id="t", query=lookups[0]))
-        assert wide.k == settings.k_max > narrow.k
+        asked = rt.retriever.query(QueryRequest(tenant_id="t", query=wide[0]))
+        lookup = rt.retriever.query(QueryRequest(tenant_id="t", query=lookups[0]))
+        assert asked.k == settings.k_max > lookup.k
     finally:
         rt.close()

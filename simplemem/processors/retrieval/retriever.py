@@ -105,11 +105,12 @@ LIST_CUES = re.compile(
 # evidence 0.904 -> 0.921 (one more found, none lost) at the same tokens; no LoCoMo or chat-set
 # question has it. Limits: English forms; a request without them ("I need a gift idea", "What do you
 # think?") is a lookup.
-ADVICE_CUES = re.compile(
-    r"\b(?:can|could|would) you (?:recommend|suggest)|\bany (?:tips|ideas|suggestions|recommendations|advice)\b"
-    r"|\bwhat (?:should|could|can) i\b|\bshould i\b",
-    re.I,
+ADVICE_FORMS = (
+    r"\b(?:can|could|would) you (?:recommend|suggest)",
+    r"\bany (?:tips|ideas|suggestions|recommendations|advice)\b",
+    r"\b(?:what (?:should|could|can) i|should i)\b",
 )
+ADVICE_CUES = re.compile("|".join(ADVICE_FORMS), re.I)
 _PAST = re.compile(r"\b(did|was|were|had|went|got|made|ago|last)\b", re.I)
 # Whose words a question is about. One that recalls what the assistant said ("remind me", "you
 # recommended", "our previous chat") favours the assistant's statements; one in the first person
