@@ -345,18 +345,7 @@ class SqliteLexicalStore:
     def _contentless_contexts(self) -> None:
         """Version 5 indexes the contexts without a copy of their text (x19.0 -> x17.1 of the
         scrubbed input on the 60 LongMemEval histories); an older file's index is rebuilt once."""
-        db = self._db
-
-        def reindex() -> None:
-            db.execute("DROP TABLE contexts_fts")
-            db.execute(_CONTEXTS_FTS_TABLE)
-            rows = db.execute("SELECT rowid, tenant_id, text FROM contexts").fetchall()
-            db.executemany(
-                "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
-                [(rowid, tenant_token(tenant_id), context_text(text)) for rowid, tenant_id, text in rows],
-            )
-
-        self._upgrade(_CONTENTLESS_CONTEXT_VERSION, reindex)
+        self._upgrade(_CONTENTLESS_CONTEXT_VERSION, self._rebuild_contexts_fts)
 
     def _contentless_units(self) -> None:
         """Version 6 indexes the units without a copy of their text (x17.1 -> x13.5 of the scrubbed
@@ -470,34 +459,10 @@ class SqliteLexicalStore:
     def _body_first_fts(self) -> None:
         """Version 13: both FTS indexes list ``body`` before ``tenant`` (:data:`_FTS_TABLE`). An
         older file's indexes are rebuilt once: a context's from its row, a unit's from its document."""
-        db = self._db
 
         def rebuild() -> None:
-            db.execute("DROP TABLE contexts_fts")
-            db.execute(_CONTEXTS_FTS_TABLE)
-            rows = db.execute("SELECT rowid, tenant_id, text FROM contexts")
-            while batch := rows.fetchmany(1000):
-                db.executemany(
-                    "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
-                    [
-                        (rowid, tenant_token(tenant_id), context_text(text))
-                        for rowid, tenant_id, text in batch
-                    ],
-                )
-            db.execute("DROP TABLE units_fts")
-            db.execute(_FTS_TABLE)
-            names = dict(db.execute("SELECT id, name FROM tenants").fetchall())
-            active = db.execute(
-                "SELECT u.rowid, u.id, u.tenant_id, u.doc, c.text FROM units u "
-                "LEFT JOIN contexts c ON c.rowid = u.context WHERE u.status=? ORDER BY u.context",
-                (MemoryStatus.ACTIVE.value,),
-            )
-            opened: dict[bytes | str | None, StoredContext | None] = {}
-            while batch := active.fetchmany(1000):
-                for rowid, key, number, doc, text in batch:
-                    if text not in opened:  # a message's statements come together: inflated once
-                        opened = {text: open_context(text)}
-                    self._insert_fts(rowid, _unit(unit_id(key), names[number], doc, opened[text]))
+            self._rebuild_contexts_fts()
+            self._rebuild_units_fts()
 
         self._upgrade(_BODY_FIRST_VERSION, rebuild)
 
@@ -507,21 +472,43 @@ class SqliteLexicalStore:
         with self._lock:
             return self._tenants.number(name)
 
+    def _rebuild_contexts_fts(self) -> None:
+        """``contexts_fts`` made anew from ``contexts``: each context's words under its tenant's token."""
+        db = self._db
+        db.execute("DROP TABLE contexts_fts")
+        db.execute(_CONTEXTS_FTS_TABLE)
+        rows = db.execute("SELECT rowid, tenant_id, text FROM contexts")
+        while batch := rows.fetchmany(1000):
+            db.executemany(
+                "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
+                [(rowid, tenant_token(tenant_id), context_text(text)) for rowid, tenant_id, text in batch],
+            )
+
     def _rebuild_units_fts(self) -> None:
+        """``units_fts`` made anew from the active units' documents, in any layout an upgrade meets."""
         db = self._db
         db.execute("DROP TABLE units_fts")
         db.execute(_FTS_TABLE)
-        # a file before version 11 names a unit's context by its hash (``ctx``); one before version 12
-        # (the only ones rebuilt) holds the tenant's name in ``units``
+        # a file before version 11 names a unit's context by its hash (``ctx``); from version 12 on
+        # ``units`` holds the tenant's number (``contexts`` its name) and the id's bytes
+        numbered = db.execute("PRAGMA user_version").fetchone()[0] >= _NUMBERED_TENANTS_VERSION
         by_hash = "ctx" in {r[1] for r in db.execute("PRAGMA table_info(units)")}
         join = "c.hash = u.ctx" if by_hash else "c.rowid = u.context"
+        if not numbered:
+            join = f"c.tenant_id = u.tenant_id AND {join}"
+        names = dict(db.execute("SELECT id, name FROM tenants").fetchall()) if numbered else {}
         active = db.execute(
             "SELECT u.rowid, u.id, u.tenant_id, u.doc, c.text FROM units u "
-            f"LEFT JOIN contexts c ON c.tenant_id = u.tenant_id AND {join} WHERE u.status=?",
+            f"LEFT JOIN contexts c ON {join} WHERE u.status=? ORDER BY c.rowid",
             (MemoryStatus.ACTIVE.value,),
         )
-        for rowid, uid, tenant, doc, context in active.fetchall():
-            self._insert_fts(rowid, _unit(uid, tenant, doc, open_context(context)))
+        opened: dict[bytes | str | None, StoredContext | None] = {}
+        while batch := active.fetchmany(1000):
+            for rowid, key, tenant, doc, text in batch:
+                if text not in opened:  # a message's statements come together: inflated once
+                    opened = {text: open_context(text)}
+                name = names[tenant] if numbered else tenant
+                self._insert_fts(rowid, _unit(unit_id(key), name, doc, opened[text]))
 
     def _no_role_names(self) -> None:
         """Version 7 indexes no speaker's role as a person's name (:func:`index_names`); an older
