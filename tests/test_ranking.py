@@ -90,8 +90,26 @@ def test_what_the_asked_role_said_is_lifted() -> None:
     ]
     lifted = Boosts(asked=Role.ASSISTANT, role=0.3).apply(ranked, units)
     assert [uid for uid, _ in lifted] == ["answer", "list", "own"]
-    assert [round(sc, 6) for _, sc in lifted] == [1.2, 1.1, 0.7]
+    assert [round(sc, 6) for _, sc in lifted] == [1.2, round(0.8 + 0.3 * 0.8 / 0.9, 6), 0.7]
     assert Boosts(asked=None, role=0.3).apply(ranked, units) == ranked
+
+
+def test_an_unrelated_line_of_the_asked_role_stays_below_a_related_reply() -> None:
+    """ "why was I charged 90?": the user's unrelated line ("account number ...") gets a tenth of the
+    role's lift and stays below the assistant's reply about the refund."""
+    units = {
+        u.id: u
+        for u in (
+            unit("charged", role=Role.USER),
+            unit("fee", role=Role.ASSISTANT),
+            unit("refund", role=Role.ASSISTANT),
+            unit("account", role=Role.USER),
+        )
+    }
+    ranked = [("charged", 1.0), ("fee", 0.64), ("refund", 0.33), ("account", 0.13)]
+    boosted = Boosts(asked=Role.USER, role=0.3).apply(ranked, units)
+    assert [uid for uid, _ in boosted] == ["charged", "fee", "refund", "account"]
+    assert [round(sc, 6) for _, sc in boosted] == [1.3, 0.64, 0.33, round(0.13 + 0.3 * 0.13, 6)]
 
 
 def test_no_boost_keeps_the_order() -> None:

@@ -259,8 +259,9 @@ class Settings(BaseSettings):
         0.3,
         ge=0.0,
         le=1.0,
-        description="added to the fused score of a memory said in the role a question is about: the user's "
-        "for a question in the first person, the assistant's for one that recalls what it said; 0 turns it off",
+        description="added to the fused score of a memory said in the role a question is about (the user's "
+        "for a question in the first person, the assistant's for one that recalls what it said), times the "
+        "memory's score as a share of the best: it reorders memories of like relevance; 0 turns it off",
     )
     event_time_boost: float = Field(
         0.2,

@@ -298,7 +298,11 @@ class Boosts:
     ``event``: for a question about time, a memory with an ``event_time`` (one anchored wrongly at
     ingestion is favoured all the same); ``speaker``: a memory said by one of ``speakers`` (the
     lower-cased persons the query names); ``role``: a memory said in the role ``asked`` (the one the
-    question is about, :func:`asked_role`)."""
+    question is about, :func:`asked_role`), in proportion to its score's share of the head's best. Every
+    line the user wrote is in their role: added in full, ``role`` lifted their unrelated lines ("account
+    number ...") above the assistant's reply that answers the question. Scaled, it reorders memories
+    of like relevance: LongMemEval evidence 0.921 -> 0.933, LoCoMo (third-person questions) unchanged;
+    scaling ``event`` the same way lost LoCoMo 0.733 -> 0.730."""
 
     event: float = 0.0
     speakers: frozenset[str] = frozenset()
@@ -306,18 +310,22 @@ class Boosts:
     asked: Role | None = None
     role: float = 0.0
 
-    def of(self, unit: MemoryUnit) -> float:
+    def of(self, unit: MemoryUnit, relevance: float = 1.0) -> float:
+        """The bonus of ``unit``; ``relevance`` (its score's share of the head's best) scales the role's."""
         bonus = self.event if unit.event_time else 0.0
         if unit.speaker and unit.speaker.lower() in self.speakers:
             bonus += self.speaker
         if self.asked is not None and unit.role == self.asked:
-            bonus += self.role
+            bonus += self.role * relevance
         return bonus
 
     def apply(self, ranked: list[tuple[str, float]], units: dict[str, MemoryUnit]) -> list[tuple[str, float]]:
         if not self.event and not (self.speaker and self.speakers) and not (self.role and self.asked):
             return ranked
-        boosted = [(uid, sc + self.of(units[uid]) if uid in units else sc) for uid, sc in ranked]
+        best = max((sc for _, sc in ranked), default=0.0)
+        boosted = [
+            (uid, sc + self.of(units[uid], share(sc, best)) if uid in units else sc) for uid, sc in ranked
+        ]
         return sorted(boosted, key=lambda kv: (-kv[1], kv[0]))
 
 
