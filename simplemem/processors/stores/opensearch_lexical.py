@@ -127,6 +127,7 @@ _NOT_IN_DOC = {"context", "id", "tenant_id"}
 # Responses without the hits' index, routing and shard counts: a query reads a few hundred hits.
 _HITS = "hits.hits._id,hits.hits._score,hits.hits._source"
 _HITS_AND_TOTAL = f"{_HITS},hits.total"
+_SCORES_AND_VALUES = "hits.hits._score,hits.hits.fields"
 
 
 def _hits(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -353,9 +354,13 @@ class OpenSearchLexicalStore:
         terms = query_terms(query)
         if not terms:
             return []
+        # the hash from doc values, no stored field read: fetching each hit's source (its whole message,
+        # decompressed) was nine tenths of this search's time (1.2-1.6 -> 0.13 ms ``took``, 80 hits)
         around = {
             "size": limit,
-            "_source": ["hash"],
+            "_source": False,
+            "stored_fields": "_none_",
+            "docvalue_fields": ["hash"],
             "query": {
                 "bool": {
                     "must": {"match": {"text": " ".join(terms)}},
@@ -363,7 +368,9 @@ class OpenSearchLexicalStore:
                 }
             },
         }
-        context_hits = _hits(self._search(tenant_id, around, index=self.contexts, filter_path=_HITS))
+        context_hits = _hits(
+            self._search(tenant_id, around, index=self.contexts, filter_path=_SCORES_AND_VALUES)
+        )
         own = {
             "multi_match": {
                 "query": " ".join(terms),
@@ -376,7 +383,7 @@ class OpenSearchLexicalStore:
         by_context = [
             {
                 "constant_score": {
-                    "filter": {"term": {"ctx": h["_source"]["hash"]}},
+                    "filter": {"term": {"ctx": h["fields"]["hash"][0]}},
                     "boost": float(h["_score"]),
                 }
             }
