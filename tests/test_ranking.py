@@ -73,15 +73,13 @@ def test_the_role_a_question_is_about(query: str, role: Role | None) -> None:
     assert asked_role(query) == role
 
 
+def said_in(roles: dict[str, Role]) -> dict[str, MemoryUnit]:
+    """Units by id, each said in the given role."""
+    return {uid: unit(uid, role=role) for uid, role in roles.items()}
+
+
 def test_what_the_asked_role_said_is_lifted() -> None:
-    units = {
-        u.id: u
-        for u in (
-            unit("answer", role=Role.ASSISTANT),
-            unit("own", role=Role.USER),
-            unit("list", role=Role.ASSISTANT),
-        )
-    }
+    units = said_in({"answer": Role.ASSISTANT, "own": Role.USER, "list": Role.ASSISTANT})
     ranked = [("answer", 0.9), ("list", 0.8), ("own", 0.7)]
     assert [uid for uid, _ in Boosts(asked=Role.USER, role=0.3).apply(ranked, units)] == [
         "own",
@@ -95,17 +93,11 @@ def test_what_the_asked_role_said_is_lifted() -> None:
 
 
 def test_an_unrelated_line_of_the_asked_role_stays_below_a_related_reply() -> None:
-    """ "why was I charged 90?": the user's unrelated line ("account number ...") gets a tenth of the
-    role's lift and stays below the assistant's reply about the refund."""
-    units = {
-        u.id: u
-        for u in (
-            unit("charged", role=Role.USER),
-            unit("fee", role=Role.ASSISTANT),
-            unit("refund", role=Role.ASSISTANT),
-            unit("account", role=Role.USER),
-        )
-    }
+    """For "why was I charged 90?" the user's unrelated line ("account number ...") gets a tenth of
+    the role's lift and stays below the assistant's reply about the refund."""
+    units = said_in(
+        {"charged": Role.USER, "fee": Role.ASSISTANT, "refund": Role.ASSISTANT, "account": Role.USER}
+    )
     ranked = [("charged", 1.0), ("fee", 0.64), ("refund", 0.33), ("account", 0.13)]
     boosted = Boosts(asked=Role.USER, role=0.3).apply(ranked, units)
     assert [uid for uid, _ in boosted] == ["charged", "fee", "refund", "account"]
