@@ -66,6 +66,30 @@ def test_a_long_answer_is_tagged_by_the_lexicon_and_read_like_a_tagged_one(nlp: 
     assert {"pool", "night"} <= set(pool.keywords)
 
 
+def test_a_list_of_bare_names_keeps_every_name_and_its_place(nlp: Any, scrubber: Any) -> None:
+    """An item may be a bare name ("5. Holocene"): each is a statement with its place in the list, and
+    the paragraph after the list ("These venues ...") does not continue the last item."""
+    from simplemem.processors.ingest.analysis import NlpPreparer
+    from simplemem.processors.ingest.decompose import OfflineDecomposer
+    from simplemem.schemas.window import Window
+
+    venues = ["Mississippi Studios", "Doug Fir Lounge", "Holocene", "Aladdin Theater", "Revolution Hall"]
+    text = "Here are some popular venues in Portland for indie music shows:\n\n"
+    text += "\n".join(f"{n}. {v}" for n, v in enumerate(venues, 1))
+    text += "\n\nThese venues have a reputation for hosting indie shows."
+    preparer = NlpPreparer(nlp, scrubber, long_answer_chars=100)
+    [message] = preparer.prepare([chat_event("a1", "assistant", text)])
+    message.embedding = [1.0]
+    units = OfflineDecomposer().decompose(Window(tenant_id="t", session_id="s", messages=[message])).units
+    texts = [d.unit.text for d in units]
+    assert any(t.startswith("assistant, item 3 (third) of 5") and t.endswith(": Holocene") for t in texts)
+    assert any(
+        t.startswith("assistant, item 5 (fifth, last) of 5") and t.endswith(": Revolution Hall")
+        for t in texts
+    )
+    assert "assistant: These venues have a reputation for hosting indie shows." in texts
+
+
 def test_every_tag_is_one_spacys_tagger_gives(nlp: Any) -> None:
     """Pattern writes a few tags spaCy has not ("#", "£", ambiguous "NN|JJ"): they are mapped onto its."""
     from simplemem.processors.language.lexicon_tags import SPACY_TAGS

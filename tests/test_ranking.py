@@ -183,8 +183,16 @@ def test_questions_that_count_or_order_gather_one_mention_per_message() -> None:
         "Which trip did I take first, Rome or Oslo?",
         "How long since I started the course?",
         "List all the books I read",
+        "Can you list the hotels we talked about?",
+        "Which seeds were started first, the tomatoes or the marigolds?",
     ]
-    lookups = ["What is my dog's name?", "Where did Caroline move to?"]
+    lookups = [
+        "What is my dog's name?",
+        "Where did Caroline move to?",
+        "What was the discount on my first purchase?",  # an ordinal, not an order
+        "Remind me of the last venue you recommended in the list of venues",  # the noun, not the verb
+        "How do I find the median of an even sized list?",
+    ]
     assert all(GATHER_CUES.search(q) for q in gathering)
     assert not any(GATHER_CUES.search(q) for q in lookups)
     units = [
@@ -224,3 +232,24 @@ def test_a_question_about_the_users_own_life_weighs_meaning_more() -> None:
     assert fusion_weight(asked_role("I was thinking about rearranging my bedroom. Any tips?"), s) == 0.8
     assert fusion_weight(asked_role("What did Melanie paint?"), s) == 0.5
     assert fusion_weight(asked_role("Can you remind me of the hostel you recommended?"), s) == 0.5
+
+
+def test_the_list_place_a_question_about_an_answer_names_is_lifted() -> None:
+    from simplemem.processors.retrieval.retriever import asked_places
+
+    lead = "Assistant, item {} ({}) of 3 of 'Venues in Portland': {}"
+    units = {
+        "first": unit("first", text=lead.format(1, "first", "Mississippi Studios"), role=Role.ASSISTANT),
+        "second": unit("second", text=lead.format(2, "second", "Holocene"), role=Role.ASSISTANT),
+        "last": unit("last", text=lead.format(3, "third, last", "Revolution Hall"), role=Role.ASSISTANT),
+    }
+    ranked = [("first", 0.77), ("second", 0.75), ("last", 0.64)]
+    for question, top in [
+        ("Remind me of the last venue you recommended", "last"),
+        ("What was the second venue you suggested?", "second"),
+        ("Which was the 3rd one you listed?", "last"),
+    ]:
+        places = asked_places(question)
+        assert Boosts(places=places).apply(ranked, units)[0][0] == top, question
+    assert asked_places("What was my first purchase?") == frozenset()
+    assert Boosts(places=frozenset({"7"})).apply(ranked, units) == ranked  # no such place

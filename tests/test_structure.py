@@ -30,8 +30,8 @@ def test_items_are_numbered_within_their_list_under_its_lead() -> None:
         "item 1 (first) of 3 of 'Here are some hotels you might consider'"
     )
     assert got["   Free breakfast buffet included."] == got["2. Limelight Hotel - ski-in/ski-out."]
-    assert got["3. Hotel Talisa - in Vail."].startswith("item 3 (third) of 3")
-    assert got["- Buy an Epic Pass."] == "item 2 (second) of 2 of 'Some tips'"
+    assert got["3. Hotel Talisa - in Vail."].startswith("item 3 (third, last) of 3")
+    assert got["- Buy an Epic Pass."] == "item 2 (second, last) of 2 of 'Some tips'"
     assert got["That's all."] is None and got["Some tips:"] is None
 
 
@@ -41,13 +41,16 @@ def test_markup_without_words_is_removed_and_tables_become_lines() -> None:
     assert text.split("\n") == ["Prices", "Hotel, Price:", "| Nell, $900", "| Talisa, $450"]
     assert labels(text)[2:] == [
         "item 1 (first) of 2 of 'Hotel, Price'",
-        "item 2 (second) of 2 of 'Hotel, Price'",
+        "item 2 (second, last) of 2 of 'Hotel, Price'",
     ]
     assert plain("a **bold** move and __this__") == "a bold move and this"
     assert plain("2 * 3 * 4 stays") == "2 * 3 * 4 stays"
 
 
 def test_a_list_without_a_lead_and_the_marker_of_an_item() -> None:
-    assert labels("- one\n- two") == ["item 1 (first) of 2", "item 2 (second) of 2"]
+    assert labels("- one\n- two") == ["item 1 (first) of 2", "item 2 (second, last) of 2"]
+    thirteen = labels("\n".join(f"- step {n}" for n in range(1, 14)))
+    assert thirteen[11:] == ["item 12 (twelfth) of 13", "item 13 (last) of 13"]
+    assert labels("- alone") == ["item 1 (first) of 1"]
     assert item_marker("12) the twelfth step") == "the twelfth step"
     assert labels("no list here\njust lines") == [None, None]

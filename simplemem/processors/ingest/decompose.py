@@ -124,8 +124,11 @@ PLACEHOLDER = re.compile(r"<[A-Z_]+>")
 
 
 def has_content(sentence: Sentence) -> bool:
-    """Two content words, or a named entity, or a scrubbed value (the fact that one was shared)."""
+    """Two content words, or a named entity, or a scrubbed value (the fact that one was shared); in a
+    list item, one noun is enough: an item may be a bare name ("5. Holocene"), what the list enumerates."""
     content = [t for t in sentence.tokens if t.pos in CONTENT_POS and t.text.lower() not in PHATIC]
+    if sentence.part is not None and any(t.pos in KEYWORD_POS for t in content):
+        return True
     return len(content) >= 2 or any(t.ent for t in sentence.tokens) or bool(PLACEHOLDER.search(sentence.text))
 
 
@@ -346,9 +349,10 @@ CONTINUATION = frozenset(
 )
 
 
-def _starts_list_item(sentence: Sentence, before: Sentence) -> bool:
-    """A list item is a statement of its own, whatever the line before it ends with."""
-    return sentence.part is not None and sentence.line != before.line and sentence.part != before.part
+def _changes_list_place(sentence: Sentence, before: Sentence) -> bool:
+    """A list item is a statement of its own, whatever the line before it ends with; and the line after
+    a list ("These venues have a reputation ...") does not continue its last item."""
+    return sentence.line != before.line and sentence.part != before.part
 
 
 def _numeric_fragment(sentence: Sentence) -> bool:
@@ -381,7 +385,7 @@ def statement_groups(sentences: list[Sentence]) -> list[list[Sentence]]:
             previous_kept
             and groups
             and (first in CONTINUATION or groups[-1][-1].text.endswith(":"))
-            and not _starts_list_item(sentence, groups[-1][-1])
+            and not _changes_list_place(sentence, groups[-1][-1])
         )
         if continues:
             groups[-1].append(sentence)

@@ -2,7 +2,8 @@
 
 Assistants answer with markdown: paragraphs, numbered and bulleted lists, headings, tables. A
 statement taken from a list item keeps where it stood ("item 3 (third) of 5 of 'Hotels near the
-slopes'"), so "the third hotel you suggested" still finds it, and its number and name survive.
+slopes'", the final one "item 5 (fifth, last) of 5 ..."), so "the third hotel you suggested" and "the
+last one" still find it, and its number and name survive.
 
 - :func:`plain` removes markup that carries no words (``**bold**``, ``__x__``, heading ``#``s, table
   rules ``|---|``) and turns table cells into a comma-separated line;
@@ -117,7 +118,10 @@ def label(line: Line) -> str | None:
     """How a statement from this line says where it stood, or None outside a list."""
     if line.item is None:
         return None
-    ordinal = f" ({ORDINALS[line.item - 1]})" if line.item <= len(ORDINALS) else ""
+    words = [ORDINALS[line.item - 1]] if line.item <= len(ORDINALS) else []
+    if line.items is not None and line.item == line.items > 1:
+        words.append("last")  # "the last venue you listed"
+    ordinal = f" ({', '.join(words)})" if words else ""
     where = f" of '{line.lead}'" if line.lead else ""
     return f"item {line.item}{ordinal} of {line.items}{where}"
 

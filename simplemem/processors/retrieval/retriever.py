@@ -45,6 +45,7 @@ from functools import lru_cache, partial
 import numpy as np
 
 from simplemem.processors.ingest.embedding import Embedder
+from simplemem.processors.language.structure import ORDINALS
 from simplemem.processors.language.temporal import anchor_text, find_anchors
 from simplemem.processors.language.text import STOPWORDS, query_terms
 from simplemem.processors.language.tokens import count_tokens
@@ -81,11 +82,13 @@ _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*")
 # question gets k_max memories, one per message, no siblings, each shortened to its matching part, so
 # the budget holds many short mentions, each under its date. Limits: a question that counts without
 # these words ("What's the tally of ...") is a lookup; one that uses them for one thing ("all the way")
-# spends its budget on more mentions than it needs.
+# spends its budget on more mentions than it needs. "first" orders only before an "or" ("Which did I
+# start first, A or B?"; "my first purchase" is a lookup), and "list" only as a verb ("List all ...",
+# "can you list"; "the last venue in the list" is a lookup of one item).
 GATHER_CUES = re.compile(
-    r"\b(how many|how much|how often|how long|number of|in total|total|all (?:the|of|my)|list|every|"
+    r"\b(how many|how much|how often|how long|number of|in total|total|all (?:the|of|my)|every|"
     r"each|which \w+(?: \w+)? (?:first|last|earlier|later|before|after)|in what order|order of|"
-    r"first|compare|since|ago)\b",
+    r"first\b[^?.]*\bor|compare|since|ago)\b|(?:^|[.!?]\s+|\b(?:you|please)\s+)list\b",
     re.I,
 )
 # Questions that ask for the things of a kind someone has or did ("What books has Melanie read?",
@@ -125,6 +128,12 @@ ASSISTANT_RECALL = re.compile(
     re.I,
 )
 FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.I)
+# The place of a listed thing a question names ("the last venue you recommended", "the third hotel",
+# "the 7th item"): a statement taken from a list item carries its place in its label (:func:`label`).
+_PLACE = re.compile(
+    r"\b(?:the|your|that) (?:(\d{1,3})(?:st|nd|rd|th)|(" + "|".join(ORDINALS) + r"|last))\b", re.I
+)
+_LABEL = re.compile(r"^\w+, item (\d+) \(([^)]*)\) of \d+")
 
 
 def asked_role(query: str) -> Role | None:
@@ -132,6 +141,21 @@ def asked_role(query: str) -> Role | None:
     if ASSISTANT_RECALL.search(query):
         return Role.ASSISTANT
     return Role.USER if FIRST_PERSON.search(query.replace("’", "'")) else None
+
+
+def asked_places(query: str) -> frozenset[str]:
+    """The list places a question names, as an item's number or "last"."""
+    places = set()
+    for number, word in _PLACE.findall(query):
+        word = word.lower()
+        places.add(number or ("last" if word == "last" else str(ORDINALS.index(word) + 1)))
+    return frozenset(places)
+
+
+def at_place(text: str, places: frozenset[str]) -> bool:
+    """Whether a statement's list label puts it at one of ``places``."""
+    found = _LABEL.match(text)
+    return found is not None and (found.group(1) in places or ("last" in places and "last" in found.group(2)))
 
 
 # (weight, saturation) per feature: a feature counts fully at its saturation value. Calibrated on
@@ -142,6 +166,9 @@ def asked_role(query: str) -> Role | None:
 # the reach of the selection's boosts (a memory below the head read cannot be lifted: 3 -> 4 took
 # LoCoMo's answer recall from 0.728 to 0.731, temporal 0.766 -> 0.776).
 SELECT_HEAD_FACTOR = 4
+# Added to a statement at the list place a question about the assistant's answer names ("the last
+# venue you recommended"): the items of one list score alike, and only their labels tell them apart.
+PLACE_BOOST = 0.3
 # A message whose other statements are fewer than this is short: they are each other's context and all
 # follow a chosen one, in order. Of a longer one (a list, a plan) only those sharing a question word do.
 SHORT_MESSAGE_STATEMENTS = 6
@@ -309,6 +336,7 @@ class Boosts:
     speaker: float = 0.0
     asked: Role | None = None
     role: float = 0.0
+    places: frozenset[str] = frozenset()
 
     def of(self, unit: MemoryUnit, relevance: float = 1.0) -> float:
         """The bonus of ``unit``; ``relevance`` (its score's share of the head's best) scales the role's."""
@@ -317,10 +345,12 @@ class Boosts:
             bonus += self.speaker
         if self.asked is not None and unit.role == self.asked:
             bonus += self.role * relevance
+        if self.places and at_place(unit.text, self.places):
+            bonus += PLACE_BOOST
         return bonus
 
     def apply(self, ranked: list[tuple[str, float]], units: dict[str, MemoryUnit]) -> list[tuple[str, float]]:
-        if not self.event and not (self.speaker and self.speakers) and not (self.role and self.asked):
+        if not (self.event or (self.speaker and self.speakers) or (self.role and self.asked) or self.places):
             return ranked
         best = max((sc for _, sc in ranked), default=0.0)
         boosted = [
@@ -417,6 +447,7 @@ class Retriever:
             speaker=s.speaker_boost,
             asked=asked,
             role=s.role_boost,
+            places=asked_places(request.query) if asked == Role.ASSISTANT else frozenset(),
         )
         per_message = 1 if gather else s.units_per_message
         chosen = self._select(tenant, ranked, k, known, filters, as_of, replaced, boosts, per_message)
