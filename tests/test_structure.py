@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from simplemem.processors.language.structure import item_marker, label, outline, plain
+from simplemem.processors.language.structure import item_marker, label, labelled_place, outline, plain
 
 ANSWER = """Sure! Here are some hotels you might consider:
 
@@ -54,3 +54,9 @@ def test_a_list_without_a_lead_and_the_marker_of_an_item() -> None:
     assert labels("- alone") == ["item 1 (first) of 1"]
     assert item_marker("12) the twelfth step") == "the twelfth step"
     assert labels("no list here\njust lines") == [None, None]
+
+
+def test_a_statements_label_is_read_back_as_its_place() -> None:
+    lines = outline("Venues:\n- Holocene\n- Revolution Hall")
+    assert [labelled_place(f"assistant, {label(line)}: x") for line in lines[1:]] == [(1, 2), (2, 2)]
+    assert labelled_place("assistant: item 2 is the best") is None

@@ -126,6 +126,16 @@ def label(line: Line) -> str | None:
     return f"item {line.item}{ordinal} of {line.items}{where}"
 
 
+# A statement's text as the decomposer writes it for a list item: its speaker, then :func:`label`.
+_LABELLED = re.compile(r"^\w+, item (\d+) \([^)]*\) of (\d+)")
+
+
+def labelled_place(text: str) -> tuple[int, int] | None:
+    """The (item, items) a statement's :func:`label` gives, or None for a statement outside a list."""
+    found = _LABELLED.match(text)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
 def item_marker(text: str) -> str:
     """The text of an item line without its bullet or number (the label carries the number)."""
     return _ITEM.sub("", text, count=1).removeprefix("| ")

@@ -45,7 +45,7 @@ from functools import lru_cache, partial
 import numpy as np
 
 from simplemem.processors.ingest.embedding import Embedder
-from simplemem.processors.language.structure import ORDINALS
+from simplemem.processors.language.structure import ORDINALS, labelled_place
 from simplemem.processors.language.temporal import anchor_text, find_anchors
 from simplemem.processors.language.text import STOPWORDS, query_terms
 from simplemem.processors.language.tokens import count_tokens
@@ -133,7 +133,6 @@ FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.I)
 _PLACE = re.compile(
     r"\b(?:the|your|that) (?:(\d{1,3})(?:st|nd|rd|th)|(" + "|".join(ORDINALS) + r"|last))\b", re.I
 )
-_LABEL = re.compile(r"^\w+, item (\d+) \(([^)]*)\) of \d+")
 
 
 def asked_role(query: str) -> Role | None:
@@ -154,8 +153,11 @@ def asked_places(query: str) -> frozenset[str]:
 
 def at_place(text: str, places: frozenset[str]) -> bool:
     """Whether a statement's list label puts it at one of ``places``."""
-    found = _LABEL.match(text)
-    return found is not None and (found.group(1) in places or ("last" in places and "last" in found.group(2)))
+    place = labelled_place(text)
+    if place is None:
+        return False
+    item, items = place
+    return str(item) in places or ("last" in places and item == items > 1)
 
 
 # (weight, saturation) per feature: a feature counts fully at its saturation value. Calibrated on
