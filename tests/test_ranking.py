@@ -248,6 +248,8 @@ def test_the_list_place_a_question_about_an_answer_names_is_lifted() -> None:
         ("Remind me of the last venue you recommended", "last"),
         ("What was the second venue you suggested?", "second"),
         ("Which was the 3rd one you listed?", "last"),
+        ("What was item 2 on that list again?", "second"),
+        ("Remind me what #1 was", "first"),
     ]:
         places = asked_places(question)
         assert Boosts(places=places).apply(ranked, units)[0][0] == top, question

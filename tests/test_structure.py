@@ -60,3 +60,6 @@ def test_a_statements_label_is_read_back_as_its_place() -> None:
     lines = outline("Venues:\n- Holocene\n- Revolution Hall")
     assert [labelled_place(f"assistant, {label(line)}: x") for line in lines[1:]] == [(1, 2), (2, 2)]
     assert labelled_place("assistant: item 2 is the best") is None
+    long_list = outline("Books:\n" + "\n".join(f"- Book {n}" for n in range(1, 24)))
+    labels = [labelled_place(f"assistant, {label(line)}: x") for line in long_list[1:]]
+    assert labels == [(n, 23) for n in range(1, 24)]  # "item 13 of 23" has no ordinal word

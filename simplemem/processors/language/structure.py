@@ -127,7 +127,8 @@ def label(line: Line) -> str | None:
 
 
 # A statement's text as the decomposer writes it for a list item: its speaker, then :func:`label`.
-_LABELLED = re.compile(r"^\w+, item (\d+) \([^)]*\) of (\d+)")
+# An item past the twelfth has no ordinal word: no parentheses, unless it is the last.
+_LABELLED = re.compile(r"^\w+, item (\d+)(?: \([^)]*\))? of (\d+)")
 
 
 def labelled_place(text: str) -> tuple[int, int] | None:

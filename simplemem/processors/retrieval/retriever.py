@@ -131,7 +131,9 @@ FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.I)
 # The place of a listed thing a question names ("the last venue you recommended", "the third hotel",
 # "the 7th item"): a statement taken from a list item carries its place in its label (:func:`label`).
 _PLACE = re.compile(
-    r"\b(?:the|your|that) (?:(\d{1,3})(?:st|nd|rd|th)|(" + "|".join(ORDINALS) + r"|last))\b", re.I
+    r"\b(?:the|your|that) (?:(\d{1,3})(?:st|nd|rd|th)|(" + "|".join(ORDINALS) + r"|last))\b"
+    r"|(?:\b(?:item|number) |#)(\d{1,3})\b",  # "item 7 of that list", "what was #3 again"
+    re.I,
 )
 
 
@@ -145,9 +147,9 @@ def asked_role(query: str) -> Role | None:
 def asked_places(query: str) -> frozenset[str]:
     """The list places a question names, as an item's number or "last"."""
     places = set()
-    for number, word in _PLACE.findall(query):
+    for number, word, numbered in _PLACE.findall(query):
         word = word.lower()
-        places.add(number or ("last" if word == "last" else str(ORDINALS.index(word) + 1)))
+        places.add(number or numbered or ("last" if word == "last" else str(ORDINALS.index(word) + 1)))
     return frozenset(places)
 
 
