@@ -90,6 +90,39 @@ def test_a_list_of_bare_names_keeps_every_name_and_its_place(nlp: Any, scrubber:
     assert "assistant: These venues have a reputation for hosting indie shows." in texts
 
 
+def test_a_line_that_only_introduces_a_list_is_no_memory_of_its_own(nlp: Any, scrubber: Any) -> None:
+    """A long answer's lead line ("Here are some venues...:") is quoted whole by its items' labels: it
+    is no statement of its own. A lead too long for the label (cut with "…") stays one, and so does
+    the lead of a message embedded sentence by sentence, whose own vector may be what finds it."""
+    from simplemem.processors.ingest.analysis import NlpPreparer
+    from simplemem.processors.ingest.decompose import OfflineDecomposer
+    from simplemem.schemas.window import Window
+
+    def statements(text: str, by_head: bool = True) -> list[str]:
+        [message] = NlpPreparer(nlp, scrubber, long_answer_chars=100).prepare(
+            [chat_event("a1", "assistant", text)]
+        )
+        message.embedding = [1.0]
+        if not by_head:
+            message.sentences[0].embedding = [1.0]
+        window = Window(tenant_id="t", session_id="s", messages=[message])
+        return [d.unit.text for d in OfflineDecomposer().decompose(window).units]
+
+    venues = "\n\n1. Mississippi Studios\n2. Holocene\n3. Revolution Hall"
+    short = statements("Here are some popular venues in Portland for indie shows:" + venues)
+    assert not any(t.endswith("for indie shows:") for t in short)
+    assert (
+        "assistant, item 2 (second) of 3 of 'Here are some popular venues in Portland for indie shows': Holocene"
+        in short
+    )
+    cut = "Here are some of the most popular venues in Portland, Oregon for seeing indie music shows:"
+    assert any(t.endswith("indie music shows:") for t in statements(cut + venues))
+    by_sentence = statements(
+        "Here are some popular venues in Portland for indie shows:" + venues, by_head=False
+    )
+    assert any(t.endswith("for indie shows:") for t in by_sentence)
+
+
 def test_every_tag_is_one_spacys_tagger_gives(nlp: Any) -> None:
     """Pattern writes a few tags spaCy has not ("#", "£", ambiguous "NN|JJ"): they are mapped onto its."""
     from simplemem.processors.language.lexicon_tags import SPACY_TAGS

@@ -194,7 +194,7 @@ class OfflineDecomposer:
                 result.units.append(code_draft(self._code_unit(message, code), message))
                 count += 1
             statements = []
-            for group in statement_groups(message.sentences):
+            for group in _without_carried_leads(message, statement_groups(message.sentences)):
                 mentioned = [m.name for s in group for m in numbers[id(s)][1] if m.listed]
                 refer = _Referents(people, {message.speaker, addressee or ""})
                 statements.append(
@@ -297,14 +297,38 @@ def code_draft(unit: MemoryUnit, message: AnalyzedMessage) -> DraftUnit:
 def _one_vector_per_answer(message: AnalyzedMessage, statements: list[DraftUnit]) -> list[DraftUnit]:
     """A message embedded once by its head (a long answer: ``analysis.answer_head``) has that vector
     on its first statement; the others are searched by their words."""
-    embedded_by_head = bool(message.embedding) and not any(s.embedding for s in message.sentences)
-    if not embedded_by_head or not statements:
+    if not _embedded_by_head(message) or not statements:
         return statements
     first, rest = statements[0], statements[1:]
     return [
         DraftUnit(first.unit, list(message.embedding)),
         *(DraftUnit(d.unit.model_copy(update={"has_vector": False})) for d in rest),
     ]
+
+
+def _embedded_by_head(message: AnalyzedMessage) -> bool:
+    """A long answer: one vector for the message (``analysis.answer_head``), none per sentence."""
+    return bool(message.embedding) and not any(s.embedding for s in message.sentences)
+
+
+def _without_carried_leads(message: AnalyzedMessage, groups: list[list[Sentence]]) -> list[list[Sentence]]:
+    """A long answer's statements but the lines that only introduce a list ("Here are some hotels in
+    Aspen:") whose items carry them whole in their labels ("item 2 of 3 of 'Here are some hotels in
+    Aspen'"): 8.6% of the LongMemEval units were such lines, each a memory of its own, mostly words
+    of no use alone ("Other Recommendations:"). The lead stays in the message's text (the context) and
+    in its vector, which is of the message's head."""
+    if not _embedded_by_head(message):
+        return groups
+    following = dict(zip(map(id, message.sentences), message.sentences[1:], strict=False))
+    return [g for g in groups if not (len(g) == 1 and _lead_carried(g[0], following.get(id(g[0]))))]
+
+
+def _lead_carried(sentence: Sentence, following: Sentence | None) -> bool:
+    """Whether ``sentence`` only introduces the list ``following`` opens, whose label quotes it whole."""
+    if sentence.part is not None or following is None or following.part is None:
+        return False
+    lead = sentence.text.strip()
+    return lead.endswith(":") and following.part.endswith(f" of '{lead.rstrip(':').strip()}'")
 
 
 ReferentAt = Callable[[str, int], str | None]
