@@ -123,6 +123,39 @@ def test_a_line_that_only_introduces_a_list_is_no_memory_of_its_own(nlp: Any, sc
     assert any(t.endswith("for indie shows:") for t in by_sentence)
 
 
+def test_a_list_item_of_a_long_answer_is_one_statement(nlp: Any, scrubber: Any) -> None:
+    """The sentences of one item of a long answer are one statement under the item's label (up to
+    ITEM_STATEMENT_CHARS); a message embedded sentence by sentence keeps a statement per sentence."""
+    from simplemem.processors.ingest.analysis import NlpPreparer
+    from simplemem.processors.ingest.decompose import ITEM_STATEMENT_CHARS, OfflineDecomposer
+    from simplemem.schemas.window import Window
+
+    def statements(text: str, by_head: bool = True) -> list[str]:
+        [message] = NlpPreparer(nlp, scrubber, long_answer_chars=100).prepare(
+            [chat_event("a1", "assistant", text)]
+        )
+        message.embedding = [1.0]
+        if not by_head:
+            message.sentences[0].embedding = [1.0]
+        window = Window(tenant_id="t", session_id="s", messages=[message])
+        return [d.unit.text for d in OfflineDecomposer().decompose(window).units]
+
+    hotels = (
+        "Hotels near the slopes:\n\n1. The Little Nell is a luxury hotel at the gondola. Its spa has a heated pool."
+        "\n2. Limelight Hotel offers ski storage. Breakfast is included in every rate."
+    )
+    joined = statements(hotels)
+    second = [t for t in joined if t.startswith("assistant, item 2 (second, last) of 2")]
+    assert len(second) == 1 and "ski storage" in second[0] and "Breakfast" in second[0]
+    assert len([t for t in statements(hotels, by_head=False) if "item 2 (second, last)" in t]) == 2
+    long_item = "Tips:\n\n1. " + " ".join(
+        f"Step {n} takes about ten minutes of careful work." for n in range(12)
+    )
+    long_item += "\n2. Rest."
+    assert len(long_item) > ITEM_STATEMENT_CHARS
+    assert len([t for t in statements(long_item) if "item 1 (first)" in t]) > 1
+
+
 def test_every_tag_is_one_spacys_tagger_gives(nlp: Any) -> None:
     """Pattern writes a few tags spaCy has not ("#", "£", ambiguous "NN|JJ"): they are mapped onto its."""
     from simplemem.processors.language.lexicon_tags import SPACY_TAGS
