@@ -125,7 +125,8 @@ def test_a_line_that_only_introduces_a_list_is_no_memory_of_its_own(nlp: Any, sc
 
 def test_a_list_item_of_a_long_answer_is_one_statement(nlp: Any, scrubber: Any) -> None:
     """The sentences of one item of a long answer are one statement under the item's label (up to
-    ITEM_STATEMENT_CHARS); a message embedded sentence by sentence keeps a statement per sentence."""
+    ITEM_STATEMENT_CHARS), and so are a paragraph's short ones; a message embedded sentence by
+    sentence keeps a statement per sentence."""
     from simplemem.processors.ingest.analysis import NlpPreparer
     from simplemem.processors.ingest.decompose import ITEM_STATEMENT_CHARS, OfflineDecomposer
     from simplemem.schemas.window import Window
@@ -154,6 +155,12 @@ def test_a_list_item_of_a_long_answer_is_one_statement(nlp: Any, scrubber: Any) 
     long_item += "\n2. Rest."
     assert len(long_item) > ITEM_STATEMENT_CHARS
     assert len([t for t in statements(long_item) if "item 1 (first)" in t]) > 1
+    paragraph = "The museum opens at nine. Tickets cost twelve euros.\n\n" + " ".join(
+        f"Booking ahead is wise for groups of {n} people." for n in range(3, 11)
+    )
+    prose = statements(paragraph)
+    assert any("opens at nine" in t and "twelve euros" in t for t in prose)
+    assert len([t for t in prose if "Booking ahead" in t]) > 1  # past PARAGRAPH_STATEMENT_CHARS
 
 
 def test_every_tag_is_one_spacys_tagger_gives(nlp: Any) -> None:

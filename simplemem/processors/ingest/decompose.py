@@ -194,7 +194,7 @@ class OfflineDecomposer:
                 result.units.append(code_draft(self._code_unit(message, code), message))
                 count += 1
             statements = []
-            groups = statement_groups(message.sentences, join_items=_embedded_by_head(message))
+            groups = statement_groups(message.sentences, by_place=_embedded_by_head(message))
             for group in _without_carried_leads(message, groups):
                 mentioned = [m.name for s in group for m in numbers[id(s)][1] if m.listed]
                 refer = _Referents(people, {message.speaker, addressee or ""})
@@ -392,29 +392,32 @@ def _numeric_fragment(sentence: Sentence) -> bool:
 # A long answer's list item is one statement up to this many characters (its sentences): what the
 # assistant enumerated is recalled by item ("the second hotel"), and one memory an item was 208,432
 # units for 228,368 on the 60 LongMemEval histories (x4.6 -> x4.5 on disk), retrieval as before.
-# Not for paragraphs: a statement per sentence there, since one per paragraph (186,717 units, x4.3)
-# crowded a user's statement out of a context (answer words 0.693 -> 0.673).
+# A paragraph's sentences join up to a shorter length: up to 400 characters (186,717 units, x4.3)
+# the longer statements crowded a user's statement out of a context (answer words 0.693 -> 0.673);
+# up to 200, 200,383 units (x4.4) and answer words 0.691.
 ITEM_STATEMENT_CHARS = 400
+PARAGRAPH_STATEMENT_CHARS = 200
 
 
-def _same_item(sentence: Sentence, group: list[Sentence]) -> bool:
-    """Whether ``sentence`` goes on the list item ``group`` is (room left for it)."""
+def _same_place(sentence: Sentence, group: list[Sentence]) -> bool:
+    """Whether ``sentence`` goes on the statement ``group`` of a long answer: the same list item, or
+    the same paragraph, with room left for it."""
     last = group[-1]
-    return (
-        sentence.part is not None
-        and sentence.part == last.part
-        and sum(len(s.text) for s in group) + len(sentence.text) <= ITEM_STATEMENT_CHARS
-    )
+    size = sum(len(s.text) for s in group) + len(sentence.text)
+    if sentence.part is None:
+        return last.part is None and sentence.line == last.line and size <= PARAGRAPH_STATEMENT_CHARS
+    return sentence.part == last.part and size <= ITEM_STATEMENT_CHARS
 
 
-def statement_groups(sentences: list[Sentence], join_items: bool = False) -> list[list[Sentence]]:
+def statement_groups(sentences: list[Sentence], by_place: bool = False) -> list[list[Sentence]]:
     """Informative sentences, each with the ones that continue it ("It stands for love...").
 
     A sentence that opens with an anaphoric or connective word, or follows one ending in a colon,
     belongs to the statement before it: alone it would not be self-contained. A verbless fragment
     with a number that is no statement on its own ("2:04:37. no knee pain, walked the water
-    stations") opens the statement that follows it in the message. With ``join_items`` (a long
-    answer) the sentences of one list item are one statement, up to :data:`ITEM_STATEMENT_CHARS`.
+    stations") opens the statement that follows it in the message. With ``by_place`` (a long
+    answer) the sentences of one list item are one statement, up to :data:`ITEM_STATEMENT_CHARS`, and
+    those of one paragraph up to :data:`PARAGRAPH_STATEMENT_CHARS`.
     """
     groups: list[list[Sentence]] = []
     previous_kept = False
@@ -431,7 +434,7 @@ def statement_groups(sentences: list[Sentence], join_items: bool = False) -> lis
                 (first in CONTINUATION or before[-1].text.endswith(":"))
                 and not _changes_list_place(sentence, before[-1])
             )
-            or (join_items and _same_item(sentence, before))
+            or (by_place and _same_place(sentence, before))
         )
         if continues:
             groups[-1].append(sentence)
