@@ -31,3 +31,11 @@ def test_single_code_like_line_stays_prose() -> None:
 def test_two_fenced_blocks() -> None:
     text = "a\n```\nx = 1\n```\nb\n```sql\nSELECT 1;\n```"
     assert len(split_code(text).code_blocks) == 2
+
+
+def test_an_indented_sub_list_is_prose_and_indented_code_is_not() -> None:
+    """Tab-indented bullets under an item are the item's, not code; indented statements still are."""
+    nested = "Ingredients:\n1. Chicken:\n\t+ 1 lb chicken breast, diced\n\t+ 2 tablespoons oil\n2. Rice"
+    assert split_code(nested).code_blocks == []
+    indented = "Try this:\n    total = price * 0.9\n    print(total)\nThen run it."
+    assert split_code(indented).code_blocks == ["    total = price * 0.9\n    print(total)"]

@@ -333,6 +333,28 @@ def test_ordinary_sentence_ends_still_split(nlp) -> None:  # type: ignore[no-unt
     assert sentences == ["I live in Porto.", "My sister lives there too!", "Nice, right?"]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "It has a long battery life. ($30-$50)\nIt is light. (about 25 g) Runners like it.",
+            ["It has a long battery life. ($30-$50)", "It is light. (about 25 g)", "Runners like it."],
+        ),
+        (
+            "Done. (This aside goes on and on with many words, far more than a price, a size, a weight or a short note would ever need in a list.) Bye.",
+            [
+                "Done.",
+                "(This aside goes on and on with many words, far more than a price, a size, a weight or a short note would ever need in a list.)",
+                "Bye.",
+            ],
+        ),
+    ],
+)
+def test_a_parenthesis_after_a_sentence_stays_with_it(nlp, text: str, expected: list[str]) -> None:  # type: ignore[no-untyped-def]
+    """The sentencizer left "(" on the sentence and cut the aside from it: a price lost or moved."""
+    assert [s.text for s in doc_sentences(nlp(text))] == expected
+
+
 def test_a_place_the_ner_model_calls_a_person_is_no_referent(nlp) -> None:  # type: ignore[no-untyped-def]
     """The small model tags "Rotterdam" as a person after "in": a name after "in", "at", "the"...
     is not taken as the referent of "she"."""
@@ -347,6 +369,20 @@ def test_a_number_fragment_opens_the_statement_after_it(nlp) -> None:  # type: i
     """ "2:04:37." alone is no statement; dropped, the race time would be lost."""
     found = texts(nlp, [("Sam", "2:04:37. no knee pain, walked the water stations like the physio said.")])
     assert any("2:04:37. no knee pain, walked the water stations" in t for t in found), found
+
+
+def test_a_number_fragment_never_opens_another_list_items_statement(nlp) -> None:  # type: ignore[no-untyped-def]
+    found = texts(
+        nlp,
+        [
+            (
+                "Bot",
+                "Ukuleles:\n- Kala KA-C, a concert ukulele.\n- $70-$100.\n- Fender Montecito, a tenor one.",
+            )
+        ],
+    )
+    third = [t for t in found if "Fender" in t]
+    assert third and not any("$70" in t for t in third), found
 
 
 ASKED_FOR_RECIPES = [

@@ -155,6 +155,10 @@ def test_a_list_item_of_a_long_answer_is_one_statement(nlp: Any, scrubber: Any) 
     long_item += "\n2. Rest."
     assert len(long_item) > ITEM_STATEMENT_CHARS
     assert len([t for t in statements(long_item) if "item 1 (first)" in t]) > 1
+    nested = statements(
+        "Ingredients:\n\n1. Chicken:\n\t+ 1 lb chicken breast, diced\n\t+ 2 tablespoons oil\n2. Rice"
+    )
+    assert any(t.endswith(": 2 tablespoons oil") for t in nested), nested  # a sub-list is no code block
     paragraph = "The museum opens at nine. Tickets cost twelve euros.\n\n" + " ".join(
         f"Booking ahead is wise for groups of {n} people." for n in range(3, 11)
     )

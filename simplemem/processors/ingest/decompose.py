@@ -257,7 +257,7 @@ class OfflineDecomposer:
         persons = _unique([message.speaker, *used_names, *own_people])
         where = group[-1].part
         if where is not None:  # "assistant, item 3 (third) of 5 of 'Hotels near the slopes': ..."
-            text = f"{message.speaker}, {where}: {item_marker(text)}"
+            text = f"{message.speaker}, {where}: {' '.join(item_marker(p) for p in parts)}"
         elif not any(p in text for p in persons) or (
             message.speaker not in text and FIRST_PLURAL.search(text)
         ):
@@ -439,7 +439,8 @@ def statement_groups(sentences: list[Sentence], by_place: bool = False) -> list[
         if continues:
             groups[-1].append(sentence)
         else:
-            groups.append([fragment, sentence] if fragment is not None else [sentence])
+            opens = fragment is not None and not _changes_list_place(sentence, fragment)
+            groups.append([fragment, sentence] if fragment is not None and opens else [sentence])
         previous_kept, fragment = True, None
     return groups
 

@@ -119,6 +119,47 @@ def bracketed_asides(doc: Doc) -> Doc:
     return doc
 
 
+# The tokens a parenthesis after a finished sentence may hold and still belong to it ("($30-$50)",
+# "(about 20 minutes)"); a longer one is a sentence of its own.
+MAX_TRAILING_ASIDE_TOKENS = 24
+
+
+@Language.component("trailing_parentheses")
+def trailing_parentheses(doc: Doc) -> Doc:
+    """A parenthesis after a finished sentence ("... a long battery life. ($30-$50)") belongs to that
+    sentence. The rule-based sentencizer left the "(" on it and started a sentence inside: on the 60
+    LongMemEval histories 654 statements ended in "(", their price or size lost as a verbless fragment
+    or given to the next list item. What follows the ")" on the line starts a sentence; a longer
+    aside is a sentence of its own, its "(" with it."""
+    if "(" not in doc_text(doc):
+        return doc
+    for i, token in enumerate(doc):
+        if token.text != "(" or i == 0 or doc[i - 1].text[-1] not in SENTENCE_END:
+            continue
+        close = _closing_parenthesis(doc, i)
+        if close is None:  # a long aside is a sentence of its own, its "(" with it
+            if i + 1 < len(doc) and not doc[i + 1].is_space:
+                token.is_sent_start, doc[i + 1].is_sent_start = True, False
+            continue
+        for inside in doc[i + 1 : close + 1]:
+            inside.is_sent_start = False
+        after = doc[close + 1] if close + 1 < len(doc) else None
+        if after is not None and not (after.is_space or after.is_punct):
+            after.is_sent_start = True
+    return doc
+
+
+def _closing_parenthesis(doc: Doc, opening: int) -> int | None:
+    """The index of the ")" closing the "(" at ``opening`` on its line, near enough, or None."""
+    for j in range(opening + 1, min(len(doc), opening + 2 + MAX_TRAILING_ASIDE_TOKENS)):
+        text = doc[j].text
+        if text == ")":
+            return j
+        if "\n" in text or text == "(":
+            return None
+    return None
+
+
 # A letter, a period, spaces, then a character that is not an ASCII capital: where the candidates
 # below can be (a text without one is not read token by token).
 _PERIOD_BEFORE_LOWER = re.compile(r"[^\W\d_]\.[^\S\n]*(?![A-Z])[^\W_]")
@@ -185,8 +226,9 @@ def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
     if "sentencizer" not in nlp.pipe_names:
         nlp.add_pipe("sentencizer", first=True)
     nlp.add_pipe("bracketed_asides", after="sentencizer")
+    nlp.add_pipe("trailing_parentheses", after="bracketed_asides")
     if "senter" in dict(nlp.components):
-        nlp.add_pipe("abbreviation_periods", after="bracketed_asides")
+        nlp.add_pipe("abbreviation_periods", after="trailing_parentheses")
     nlp.add_pipe("line_starts")  # last: no later rule joins two lines again
     return nlp
 
