@@ -63,3 +63,11 @@ def test_a_statements_label_is_read_back_as_its_place() -> None:
     long_list = outline("Books:\n" + "\n".join(f"- Book {n}" for n in range(1, 24)))
     labels = [labelled_place(f"assistant, {label(line)}: x") for line in long_list[1:]]
     assert labels == [(n, 23) for n in range(1, 24)]  # "item 13 of 23" has no ordinal word
+
+
+def test_a_deeper_indented_item_belongs_to_the_item_above_it() -> None:
+    text = "Options:\n1. Online platforms:\n   - Meetup\n\t- Eventbrite\n2. Local groups\n3. Classes"
+    places = [(line.item, line.items) for line in outline(text)]
+    assert places == [(None, None), (1, 3), (1, 3), (1, 3), (2, 3), (3, 3)]
+    flat = "Options:\n  - Meetup\n  - Eventbrite"  # a list indented as a whole is still a list
+    assert [(line.item, line.items) for line in outline(flat)][1:] == [(1, 2), (2, 2)]

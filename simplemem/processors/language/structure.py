@@ -75,41 +75,51 @@ def _lead_of(line: str) -> str | None:
 
 
 def outline(text: str) -> list[Line]:
-    """Each line of ``text`` with its place in a list, if it is an item."""
+    """Each line of ``text`` with its place in a list, if it is an item. An item indented deeper than
+    its list's first is part of the item above it ("2. Local groups:" then "   - Meetup"), as its
+    other indented lines are: "the second option" is the second of the outer list."""
     spans, pos = [], 0
     for raw in text.split("\n"):
         spans.append((pos, pos + len(raw), raw))
         pos += len(raw) + 1
     lines: list[Line] = []
-    run: list[int] = []  # indexes in ``lines`` of the current list's items
+    run: list[int] = []  # indexes in ``lines`` of the current list's lines
+    starts: list[int] = []  # those that start one of its items
     lead: str | None = None
     last_prose: str | None = None
+    base = 0  # the indentation of the list's first item
     for start, end, raw in spans:
         if not raw.strip():
             lines.append(Line(start, end))
             continue
-        if _is_item(raw):
+        if _is_item(raw) and not (run and _indent(raw) > base):
             if not run:
                 lead = _lead_of(last_prose) if last_prose and last_prose.rstrip().endswith(":") else None
+                base = _indent(raw)
+            starts.append(len(lines))
             run.append(len(lines))
             lines.append(Line(start, end))
             continue
-        if raw[:1].isspace() and run:  # an indented continuation of the item
+        if raw[:1].isspace() and run:  # an indented continuation, or sub-item, of the item
             run.append(len(lines))
             lines.append(Line(start, end))
             continue
-        _number(lines, run, lead, spans)
-        run, last_prose = [], raw
+        _number(lines, run, starts, lead)
+        run, starts, last_prose = [], [], raw
         lines.append(Line(start, end))
-    _number(lines, run, lead, spans)
+    _number(lines, run, starts, lead)
     return lines
 
 
-def _number(lines: list[Line], run: list[int], lead: str | None, spans: list[tuple[int, int, str]]) -> None:
-    """Give the items of a finished list their numbers (continuation lines take their item's)."""
-    starts = [i for i in run if _is_item(spans[i][2])]
+def _indent(line: str) -> int:
+    expanded = line.expandtabs(4)
+    return len(expanded) - len(expanded.lstrip())
+
+
+def _number(lines: list[Line], run: list[int], starts: list[int], lead: str | None) -> None:
+    """Give the items of a finished list their numbers (their other lines take their item's)."""
     for n, first in enumerate(starts, 1):
-        nxt = starts[n] if n < len(starts) else (run[-1] + 1 if run else first + 1)
+        nxt = starts[n] if n < len(starts) else run[-1] + 1
         for i in [j for j in run if first <= j < nxt]:
             lines[i] = Line(lines[i].start, lines[i].end, n, len(starts), lead)
 
