@@ -170,6 +170,23 @@ def test_a_list_item_of_a_long_answer_is_one_statement(nlp: Any, scrubber: Any) 
     assert len([t for t in prose if "Booking ahead" in t]) > 1  # past PARAGRAPH_STATEMENT_CHARS
 
 
+def test_a_verb_agrees_with_you_only_where_you_is_its_subject(nlp: Any, scrubber: Any) -> None:
+    """In a long answer (tagged by the lexicon) the verb after "help you", "let you" or "Could you"
+    is a bare infinitive: "you" becomes the user's name, the verb stays as it is."""
+    from simplemem.processors.ingest.analysis import NlpPreparer
+    from simplemem.processors.ingest.decompose import rewrite_pronouns
+
+    said = {
+        "This app can help you organize your week.": "This app can help User organize User's week.",
+        "These apps let you track your reading.": "These apps let User track User's reading.",
+        "Could you please tell me more.": "Could User please tell Assistant more.",
+    }
+    preparer = NlpPreparer(nlp, scrubber, long_answer_chars=100)
+    [message] = preparer.prepare([chat_event("a1", "assistant", "\n".join(said))])
+    rewritten = [rewrite_pronouns(s.tokens, s.text, "Assistant", "User")[0] for s in message.sentences]
+    assert rewritten == list(said.values())
+
+
 def test_every_tag_is_one_spacys_tagger_gives(nlp: Any) -> None:
     """Pattern writes a few tags spaCy has not ("#", "£", ambiguous "NN|JJ"): they are mapped onto its."""
     from simplemem.processors.language.lexicon_tags import SPACY_TAGS

@@ -522,6 +522,12 @@ def _spelled_out(clitic: str, following: Token | None) -> str:
     return CONTRACTIONS[clitic]
 
 
+# Verbs whose object is followed by a bare infinitive ("help you organize", "let you know").
+OBJECT_THEN_BARE_VERB = frozenset(
+    "help helps helped helping let lets letting make makes made making watch watches hear hears".split()
+)
+
+
 def rewrite_pronouns(
     tokens: list[Token],
     text: str,
@@ -553,7 +559,14 @@ def rewrite_pronouns(
                 replacement = f"{speaker}'s"
             elif addressee and not generic_you and low in SECOND_PERSON:
                 nxt = tokens[i + 1][3] if i + 1 < len(tokens) else ""
-                replacement, subject = addressee, nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)
+                # after "help", "let"... or a modal, "you" is no subject the next verb agrees with
+                # ("can help you organize", "Could you please tell"): nothing to conjugate then
+                before = tokens[i - 1] if i else None
+                subject = nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)
+                bare_verb_next = before is not None and (
+                    before[3] == "MD" or before[0].lower() in OBJECT_THEN_BARE_VERB
+                )
+                replacement, subject = addressee, subject and not bare_verb_next
             elif addressee and not generic_you and low in SECOND_POSSESSIVE:
                 replacement = f"{addressee}'s"
             elif gender and referent is not None:
