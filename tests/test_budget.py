@@ -100,3 +100,21 @@ def test_the_budget_is_filled_and_held_when_lines_render_longer_than_counted() -
 
     shown = fit(ranked, "where did the user go", budget, noted)
     assert COUNT(noted(shown)) <= 200 < COUNT(noted(shown + ranked[len(shown) : len(shown) + 1]))
+
+
+def test_a_lists_lead_is_written_once_and_its_items_in_order() -> None:
+    """Statements of one list (one message, one time) are shown item by item, the list's lead only
+    on the first: in the budget too, so more of them fit than their full labels would allow."""
+    lead = "assistant, item {n} ({o}) of 3 of 'Here are some popular venues in Portland for indie shows': {v}"
+    venues = [(3, "third, last", "Revolution Hall"), (1, "first", "Holocene"), (2, "second", "Doug Fir")]
+    units = [unit(f"v{n}", lead.format(n=n, o=o, v=v)) for n, o, v in venues]
+    context = render(units).splitlines()
+    assert context[1].endswith("indie shows': Holocene")
+    assert context[2:] == [
+        "assistant, item 2 (second) of 3: Doug Fir",
+        "assistant, item 3 (third, last) of 3: Revolution Hall",
+    ]
+    full = COUNT(render(units[:1])) + sum(COUNT(u.text) for u in units[1:])
+    budget = Budget(total=COUNT(render(units)), per_unit=60, count=COUNT)
+    assert COUNT(render(units)) < full
+    assert len(fit(units, "venues", budget, render)) == 3

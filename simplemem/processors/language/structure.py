@@ -147,6 +147,29 @@ def labelled_place(text: str) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
+# A list statement's label naming its list: "assistant, item 3 (third) of 5 of 'Hotels near the
+# slopes': ..." (the lead is quoted; an apostrophe inside it is never followed by ": ").
+_WITH_LEAD = re.compile(
+    r"^(?P<head>\w+, item (?P<item>\d+)(?: \([^)]*\))? of (?P<items>\d+)) of '(?P<lead>.+?)': "
+)
+
+
+def list_of(text: str) -> tuple[str, int] | None:
+    """The list a statement's label names (its speaker, size and lead) and its item there, or None."""
+    found = _WITH_LEAD.match(text)
+    if found is None:
+        return None
+    speaker = text.split(",", 1)[0]
+    return f"{speaker}\x00{found['items']}\x00{found['lead']}", int(found["item"])
+
+
+def without_lead(text: str) -> str:
+    """A list statement without its list's lead ("assistant, item 4 (fourth) of 5: ..."): how it
+    reads under another statement of the same list, which names it."""
+    found = _WITH_LEAD.match(text)
+    return text if found is None else f"{found['head']}: {text[found.end() :]}"
+
+
 def item_marker(text: str) -> str:
     """The text of an item line without its bullet or number (the label carries the number)."""
     return _ITEM.sub("", text, count=1).removeprefix("| ")

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from simplemem.processors.language.structure import list_of, without_lead
 from simplemem.processors.language.text import query_terms
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
@@ -97,15 +98,19 @@ def fit(
     string, the lowest-ranked leaving until it fits."""
     chosen: list[MemoryUnit] = []
     days: set[str] = set()
+    lists: set[str] = set()  # a list's lead is written once (``build_context``)
     used = 0
     for unit in ranked:
         shown = unit.model_copy(update={"text": shown_text(unit, query, budget)})
         day = unit.stated_at[:10]
+        place = list_of(shown.text)
+        line = without_lead(shown.text) if place is not None and place[0] in lists else shown.text
         # a line's end merges with its last token (".\n" is one), a header's with its bracket
-        cost = budget.count(shown.text) + (0 if day in days else budget.count(f"[{day}]\n"))
+        cost = budget.count(line) + (0 if day in days else budget.count(f"[{day}]\n"))
         if used + cost <= budget.total:
             chosen.append(shown)
             days.add(day)
+            lists.update([place[0]] if place is not None else [])
             used += cost
         elif not chosen and unit.kind == MemoryKind.CODE:
             cut = _cut_code(unit.text, budget.total - budget.count(render([])) - 16, budget.count)

@@ -45,7 +45,7 @@ from functools import lru_cache, partial
 import numpy as np
 
 from simplemem.processors.ingest.embedding import Embedder
-from simplemem.processors.language.structure import ORDINALS, labelled_place
+from simplemem.processors.language.structure import ORDINALS, labelled_place, list_of, without_lead
 from simplemem.processors.language.temporal import anchor_text, find_anchors
 from simplemem.processors.language.text import STOPWORDS, query_terms
 from simplemem.processors.language.tokens import count_tokens
@@ -258,13 +258,26 @@ def build_context(units: list[MemoryUnit], notes: dict[str, str] | None = None) 
     """
     lines: list[str] = []
     day = None
-    for unit in sorted(units, key=lambda u: (u.stated_at, u.id)):
+    named: set[str] = set()  # the lists whose lead a line above names
+    for unit in sorted(units, key=reading_order):
         if unit.stated_at[:10] != day:
             day = unit.stated_at[:10]
             lines.append(f"[{day}]")
+        line = context_line(unit)
+        place = list_of(unit.text)
+        if place is not None:
+            line = without_lead(line) if place[0] in named else line
+            named.add(place[0])
         note = (notes or {}).get(unit.id)
-        lines.append(f"{context_line(unit)} {note}" if note else context_line(unit))
+        lines.append(f"{line} {note}" if note else line)
     return "\n".join(lines)
+
+
+def reading_order(unit: MemoryUnit) -> tuple[str, str, int, str]:
+    """Time order; a message's statements (one time) with each list's items together, in order, so
+    that a list's lead is written once, on its first item shown (a long lead is a tenth of a line)."""
+    place = list_of(unit.text)
+    return (unit.stated_at, place[0] if place else "", place[1] if place else 0, unit.id)
 
 
 def update_notes(chosen: list[MemoryUnit], replaced: dict[str, MemoryUnit]) -> dict[str, str]:
