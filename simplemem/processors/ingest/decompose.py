@@ -315,8 +315,8 @@ def _embedded_by_head(message: AnalyzedMessage) -> bool:
 def _without_carried_leads(message: AnalyzedMessage, groups: list[list[Sentence]]) -> list[list[Sentence]]:
     """A long answer's statements but the lines that only introduce a list ("Here are some hotels in
     Aspen:") whose items carry them whole in their labels ("item 2 of 3 of 'Here are some hotels in
-    Aspen'"): 8.6% of the LongMemEval units were such lines, each a memory of its own, mostly words
-    of no use alone ("Other Recommendations:"). The lead stays in the message's text (the context) and
+    Aspen'"): 10,714 of the 239,082 LongMemEval units were such lines, each a memory of its own,
+    mostly words of no use alone ("Other Recommendations:"). The lead stays in the message's text (the context) and
     in its vector, which is of the message's head."""
     if not _embedded_by_head(message):
         return groups
@@ -439,8 +439,10 @@ def statement_groups(sentences: list[Sentence], by_place: bool = False) -> list[
         if continues:
             groups[-1].append(sentence)
         else:
-            opens = fragment is not None and not _changes_list_place(sentence, fragment)
-            groups.append([fragment, sentence] if fragment is not None and opens else [sentence])
+            opener = (
+                fragment if fragment is not None and not _changes_list_place(sentence, fragment) else None
+            )
+            groups.append([opener, sentence] if opener is not None else [sentence])
         previous_kept, fragment = True, None
     return groups
 
