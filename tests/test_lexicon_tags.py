@@ -1,6 +1,7 @@
 """Tags for long assistant answers without spaCy's network: Penn tags in spaCy's conventions, and a
 long answer's statements, keywords and verb agreement as the stages read them."""
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -90,23 +91,28 @@ def test_a_list_of_bare_names_keeps_every_name_and_its_place(nlp: Any, scrubber:
     assert "assistant: These venues have a reputation for hosting indie shows." in texts
 
 
-def test_a_line_that_only_introduces_a_list_is_no_memory_of_its_own(nlp: Any, scrubber: Any) -> None:
-    """A long answer's lead line ("Here are some venues...:") is quoted whole by its items' labels: it
-    is no statement of its own. A lead too long for the label (cut with "…") stays one, and so does
-    the lead of a message embedded sentence by sentence, whose own vector may be what finds it."""
+def answer_statements(nlp: Any, scrubber: Any, text: str, by_head: bool = True) -> list[str]:
+    """The statements of an assistant's long answer: embedded once by its head (``by_head``), or
+    sentence by sentence."""
     from simplemem.processors.ingest.analysis import NlpPreparer
     from simplemem.processors.ingest.decompose import OfflineDecomposer
     from simplemem.schemas.window import Window
 
-    def statements(text: str, by_head: bool = True) -> list[str]:
-        [message] = NlpPreparer(nlp, scrubber, long_answer_chars=100).prepare(
-            [chat_event("a1", "assistant", text)]
-        )
-        message.embedding = [1.0]
-        if not by_head:
-            message.sentences[0].embedding = [1.0]
-        window = Window(tenant_id="t", session_id="s", messages=[message])
-        return [d.unit.text for d in OfflineDecomposer().decompose(window).units]
+    [message] = NlpPreparer(nlp, scrubber, long_answer_chars=100).prepare(
+        [chat_event("a1", "assistant", text)]
+    )
+    message.embedding = [1.0]
+    if not by_head:
+        message.sentences[0].embedding = [1.0]
+    window = Window(tenant_id="t", session_id="s", messages=[message])
+    return [d.unit.text for d in OfflineDecomposer().decompose(window).units]
+
+
+def test_a_line_that_only_introduces_a_list_is_no_memory_of_its_own(nlp: Any, scrubber: Any) -> None:
+    """A long answer's lead line ("Here are some venues...:") is quoted whole by its items' labels: it
+    is no statement of its own. A lead too long for the label (cut with "…") stays one, and so does
+    the lead of a message embedded sentence by sentence, whose own vector may be what finds it."""
+    statements = partial(answer_statements, nlp, scrubber)
 
     venues = "\n\n1. Mississippi Studios\n2. Holocene\n3. Revolution Hall"
     short = statements("Here are some popular venues in Portland for indie shows:" + venues)
@@ -127,19 +133,9 @@ def test_a_list_item_of_a_long_answer_is_one_statement(nlp: Any, scrubber: Any) 
     """The sentences of one item of a long answer are one statement under the item's label (up to
     ITEM_STATEMENT_CHARS), and so are a paragraph's short ones; a message embedded sentence by
     sentence keeps a statement per sentence."""
-    from simplemem.processors.ingest.analysis import NlpPreparer
-    from simplemem.processors.ingest.decompose import ITEM_STATEMENT_CHARS, OfflineDecomposer
-    from simplemem.schemas.window import Window
+    from simplemem.processors.ingest.decompose import ITEM_STATEMENT_CHARS
 
-    def statements(text: str, by_head: bool = True) -> list[str]:
-        [message] = NlpPreparer(nlp, scrubber, long_answer_chars=100).prepare(
-            [chat_event("a1", "assistant", text)]
-        )
-        message.embedding = [1.0]
-        if not by_head:
-            message.sentences[0].embedding = [1.0]
-        window = Window(tenant_id="t", session_id="s", messages=[message])
-        return [d.unit.text for d in OfflineDecomposer().decompose(window).units]
+    statements = partial(answer_statements, nlp, scrubber)
 
     hotels = (
         "Hotels near the slopes:\n\n1. The Little Nell is a luxury hotel at the gondola. Its spa has a heated pool."
