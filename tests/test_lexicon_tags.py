@@ -183,6 +183,27 @@ def test_a_verb_agrees_with_you_only_where_you_is_its_subject(nlp: Any, scrubber
     assert rewritten == list(said.values())
 
 
+@pytest.mark.parametrize(
+    ("said", "expected"),
+    [
+        (
+            "We explored an abandoned mine shaft near my house.",
+            "We explored an abandoned mine shaft near Sam's house.",
+        ),
+        ("It's a gold mine.", "It's a gold mine."),
+        ("The blue car is mine.", "The blue car is Sam's."),
+    ],
+)
+@pytest.mark.parametrize("by_lexicon", [False, True])
+def test_mine_is_the_speakers_only_as_a_pronoun(nlp: Any, by_lexicon: bool, said: str, expected: str) -> None:
+    from simplemem.processors.ingest.decompose import rewrite_pronouns
+    from simplemem.processors.language.nlp import doc_sentences
+
+    doc = lexicon_tag(nlp(said, disable=["tok2vec", "tagger", "ner"])) if by_lexicon else nlp(said)
+    [sentence] = doc_sentences(doc)
+    assert rewrite_pronouns(sentence.tokens, sentence.text, "Sam", "Bot")[0] == expected
+
+
 def test_every_tag_is_one_spacys_tagger_gives(nlp: Any) -> None:
     """Pattern writes a few tags spaCy has not ("#", "£", ambiguous "NN|JJ"): they are mapped onto its."""
     from simplemem.processors.language.lexicon_tags import SPACY_TAGS

@@ -524,6 +524,17 @@ def _spelled_out(clitic: str, following: Token | None) -> str:
     return CONTRACTIONS[clitic]
 
 
+def _possessive_mine(tokens: list[Token], i: int) -> bool:
+    """Whether "mine" tagged as a noun is the pronoun ("The blue car is mine."; the lexicon tags
+    every "mine" a noun), not the noun ("an abandoned mine shaft", "a gold mine")."""
+    if tokens[i][0].lower() != "mine":
+        return False
+    before = tokens[i - 1][3] if i else ""
+    after = tokens[i + 1][3] if i + 1 < len(tokens) else ""
+    noun_phrase = ("DT", "JJ", "NN", "PRP$", "VBN", "CD")
+    return not before.startswith(noun_phrase) and not after.startswith(("NN", "JJ"))
+
+
 # Verbs whose object is followed by a bare infinitive ("help you organize", "let you know").
 OBJECT_THEN_BARE_VERB = frozenset(
     "help helps helped helping let lets letting make makes made making watch watches hear hears".split()
@@ -554,7 +565,7 @@ def rewrite_pronouns(
         replacement: str | None = None
         subject = False
         gender = pronoun_gender(low)
-        if tag in ("PRP", "PRP$") or low in FIRST_POSSESSIVE:
+        if tag in ("PRP", "PRP$") or low == "my" or _possessive_mine(tokens, i):
             if low in FIRST_PERSON:
                 replacement, subject = speaker, low == "i"
             elif low in FIRST_POSSESSIVE:
