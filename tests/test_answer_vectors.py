@@ -26,10 +26,11 @@ from tests.helpers import T0, answer_units
 
 pytestmark = pytest.mark.slow
 DIM = 4
+# four paragraphs: four statements (a long answer's short sentences in one paragraph would join)
 ANSWER = (
-    "The Hotel Gracery sits in Shinjuku and costs about 150 dollars a night. "
-    "The Park Hyatt has the best views of the city. "
-    "The Sakura Hostel is the cheapest option near Asakusa. "
+    "The Hotel Gracery sits in Shinjuku and costs about 150 dollars a night.\n\n"
+    "The Park Hyatt has the best views of the city.\n\n"
+    "The Sakura Hostel is the cheapest option near Asakusa.\n\n"
     "Book the Gracery early because it fills up in spring."
 )
 
