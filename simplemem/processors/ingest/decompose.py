@@ -27,7 +27,7 @@ from typing import Any
 
 from simplemem.processors.ingest.embedding import unit_mean
 from simplemem.processors.language.coref import PeopleTracker, ner_persons, pronoun_gender, taken_persons
-from simplemem.processors.language.structure import item_marker
+from simplemem.processors.language.structure import item_marker, label_lead
 from simplemem.processors.language.temporal import Anchor, find_anchors
 from simplemem.processors.language.tense import past_at
 from simplemem.schemas.events import Role
@@ -194,8 +194,9 @@ class OfflineDecomposer:
                 result.units.append(code_draft(self._code_unit(message, code), message))
                 count += 1
             statements = []
-            groups = statement_groups(message.sentences, by_place=_embedded_by_head(message))
-            for group in _without_carried_leads(message, groups):
+            long_answer = _embedded_by_head(message)
+            groups = statement_groups(message.sentences, by_place=long_answer)
+            for group in _without_carried_leads(message, groups) if long_answer else groups:
                 mentioned = [m.name for s in group for m in numbers[id(s)][1] if m.listed]
                 refer = _Referents(people, {message.speaker, addressee or ""})
                 statements.append(
@@ -318,8 +319,6 @@ def _without_carried_leads(message: AnalyzedMessage, groups: list[list[Sentence]
     Aspen'"): 10,714 of the 239,082 LongMemEval units were such lines, each a memory of its own,
     mostly words of no use alone ("Other Recommendations:"). The lead stays in the message's text (the context) and
     in its vector, which is of the message's head."""
-    if not _embedded_by_head(message):
-        return groups
     following = dict(zip(map(id, message.sentences), message.sentences[1:], strict=False))
     return [g for g in groups if not (len(g) == 1 and _lead_carried(g[0], following.get(id(g[0]))))]
 
@@ -329,7 +328,7 @@ def _lead_carried(sentence: Sentence, following: Sentence | None) -> bool:
     if sentence.part is not None or following is None or following.part is None:
         return False
     lead = sentence.text.strip()
-    return lead.endswith(":") and following.part.endswith(f" of '{lead.rstrip(':').strip()}'")
+    return lead.endswith(":") and label_lead(following.part) == lead.rstrip(":").strip()
 
 
 ReferentAt = Callable[[str, int], str | None]
@@ -575,11 +574,11 @@ def rewrite_pronouns(
                 # after "help", "let"... or a modal, "you" is no subject the next verb agrees with
                 # ("can help you organize", "Could you please tell"): nothing to conjugate then
                 before = tokens[i - 1] if i else None
-                subject = nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)
                 bare_verb_next = before is not None and (
                     before[3] == "MD" or before[0].lower() in OBJECT_THEN_BARE_VERB
                 )
-                replacement, subject = addressee, subject and not bare_verb_next
+                subject = (nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)) and not bare_verb_next
+                replacement = addressee
             elif addressee and not generic_you and low in SECOND_POSSESSIVE:
                 replacement = f"{addressee}'s"
             elif gender and referent is not None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from simplemem.processors.language.structure import ITEM_MARKER
+
 _FENCE = re.compile(r"```[^\n`]*\n?(?P<body>[\s\S]*?)```")
 _SIGNATURE = re.compile(
     r"^\s*(?:async\s+)?(?:def|function|func|fn|class|public|private|static)\s+\w+\s*[\(<:{]"
@@ -12,7 +14,7 @@ _SIGNATURE = re.compile(
 # An indented line that opens with a list marker is a nested item, not code: on the 60 LongMemEval
 # histories 2,916 of the 3,370 "code" blocks were an answer's tab-indented sub-lists (ingredients,
 # options), cut out of the prose, away from their item and its label.
-_NESTED_ITEM = r"(?!(?:\d{1,3}[.)]|[-*•+])\s)"
+_NESTED_ITEM = r"(?!" + ITEM_MARKER + r"\s)"
 _CODE_LINE = re.compile(
     r"^(?:\s{4,}|\t)" + _NESTED_ITEM + r"\S"  # indented block line
     r"|[;{}]\s*$"  # statement terminators, braces

@@ -22,7 +22,9 @@ from dataclasses import dataclass
 _EMPHASIS = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+", re.M)
 _TABLE_RULE = re.compile(r"[ \t]*\|?[ \t]*:?-{3,}:?[ \t]*(?:\|[ \t]*:?-{3,}:?[ \t]*)*\|?[ \t]*")
-_ITEM = re.compile(r"^\s*(?:(?P<num>\d{1,3})[.)]|[-*•+])\s+(?=\S)")
+# a list item's number or bullet, as a line opens with it after its indentation
+ITEM_MARKER = r"(?:\d{1,3}[.)]|[-*•+])"
+_ITEM = re.compile(r"^\s*" + ITEM_MARKER + r"\s+(?=\S)")
 _ROW = re.compile(r"^\s*\|(?P<cells>.*)\|\s*$")
 ORDINALS = "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split()
 MAX_LEAD_WORDS = 12
@@ -136,28 +138,32 @@ def label(line: Line) -> str | None:
     return f"item {line.item}{ordinal} of {line.items}{where}"
 
 
-# A statement's text as the decomposer writes it for a list item: its speaker, then :func:`label`.
-# An item past the twelfth has no ordinal word: no parentheses, unless it is the last.
-_LABELLED = re.compile(r"^\w+, item (\d+)(?: \([^)]*\))? of (\d+)")
+# A statement's text as the decomposer writes it for a list item: its speaker, then :func:`label`,
+# then ": ". An item past the twelfth has no ordinal word: no parentheses, unless it is the last. The
+# lead is quoted; an apostrophe inside it is never followed by ": ".
+_LABELLED = re.compile(
+    r"^(?P<head>\w+, item (?P<item>\d+)(?: \([^)]*\))? of (?P<items>\d+))(?: of '(?P<lead>.+?)')?: "
+)
+# :func:`label` alone (a sentence's ``part``), for the lead it quotes
+_LABEL_LEAD = re.compile(r"^item \d+(?: \([^)]*\))? of \d+ of '(?P<lead>.*)'$")
 
 
 def labelled_place(text: str) -> tuple[int, int] | None:
     """The (item, items) a statement's :func:`label` gives, or None for a statement outside a list."""
     found = _LABELLED.match(text)
-    return (int(found.group(1)), int(found.group(2))) if found else None
+    return (int(found["item"]), int(found["items"])) if found else None
 
 
-# A list statement's label naming its list: "assistant, item 3 (third) of 5 of 'Hotels near the
-# slopes': ..." (the lead is quoted; an apostrophe inside it is never followed by ": ").
-_WITH_LEAD = re.compile(
-    r"^(?P<head>\w+, item (?P<item>\d+)(?: \([^)]*\))? of (?P<items>\d+)) of '(?P<lead>.+?)': "
-)
+def label_lead(part: str) -> str | None:
+    """The lead a :func:`label` quotes, or None."""
+    found = _LABEL_LEAD.match(part)
+    return found["lead"] if found else None
 
 
 def list_of(text: str) -> tuple[str, int] | None:
     """The list a statement's label names (its speaker, size and lead) and its item there, or None."""
-    found = _WITH_LEAD.match(text)
-    if found is None:
+    found = _LABELLED.match(text)
+    if found is None or found["lead"] is None:
         return None
     speaker = text.split(",", 1)[0]
     return f"{speaker}\x00{found['items']}\x00{found['lead']}", int(found["item"])
@@ -166,8 +172,8 @@ def list_of(text: str) -> tuple[str, int] | None:
 def without_lead(text: str) -> str:
     """A list statement without its list's lead ("assistant, item 4 (fourth) of 5: ..."): how it
     reads under another statement of the same list, which names it."""
-    found = _WITH_LEAD.match(text)
-    return text if found is None else f"{found['head']}: {text[found.end() :]}"
+    found = _LABELLED.match(text)
+    return text if found is None or found["lead"] is None else f"{found['head']}: {text[found.end() :]}"
 
 
 def item_marker(text: str) -> str:

@@ -110,7 +110,8 @@ def fit(
         if used + cost <= budget.total:
             chosen.append(shown)
             days.add(day)
-            lists.update([place[0]] if place is not None else [])
+            if place is not None:
+                lists.add(place[0])
             used += cost
         elif not chosen and unit.kind == MemoryKind.CODE:
             cut = _cut_code(unit.text, budget.total - budget.count(render([])) - 16, budget.count)

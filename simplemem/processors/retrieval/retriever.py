@@ -259,12 +259,12 @@ def build_context(units: list[MemoryUnit], notes: dict[str, str] | None = None) 
     lines: list[str] = []
     day = None
     named: set[str] = set()  # the lists whose lead a line above names
-    for unit in sorted(units, key=reading_order):
+    placed = [(unit, list_of(unit.text)) for unit in units]
+    for unit, place in sorted(placed, key=reading_order):
         if unit.stated_at[:10] != day:
             day = unit.stated_at[:10]
             lines.append(f"[{day}]")
         line = context_line(unit)
-        place = list_of(unit.text)
         if place is not None:
             line = without_lead(line) if place[0] in named else line
             named.add(place[0])
@@ -273,10 +273,11 @@ def build_context(units: list[MemoryUnit], notes: dict[str, str] | None = None) 
     return "\n".join(lines)
 
 
-def reading_order(unit: MemoryUnit) -> tuple[str, str, int, str]:
+def reading_order(placed: tuple[MemoryUnit, tuple[str, int] | None]) -> tuple[str, str, int, str]:
     """Time order; a message's statements (one time) with each list's items together, in order, so
-    that a list's lead is written once, on its first item shown (a long lead is a tenth of a line)."""
-    place = list_of(unit.text)
+    that a list's lead is written once, on its first item shown (a long lead is a tenth of a line).
+    ``placed``: a unit and its :func:`list_of`."""
+    unit, place = placed
     return (unit.stated_at, place[0] if place else "", place[1] if place else 0, unit.id)
 
 
