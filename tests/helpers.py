@@ -6,7 +6,7 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from simplemem.processors.stores.sqlite_lexical import doc_json, open_context
+from simplemem.processors.stores.sqlite_docs import doc_json, open_context
 from simplemem.schemas.events import ChatEvent, Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage

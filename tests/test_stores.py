@@ -15,17 +15,9 @@ from pymilvus import MilvusException
 
 from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.sqlite_docs import CONTEXT_DOC, DICT_DOC, doc_json, encode_doc, open_context
 from simplemem.processors.stores.sqlite_keys import unit_key
-from simplemem.processors.stores.sqlite_lexical import (
-    CONTEXT_DOC,
-    DICT_DOC,
-    SqliteLexicalStore,
-    _doc,
-    _fts_values,
-    doc_json,
-    open_context,
-    tenant_token,
-)
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore, _fts_values, tenant_token
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore, encoded
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
@@ -33,10 +25,22 @@ from tests.helpers import answer_units
 pytestmark = pytest.mark.slow
 
 
+def as_version_13(db: sqlite3.Connection) -> None:
+    """Rewrite a store file's links in version 13's layout: every unit's own rows, none by context."""
+    for table in ("sources", "quotes"):
+        db.execute(
+            f"INSERT INTO {table} SELECT l.tenant_id, l.source_id, u.rowid FROM context_{table} l "
+            "JOIN units u ON u.context = l.context"
+        )
+        db.execute(f"DROP TABLE context_{table}")
+    db.execute("PRAGMA user_version=13")
+
+
 def as_version_11(path: Path) -> None:
     """Rewrite a closed store file in version 11's layout (the tenant's name and the id as text in
     every table), where the tests of older files begin."""
     db = sqlite3.connect(path)
+    as_version_13(db)
     db.create_function("hex_id", 1, lambda key: key.hex() if isinstance(key, bytes) else key)
     name = "(SELECT name FROM tenants t WHERE t.id = {}.tenant_id)"
     for table in ("units", "names"):
@@ -453,6 +457,14 @@ def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compre
     db.close()
 
 
+def links_per_tenant(db: sqlite3.Connection, table: str) -> list[tuple[str, int]]:
+    """The link rows of ``table`` (sources, quotes) per tenant: a unit's own and its context's."""
+    return db.execute(
+        f"SELECT t.name, count(*) FROM (SELECT tenant_id FROM {table} UNION ALL "
+        f"SELECT tenant_id FROM context_{table}) l JOIN tenants t ON t.id = l.tenant_id GROUP BY t.name"
+    ).fetchall()
+
+
 def closed_store_with_links(tmp_path: Path) -> tuple[Path, list[MemoryUnit], MemoryUnit]:
     """A closed store whose units link to messages both ways: two statements of t1's answer, a reply
     quoting t1's question, one statement of t2's answer (its units, and the quoting one)."""
@@ -498,10 +510,8 @@ def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_pa
     assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
     assert reopened.units_quoting("t2", ["t1:question"]) == []
     reopened.delete("t1", [u.id for u in units[:3]])
-    assert db.execute(
-        "SELECT t.name, count(*) FROM sources s JOIN tenants t ON t.id = s.tenant_id GROUP BY t.name"
-    ).fetchall() == [("t2", 1)]
-    assert db.execute("SELECT count(*) FROM quotes").fetchone()[0] == 0
+    assert links_per_tenant(db, "sources") == [("t2", 1)]
+    assert links_per_tenant(db, "quotes") == []
     reopened.close()
     db.close()
 
@@ -539,10 +549,8 @@ def test_a_version_10_files_context_hashes_and_indexed_link_tables_are_moved(tmp
     assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
     assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
     reopened.delete("t1", [u.id for u in units[:3]])
-    assert db.execute(
-        "SELECT t.name, count(*) FROM sources s JOIN tenants t ON t.id = s.tenant_id GROUP BY t.name"
-    ).fetchall() == [("t2", 1)]
-    assert db.execute("SELECT count(*) FROM quotes").fetchone()[0] == 0
+    assert links_per_tenant(db, "sources") == [("t2", 1)]
+    assert links_per_tenant(db, "quotes") == []
     assert db.execute("SELECT tenant_id FROM contexts").fetchall() == [("t2",)]
     assert [u.context for u in reopened.get("t2", [units[3].id])] == [units[3].context]
     reopened.close()
@@ -580,7 +588,7 @@ def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(t
     db = sqlite3.connect(path)
     rowids = dict(db.execute("SELECT id, rowid FROM units").fetchall())
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 13
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 14
     assert dict(db.execute("SELECT name, id FROM tenants").fetchall()).keys() == {"t1", "t2"}
     assert {(type(key), rowid) for key, rowid in db.execute("SELECT id, rowid FROM units")} == {
         (bytes if uid != caller.id else str, rowids[uid]) for uid in rowids
@@ -639,7 +647,7 @@ def test_a_version_12_files_indexes_are_rebuilt_with_the_body_first(tmp_path: Pa
     db.execute("PRAGMA user_version=12")
     db.commit()
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 13
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 14
     for index in ("units_fts", "contexts_fts"):
         assert [r[1] for r in db.execute(f"PRAGMA table_info({index})")] == ["body", "tenant"]
     assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {
@@ -726,7 +734,7 @@ def test_a_messages_statements_are_deflated_with_the_header_their_context_keeps(
     assert stored["t2"] is not None and stored["t2"].header == b""
     docs = [bytes.fromhex(u.id) for u in units]
     sizes = [db.execute("SELECT length(doc) FROM units WHERE id=?", (d,)).fetchone()[0] for d in docs]
-    alone = [len(_doc(u)) for u in units]
+    alone = [len(encode_doc(u)) for u in units]
     assert all(s < a for s, a in zip(sizes, alone, strict=True)), (sizes, alone)
     assert store.get("t1", [u.id for u in units]) == units
     assert store.get("t2", [u.id for u in older]) == older
@@ -894,3 +902,95 @@ def test_a_milvus_load_waits_for_a_missing_index_or_a_query_node_rejoining() -> 
     )
     assert not load_may_succeed_later(MilvusException(message="collection not found[collection=memory]"))
     assert not load_may_succeed_later(ValueError("dim mismatch"))
+
+
+def test_a_messages_statements_are_linked_once_through_their_context(tmp_path: Path) -> None:
+    """The statements of one answer share its context and one link row to the message; the row stays
+    while a statement of it is left, and goes with the last."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    units = answer_units("t1", 3)
+    store.upsert(units)
+    db = sqlite3.connect(tmp_path / "lex.sqlite")
+    assert links_per_tenant(db, "sources") == [("t1", 1)]
+    assert [u.id for u in store.units_from_sources("t1", ["t1:answer"])] == [u.id for u in units]
+    store.delete("t1", [u.id for u in units[:2]])
+    assert store.sources_with_units("t1", ["t1:answer"]) == {"t1:answer"}
+    assert [u.id for u in store.units_from_sources("t1", ["t1:answer"])] == [units[2].id]
+    store.delete("t1", [units[2].id])
+    assert store.sources_with_units("t1", ["t1:answer"]) == set()
+    assert (
+        links_per_tenant(db, "sources") == []
+        and db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 0
+    )
+    store.close()
+    db.close()
+
+
+def test_two_messages_of_the_same_text_share_a_context_not_their_links(tmp_path: Path) -> None:
+    """Two answers of the same words (the same question asked twice) keep one context; each message
+    finds its own statements only, and forgetting one leaves the other's links whole."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    first = answer_units("t1", 2)
+    again = [
+        u.model_copy(update={"id": f"again-{i}", "source_ids": ["t1:again"], "context_ids": ["t1:asked"]})
+        for i, u in enumerate(answer_units("t1", 2))
+    ]
+    store.upsert(first)
+    store.upsert(again)
+    db = sqlite3.connect(tmp_path / "lex.sqlite")
+    assert db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 1
+    assert [u.id for u in store.units_from_sources("t1", ["t1:answer"])] == [u.id for u in first]
+    assert [u.id for u in store.units_from_sources("t1", ["t1:again"])] == [u.id for u in again]
+    assert [u.id for u in store.units_quoting("t1", ["t1:asked"])] == [u.id for u in again]
+    store.delete("t1", [u.id for u in first])
+    assert store.sources_with_units("t1", ["t1:answer", "t1:again"]) == {"t1:again"}
+    assert [u.id for u in store.units_from_sources("t1", ["t1:again"])] == [u.id for u in again]
+    store.delete("t1", [again[0].id])
+    assert [u.id for u in store.units_quoting("t1", ["t1:asked"])] == [again[1].id]
+    store.close()
+    db.close()
+
+
+def test_a_version_13_files_links_move_to_their_contexts(tmp_path: Path) -> None:
+    """Version 13 linked every unit to its messages by its own rows; opened, a unit with a context is
+    linked through it (one row for a message's statements), the others keep theirs, and every lookup
+    and delete works on them."""
+    path, units, quoting = closed_store_with_links(tmp_path)
+    lone = unit("t1", "Jordan owns a red kayak")
+    store = SqliteLexicalStore(path)
+    store.upsert([lone])
+    store.close()
+    db = sqlite3.connect(path)
+    as_version_13(db)
+    db.commit()
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 5
+    reopened = SqliteLexicalStore(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 14
+    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
+    assert sorted(links_per_tenant(db, "sources")) == [("t1", 3), ("t2", 1)]
+    assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
+    assert [u.id for u in reopened.units_from_sources("t1", lone.source_ids)] == [lone.id]
+    assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
+    reopened.delete("t1", [u.id for u in units[:3]] + [lone.id])
+    assert links_per_tenant(db, "sources") == [("t2", 1)] and links_per_tenant(db, "quotes") == []
+    reopened.close()
+    db.close()
+
+
+@pytest.mark.parametrize("topic", ["trail", None, "boots"])
+def test_a_documents_keywords_are_kept_as_the_places_of_their_words(
+    tmp_path: Path, topic: str | None
+) -> None:
+    """A keyword that is a word of the unit's text is stored as that word's place, one that is not as
+    itself; the topic is read back as it was written, the first keyword or not, or none."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    written = unit("t1", "Jordan booked the Cedar trail for the C++ meetup").model_copy(
+        update={"keywords": ["trail", "cedar", "c++", "meetup"], "topic": topic}
+    )
+    store.upsert([written])
+    db = sqlite3.connect(tmp_path / "lex.sqlite")
+    (doc,) = db.execute("SELECT doc FROM units").fetchone()
+    assert b'"keywords":[4,3,"c++",8]' in doc_json(doc)
+    assert store.get("t1", [written.id]) == [written]
+    store.close()
+    db.close()

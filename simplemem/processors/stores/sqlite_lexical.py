@@ -25,10 +25,8 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
@@ -43,6 +41,18 @@ from simplemem.processors.stores.protocols import (
     SymbolicFilter,
     day_range,
     index_names,
+)
+from simplemem.processors.stores.sqlite_docs import (
+    HEADER_MIN_UNITS,
+    StoredContext,
+    context_text,
+    doc_json,
+    encode_doc,
+    open_context,
+    read_unit,
+    shared_header,
+    stored_context,
+    stored_header,
 )
 from simplemem.processors.stores.sqlite_keys import (
     TENANTS_TABLE,
@@ -64,13 +74,13 @@ _LINKS_BY_ROWID_VERSION = 10
 _COMPACT_KEYS_VERSION = 11
 _NUMBERED_TENANTS_VERSION = 12
 _BODY_FIRST_VERSION = 13
-_LATEST_VERSION = _BODY_FIRST_VERSION
+_LINKS_BY_CONTEXT_VERSION = 14
+_LATEST_VERSION = _LINKS_BY_CONTEXT_VERSION
 # The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
 # 0.006 answer recall against 1.0, and 2.0 gained nothing.
 CONTEXT_WEIGHT = 1.0
 # Matches each FTS side keeps per unit asked for, before filters and the sum (filters may drop some).
 SEARCH_REACH = 4
-DOC_COMPRESSION = 6  # zlib level: 9 saves nothing more on unit documents, 1 about 1%
 # ``body`` is the first column since version 13: FTS5 marks each term's positions in any other column
 # with two bytes, which every (term, row) of the body paid while ``tenant`` came first (both indexes
 # 47.6 -> 32.7 MB on the 60 LongMemEval histories; the tenant's token is one term a row).
@@ -106,14 +116,26 @@ CREATE TABLE IF NOT EXISTS contexts (tenant_id TEXT NOT NULL, hash TEXT NOT NULL
 # (``WITHOUT ROWID``, keyed by message then unit); a unit's rows are found by the message ids its
 # document lists, with no index by unit (version 11).
 _LINK_TABLES = ("sources", "quotes")
+# Since version 14 a unit with a context is linked through it: ``context_sources`` and
+# ``context_quotes`` name the context's rowid, once for all the statements of a message that share it
+# (sources and quotes 6.2 -> 1.2 MB on the 60 LongMemEval histories). Two messages of the same text
+# share a context, so what such a row finds is read and kept only if its document lists the message;
+# a row leaves when no unit of its context lists that message any more (:meth:`_unlink_context`).
+_CONTEXT_LINK_TABLES = {"sources": "context_sources", "quotes": "context_quotes"}
 
 
-def _link_table(table: str) -> str:
+def _link_table(table: str, key: str = "unit") -> str:
     return f"""CREATE TABLE IF NOT EXISTS {table} (tenant_id INTEGER NOT NULL, source_id TEXT NOT NULL,
-    unit INTEGER NOT NULL, PRIMARY KEY (tenant_id, source_id, unit)) WITHOUT ROWID"""
+    {key} INTEGER NOT NULL, PRIMARY KEY (tenant_id, source_id, {key})) WITHOUT ROWID"""
 
 
-_LINKS = "".join(_link_table(t) + ";\n" for t in _LINK_TABLES)
+_CONTEXT_LINKS = "".join(_link_table(t, "context") + ";\n" for t in _CONTEXT_LINK_TABLES.values())
+_LINKS = "".join(_link_table(t) + ";\n" for t in _LINK_TABLES) + _CONTEXT_LINKS
+
+
+def _linked_ids(unit: MemoryUnit, table: str) -> list[str]:
+    """The message ids ``table`` (sources, quotes) links the unit to."""
+    return unit.source_ids if table == "sources" else unit.context_ids
 
 
 def tenant_token(tenant_id: str) -> str:
@@ -133,145 +155,6 @@ def _fts_values(unit: MemoryUnit) -> tuple[str, str]:
 
 def context_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
-
-
-# A unit document is a few hundred bytes: zlib alone spends most of them on the field names. Deflate
-# primed with this dictionary (the names and frequent values) makes it 20% smaller; its id and tenant
-# are in their own columns and left out (30% in all on an assistant history). Documents written with
-# it start with DICT_DOC. Never change these bytes: the documents already written need them as they
-# are (another dictionary would need another first byte).
-DOC_DICTIONARY = (
-    b'"text":"kind":"event_time":"persons":"entities":"keywords":"topic":"location":"source_ids":'
-    b'"stated_at":"speaker":"role":"session_id":"status":"context_ids":"superseded_by":"supersedes":'
-    b'"has_vector":"archived_in":"assistant""user""fact""code""abstract""archived"false,true,'
-    b"\"assistant, item  of '(first)(second)(third)(fourth)(fifth)"
-    b" the and to of a in for is you your with that can this or on be are"
-)
-DICT_DOC = b"\x02"
-# A unit with a context is deflated with its context before that dictionary: a statement's words are
-# mostly its message's, and deflate writes them as references into it (on the 60 LongMemEval
-# histories 227 B a unit became 153 B). Reading such a document needs its context's text.
-CONTEXT_DOC = b"\x03"
-
-
-# A context shared by HEADER_MIN_UNITS or more units of one write (a message's statements) keeps a
-# header: the JSON of the first one's fields but its own words (when it was said, by whom, in which
-# session, from which messages, whom it names). What it holds is read from the message or describes
-# it, so forgetting one statement leaves nothing in it that the message's text, kept for the others,
-# does not; it leaves with the context. The documents of the statements are deflated with it too and
-# write those fields as references into it: on the 60 LongMemEval histories the date and session
-# alone were 47 of a document's 153 B (the message's six fields alone in the header: 89 B a
-# document; all but the own words: 74 B). A stored context with a header opens with HEADED_CONTEXT
-# (a zlib stream never does), then the header's length in two bytes, then header and text deflated
-# as one.
-HEADED_CONTEXT = b"\x01"
-_UNIT_OWN_FIELDS = frozenset({"text", "keywords", "topic"})
-# the units of one write that share a context before it gets a header (the header costs about as
-# much as two documents save)
-HEADER_MIN_UNITS = 3
-_MAX_HEADER = 0xFFFF
-
-
-@dataclass(frozen=True)
-class StoredContext:
-    """A context as read back: its text, and the header its units' documents are deflated with."""
-
-    text: str
-    header: bytes = b""
-
-
-def _dictionary(context: StoredContext | None) -> bytes:
-    """What a document is deflated with: the context and its header, then the field names (the
-    nearest: deflate reaches 32 KB back, so a longer context gives up its beginning, never the names)."""
-    if context is None:
-        return DOC_DICTIONARY
-    return context.text.encode("utf-8") + context.header + DOC_DICTIONARY
-
-
-def _fields(unit: MemoryUnit) -> dict[str, object]:
-    """The unit's document fields: without its context (in ``contexts``), its id and tenant (columns)
-    and the fields that hold their defaults."""
-    return unit.model_dump(mode="json", exclude={"context", "id", "tenant_id"}, exclude_defaults=True)
-
-
-def _header(unit: MemoryUnit) -> bytes:
-    """The fields of ``unit`` its message's other statements likely share (:data:`HEADED_CONTEXT`)."""
-    header = orjson.dumps({k: v for k, v in _fields(unit).items() if k not in _UNIT_OWN_FIELDS})
-    return header if len(header) <= _MAX_HEADER else b""  # its length is kept in two bytes
-
-
-def _doc(unit: MemoryUnit, context: StoredContext | None = None) -> bytes:
-    """The unit as stored (:func:`_fields`), deflated with :func:`_dictionary` of its context as
-    stored (``context``, its header included): on an assistant history 626 B of JSON a unit became
-    153 B with the context alone (316 B with zlib alone, which the file's older documents keep);
-    reading one back costs a few microseconds."""
-    if unit.context and context is None:
-        context = StoredContext(unit.context)
-    deflate = zlib.compressobj(DOC_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=_dictionary(context))
-    first = DICT_DOC if context is None else CONTEXT_DOC
-    return first + deflate.compress(orjson.dumps(_fields(unit))) + deflate.flush()
-
-
-def _stored_context(text: str, header: bytes = b"") -> bytes:
-    """A context as ``contexts`` keeps it: compressed (the message prose of a long answer is most of
-    what the store holds of it; 2.5 to 3 times smaller), with its header if it has one."""
-    body = zlib.compress(header + text.encode("utf-8"), DOC_COMPRESSION)
-    return HEADED_CONTEXT + len(header).to_bytes(2, "big") + body if header else body
-
-
-def open_context(stored: bytes | str | None) -> StoredContext | None:
-    """A stored context's text and header: files written before compression hold the text as text."""
-    if stored is None or isinstance(stored, str):
-        return None if stored is None else StoredContext(stored)
-    if stored[:1] != HEADED_CONTEXT:
-        return StoredContext(zlib.decompress(stored).decode("utf-8"))
-    size = int.from_bytes(stored[1:3], "big")
-    raw = zlib.decompress(stored[3:])
-    return StoredContext(raw[size:].decode("utf-8"), raw[:size])
-
-
-def _stored_header(stored: bytes | str) -> bytes:
-    """A stored context's header alone (only its first bytes are inflated)."""
-    if isinstance(stored, str) or stored[:1] != HEADED_CONTEXT:
-        return b""
-    return zlib.decompressobj().decompress(stored[3:], int.from_bytes(stored[1:3], "big"))
-
-
-def context_text(stored: bytes | str | None) -> str | None:
-    opened = open_context(stored)
-    return None if opened is None else opened.text
-
-
-def doc_json(doc: bytes, context: StoredContext | None = None) -> bytes:
-    """A stored doc's JSON: deflated with its context, its header and the dictionary
-    (:data:`CONTEXT_DOC`: the context is needed), with the dictionary alone (:data:`DICT_DOC`),
-    zlib-compressed (files written before the dictionary), or as it is (before compression: it opens
-    with "{")."""
-    first = doc[:1]
-    if first == b"{":
-        return doc
-    if first in (DICT_DOC, CONTEXT_DOC):
-        if first == CONTEXT_DOC and context is None:
-            raise ValueError("this document is deflated with its context: its text is needed")
-        inflate = zlib.decompressobj(
-            -zlib.MAX_WBITS, zdict=_dictionary(context if first == CONTEXT_DOC else None)
-        )
-        return inflate.decompress(doc[1:]) + inflate.flush()
-    return zlib.decompress(doc)
-
-
-def _unit(
-    uid: str, tenant_id: str, doc: bytes, context: StoredContext | None, *, with_context: bool = True
-) -> MemoryUnit:
-    """A stored unit: its document, its id and tenant (older documents hold them too), its context
-    (read to inflate the document; kept on the unit ``with_context``)."""
-    text = None if context is None else context.text
-    fields = orjson.loads(doc_json(doc, context))
-    fields.setdefault("id", uid)
-    fields.setdefault("tenant_id", tenant_id)
-    if text is not None and with_context:
-        fields["context"] = text
-    return MemoryUnit.model_validate(fields)
 
 
 # a unit's context as one write put it: its rowid and its stored form (none for a unit without one)
@@ -303,6 +186,7 @@ class SqliteLexicalStore:
         self._db.execute("CREATE INDEX IF NOT EXISTS units_by_context ON units (context)")
         self._numbered_tenants()
         self._body_first_fts()
+        self._links_by_context()
 
     def _upgrade(self, version: int, step: Callable[[], None]) -> None:
         """Run ``step`` on a file older than ``version``, in one transaction that marks it upgraded."""
@@ -327,17 +211,17 @@ class SqliteLexicalStore:
             for rowid, uid, tenant, doc in db.execute(
                 "SELECT rowid, id, tenant_id, doc FROM units"
             ).fetchall():
-                unit = _unit(uid, tenant, doc, None)
+                unit = read_unit(uid, tenant, doc, None)
                 context, stored = self._put_context(unit)
                 if by_hash:
                     ctx = context_hash(unit.context) if unit.context else None
                     db.execute(
-                        "UPDATE units SET doc=?, ctx=? WHERE rowid=?", (_doc(unit, stored), ctx, rowid)
+                        "UPDATE units SET doc=?, ctx=? WHERE rowid=?", (encode_doc(unit, stored), ctx, rowid)
                     )
                 else:
                     db.execute(
                         "UPDATE units SET doc=?, context=? WHERE rowid=?",
-                        (_doc(unit, stored), context, rowid),
+                        (encode_doc(unit, stored), context, rowid),
                     )
 
         self._upgrade(_SHARED_CONTEXT_VERSION, move_out)
@@ -361,14 +245,14 @@ class SqliteLexicalStore:
         self._upgrade(_NO_SAID_COLUMN_VERSION, self._rebuild_units_fts)
 
     def _compressed_contexts(self) -> None:
-        """Version 9 keeps contexts compressed (:func:`_stored_context`); an older file's are
+        """Version 9 keeps contexts compressed (:func:`~simplemem.processors.stores.sqlite_docs.stored_context`); an older file's are
         compressed once (their index is unchanged: the same words)."""
         db = self._db
 
         def compress() -> None:
             rows = db.execute("SELECT rowid, text FROM contexts WHERE typeof(text) = 'text'").fetchall()
             db.executemany(
-                "UPDATE contexts SET text=? WHERE rowid=?", [(_stored_context(t), r) for r, t in rows]
+                "UPDATE contexts SET text=? WHERE rowid=?", [(stored_context(t), r) for r, t in rows]
             )
 
         self._upgrade(_COMPRESSED_CONTEXTS_VERSION, compress)
@@ -466,6 +350,24 @@ class SqliteLexicalStore:
 
         self._upgrade(_BODY_FIRST_VERSION, rebuild)
 
+    def _links_by_context(self) -> None:
+        """Version 14: a unit with a context is linked to its messages through the context
+        (:data:`_CONTEXT_LINK_TABLES`). An older file's rows of such units are moved once."""
+        db = self._db
+
+        def move() -> None:
+            for table, by_context in _CONTEXT_LINK_TABLES.items():
+                db.execute(_link_table(by_context, "context"))
+                db.execute(
+                    f"INSERT OR IGNORE INTO {by_context} SELECT l.tenant_id, l.source_id, u.context "
+                    f"FROM {table} l JOIN units u ON u.rowid = l.unit WHERE u.context IS NOT NULL"
+                )
+                db.execute(
+                    f"DELETE FROM {table} WHERE unit IN (SELECT rowid FROM units WHERE context IS NOT NULL)"
+                )
+
+        self._upgrade(_LINKS_BY_CONTEXT_VERSION, move)
+
     def _number(self, name: str) -> int:
         """The tenant's number in this file (:class:`TenantNumbers`), for a read: it takes the lock
         (a write holds it already and asks ``self._tenants``)."""
@@ -508,7 +410,7 @@ class SqliteLexicalStore:
                 if text not in opened:  # a message's statements come together: inflated once
                     opened = {text: open_context(text)}
                 name = names[tenant] if numbered else tenant
-                self._insert_fts(rowid, _unit(unit_id(key), name, doc, opened[text]))
+                self._insert_fts(rowid, read_unit(unit_id(key), name, doc, opened[text]))
 
     def _no_role_names(self) -> None:
         """Version 7 indexes no speaker's role as a person's name (:func:`index_names`); an older
@@ -533,11 +435,11 @@ class SqliteLexicalStore:
         key = (unit.tenant_id, unit.context)
         if put is not None and key in put:
             return put[key]
-        header = _header(unit) if headed else b""
+        header = shared_header(unit) if headed else b""
         ctx = context_hash(unit.context)
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO contexts VALUES (?,?,?)",
-            (unit.tenant_id, ctx, _stored_context(unit.context, header)),
+            (unit.tenant_id, ctx, stored_context(unit.context, header)),
         )
         if cursor.rowcount:
             rowid = int(cursor.lastrowid or 0)
@@ -549,7 +451,7 @@ class SqliteLexicalStore:
             found = self._db.execute(
                 "SELECT rowid, text FROM contexts WHERE tenant_id=? AND hash=?", (unit.tenant_id, ctx)
             ).fetchone()
-            rowid, header = int(found[0]), _stored_header(found[1])
+            rowid, header = int(found[0]), stored_header(found[1])
         result = rowid, StoredContext(unit.context, header)
         if put is not None:
             put[key] = result
@@ -610,7 +512,7 @@ class SqliteLexicalStore:
                         (
                             unit,
                             number,
-                            _doc(u, stored),
+                            encode_doc(u, stored),
                             u.status.value,
                             start,
                             end,
@@ -625,22 +527,54 @@ class SqliteLexicalStore:
                         "INSERT INTO names VALUES (?,?,?)",
                         [(number, n, unit) for n in index_names(u)],
                     )
-                    self._link(u, number, row)
+                    self._link(u, number, row, context)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
 
-    def _link(self, u: MemoryUnit, number: int, row: int | None, *, unlink: bool = False) -> None:
-        """Insert (or delete) the unit's rows of ``sources`` and ``quotes``: one per message id its
-        document lists."""
-        statement = (
-            "DELETE FROM {} WHERE tenant_id=? AND source_id=? AND unit=?"
-            if unlink
-            else ("INSERT OR IGNORE INTO {} VALUES (?,?,?)")
-        )
-        for table, ids in (("sources", u.source_ids), ("quotes", u.context_ids)):
-            self._db.executemany(statement.format(table), [(number, s, row) for s in ids])
+    def _link(self, u: MemoryUnit, number: int, row: int | None, context: int | None) -> None:
+        """Insert the unit's rows of ``sources`` and ``quotes`` (one per message id its document
+        lists), through its context if it has one."""
+        for table in _LINK_TABLES:
+            into, key = (table, row) if context is None else (_CONTEXT_LINK_TABLES[table], context)
+            self._db.executemany(
+                f"INSERT OR IGNORE INTO {into} VALUES (?,?,?)",
+                [(number, s, key) for s in _linked_ids(u, table)],
+            )
+
+    def _unlink(self, u: MemoryUnit, number: int, row: int, context: int | None, dropped: bool) -> None:
+        """Delete the link rows of a deleted unit: its own, or its context's that no other unit of
+        the context needs (all of them if the context went with it)."""
+        if context is None:
+            for table in _LINK_TABLES:
+                self._db.executemany(
+                    f"DELETE FROM {table} WHERE tenant_id=? AND source_id=? AND unit=?",
+                    [(number, s, row) for s in _linked_ids(u, table)],
+                )
+            return
+        ids = {table: set(_linked_ids(u, table)) for table in _LINK_TABLES}
+        gone = ids if dropped else self._unneeded(context, ids)
+        for table, by_context in _CONTEXT_LINK_TABLES.items():
+            self._db.executemany(
+                f"DELETE FROM {by_context} WHERE tenant_id=? AND source_id=? AND context=?",
+                [(number, s, context) for s in sorted(gone[table])],
+            )
+
+    def _unneeded(self, context: int, ids: dict[str, set[str]]) -> dict[str, set[str]]:
+        """Of ``ids`` (message ids per link table), those no remaining unit of the context lists. The
+        units are read until all are found: a message's statements list the same ones, so mostly one."""
+        db = self._db
+        left = {table: set(found) for table, found in ids.items()}
+        stored = db.execute("SELECT text FROM contexts WHERE rowid=?", (context,)).fetchone()
+        opened = open_context(stored[0]) if stored else None
+        for (doc,) in db.execute("SELECT doc FROM units WHERE context=?", (context,)):
+            if not any(left.values()):
+                break
+            fields = orjson.loads(doc_json(doc, opened))
+            left["sources"].difference_update(fields.get("source_ids", ()))
+            left["quotes"].difference_update(fields.get("context_ids", ()))
+        return left
 
     def _delete_one(self, tenant_id: str, uid: str) -> int | None:
         """Delete a unit and all it indexed; return the rowid of its context if that went with it."""
@@ -653,13 +587,13 @@ class SqliteLexicalStore:
         ).fetchone()
         if row is None:
             return None
-        stored = _unit(uid, tenant_id, row[2], open_context(row[4]))
+        stored = read_unit(uid, tenant_id, row[2], open_context(row[4]))
         if row[3] == MemoryStatus.ACTIVE.value:  # only an active unit is indexed
             self._delete_fts(row[0], stored)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         dropped = self._drop_context_if_unused(tenant_id, row[1])
         db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (number, unit))
-        self._link(stored, number, row[0], unlink=True)
+        self._unlink(stored, number, row[0], row[1], dropped is not None)
         return dropped
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
@@ -778,36 +712,49 @@ class SqliteLexicalStore:
     def units_from_sources(
         self, tenant_id: str, source_ids: Sequence[str], *, with_context: bool = True
     ) -> list[MemoryUnit]:
-        return self.get(tenant_id, self._linked("sources", tenant_id, source_ids), with_context=with_context)
+        return self._linked_units("sources", tenant_id, source_ids, with_context=with_context)
 
     def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
         if not source_ids:
             return set()
         marks = ",".join("?" * len(source_ids))
         number = self._number(tenant_id)
+        by_context = _CONTEXT_LINK_TABLES["sources"]
         with self._lock:
             rows = self._db.execute(
-                f"SELECT DISTINCT source_id FROM sources WHERE tenant_id=? AND source_id IN ({marks})",
-                [number, *source_ids],
+                f"SELECT source_id FROM sources WHERE tenant_id=? AND source_id IN ({marks}) UNION "
+                f"SELECT source_id FROM {by_context} WHERE tenant_id=? AND source_id IN ({marks})",
+                [number, *source_ids, number, *source_ids],
             ).fetchall()
         return {r[0] for r in rows}
 
-    def _linked(self, table: str, tenant_id: str, message_ids: Sequence[str]) -> list[str]:
-        """The ids of the tenant's units that ``table`` (sources, quotes) links to these messages."""
+    def _linked_units(
+        self, table: str, tenant_id: str, message_ids: Sequence[str], *, with_context: bool = True
+    ) -> list[MemoryUnit]:
+        """The tenant's units that ``table`` (sources, quotes) links to these messages, by message
+        then as written: a context's link finds all its units, of which those listing none of the
+        messages (another message of the same text) are left out."""
         if not message_ids:
             return []
         marks = ",".join("?" * len(message_ids))
         number = self._number(tenant_id)
+        by_context = _CONTEXT_LINK_TABLES[table]
         with self._lock:
             rows = self._db.execute(
-                f"SELECT DISTINCT u.id FROM {table} l JOIN units u ON u.rowid = l.unit "
-                f"WHERE l.tenant_id=? AND l.source_id IN ({marks})",
-                [number, *message_ids],
+                f"SELECT l.source_id, u.rowid, u.id FROM {table} l JOIN units u ON u.rowid = l.unit "
+                f"WHERE l.tenant_id=? AND l.source_id IN ({marks}) UNION "
+                f"SELECT l.source_id, u.rowid, u.id FROM {by_context} l JOIN units u "
+                f"ON u.context = l.context AND u.tenant_id = l.tenant_id "
+                f"WHERE l.tenant_id=? AND l.source_id IN ({marks}) ORDER BY 1, 2",
+                [number, *message_ids, number, *message_ids],
             ).fetchall()
-        return [unit_id(r[0]) for r in rows]
+        ids = list(dict.fromkeys(unit_id(r[2]) for r in rows))
+        wanted = set(message_ids)
+        units = self.get(tenant_id, ids, with_context=with_context)
+        return [u for u in units if wanted.intersection(_linked_ids(u, table))]
 
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
-        return self.get(tenant_id, self._linked("quotes", tenant_id, message_ids))
+        return self._linked_units("quotes", tenant_id, message_ids)
 
     def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
         last = -1
@@ -874,7 +821,7 @@ def _read_units(
         if stored is not None and stored not in opened:
             opened[stored] = open_context(stored)
         context = None if stored is None else opened[stored]
-        units.append(_unit(unit_id(key), tenant_id, doc, context, with_context=with_context))
+        units.append(read_unit(unit_id(key), tenant_id, doc, context, with_context=with_context))
     return units
 
 
