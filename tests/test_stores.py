@@ -163,7 +163,7 @@ def test_lexical_store_rebuilds_an_older_fts_table(tmp_path: Path, version: int)
     assert reopened.search("t1", "tennis", 10, SymbolicFilter()) == []
     reopened.close()
     db = sqlite3.connect(path)
-    assert db.execute("SELECT count(*) FROM units_fts").fetchone()[0] == 1
+    assert db.execute("SELECT rows FROM word_counts WHERE side = 'units'").fetchall() == [(1,)]
     db.close()
 
 
@@ -331,7 +331,7 @@ def test_a_context_is_stored_once_searched_and_dropped_with_its_last_unit(tmp_pa
     assert db.execute("SELECT count(*) FROM contexts WHERE tenant_id='t1'").fetchone()[0] == 1
     store.delete("t1", [units[2].id])
     assert db.execute("SELECT count(*) FROM contexts WHERE tenant_id='t1'").fetchone()[0] == 0
-    assert db.execute("SELECT count(*) FROM contexts_fts").fetchone()[0] == 1  # t2's
+    assert db.execute("SELECT sum(rows) FROM word_counts WHERE side = 'contexts'").fetchone()[0] == 1  # t2's
     assert store.search("t1", "crampons", 10, SymbolicFilter()) == []
     assert context_term_rows(db, "crampon") == 1, "the dropped context's terms left the index: t2's remain"
     db.close()
@@ -588,7 +588,7 @@ def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(t
     db = sqlite3.connect(path)
     rowids = dict(db.execute("SELECT id, rowid FROM units").fetchall())
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 14
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 15
     assert dict(db.execute("SELECT name, id FROM tenants").fetchall()).keys() == {"t1", "t2"}
     assert {(type(key), rowid) for key, rowid in db.execute("SELECT id, rowid FROM units")} == {
         (bytes if uid != caller.id else str, rowids[uid]) for uid in rowids
@@ -647,7 +647,7 @@ def test_a_version_12_files_indexes_are_rebuilt_with_the_body_first(tmp_path: Pa
     db.execute("PRAGMA user_version=12")
     db.commit()
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 14
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 15
     for index in ("units_fts", "contexts_fts"):
         assert [r[1] for r in db.execute(f"PRAGMA table_info({index})")] == ["body", "tenant"]
     assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {
@@ -965,7 +965,7 @@ def test_a_version_13_files_links_move_to_their_contexts(tmp_path: Path) -> None
     db.commit()
     assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 5
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 14
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 15
     assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
     assert sorted(links_per_tenant(db, "sources")) == [("t1", 3), ("t2", 1)]
     assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}

@@ -10,6 +10,10 @@ import sqlite3
 
 TENANTS_TABLE = "CREATE TABLE IF NOT EXISTS tenants (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"
 NO_TENANT = 0  # the number of a tenant that never wrote to the file: no row has it
+# A new file's pages are 16 KB, not 4: a page wastes less on rows that do not fill it (the 60
+# LongMemEval histories: 2.1 MB less in the lexical file, as fast to write and read). An existing file
+# keeps its own.
+PAGE_SIZE = 16384
 
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
 

@@ -23,6 +23,8 @@ new file version, whose upgrade rebuilds the index.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 import sqlite3
 import threading
 from collections import Counter
@@ -55,6 +57,7 @@ from simplemem.processors.stores.sqlite_docs import (
     stored_header,
 )
 from simplemem.processors.stores.sqlite_keys import (
+    PAGE_SIZE,
     TENANTS_TABLE,
     TenantNumbers,
     remake_table,
@@ -75,7 +78,8 @@ _COMPACT_KEYS_VERSION = 11
 _NUMBERED_TENANTS_VERSION = 12
 _BODY_FIRST_VERSION = 13
 _LINKS_BY_CONTEXT_VERSION = 14
-_LATEST_VERSION = _LINKS_BY_CONTEXT_VERSION
+_TERMS_ONLY_VERSION = 15
+_LATEST_VERSION = _TERMS_ONLY_VERSION
 # The share of its context's BM25 score a unit gets (its own words count fully). On LoCoMo 0.5 lost
 # 0.006 answer recall against 1.0, and 2.0 gained nothing.
 CONTEXT_WEIGHT = 1.0
@@ -84,19 +88,31 @@ SEARCH_REACH = 4
 # ``body`` is the first column since version 13: FTS5 marks each term's positions in any other column
 # with two bytes, which every (term, row) of the body paid while ``tenant`` came first (both indexes
 # 47.6 -> 32.7 MB on the 60 LongMemEval histories; the tenant's token is one term a row).
+# Since version 15 both indexes keep which rows hold a term, not where or how often (``detail=none``,
+# no sizes): on the 60 LongMemEval histories 33.7 -> 9.8 MB. FTS5's ``bm25()`` needs what they no longer
+# keep, so :meth:`SqliteLexicalStore.search` scores BM25 itself: a term counts once a row (a statement
+# rarely holds a word twice), a row's length is its ``words`` column, a tenant's row count and mean
+# length are in ``word_counts``. Such an index answers no column filter and no phrase: the tenant's
+# token is matched anywhere in the row (the joins on ``tenant_id`` keep the tenants apart), a name of
+# two words as both words.
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
-    body, tenant, content = '', tokenize = 'porter unicode61'
+    body, tenant, content = '', detail = none, columnsize = 0, tokenize = 'porter unicode61'
 )"""
 _CONTEXTS_FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS contexts_fts USING fts5(
-    body, tenant, content = '', tokenize = 'porter unicode61'
+    body, tenant, content = '', detail = none, columnsize = 0, tokenize = 'porter unicode61'
 )"""
+# per tenant's token and index (``units``, ``contexts``): its rows and their words, for BM25
+_WORD_COUNTS = """CREATE TABLE IF NOT EXISTS word_counts (tenant TEXT NOT NULL, side TEXT NOT NULL,
+    rows INTEGER NOT NULL, words INTEGER NOT NULL, PRIMARY KEY (tenant, side)) WITHOUT ROWID"""
+BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, used before version 15
+_TOKEN = re.compile(r"\w+")
 # ``tenant_id`` is the tenant's number in ``tenants`` and ``id`` the unit's key (:func:`unit_key`) since
 # version 12: 24 MB less on the 60 LongMemEval histories (a name of 13 characters and an id of 32 in
 # every unit, its primary key and its link rows).
 _UNITS = """CREATE TABLE IF NOT EXISTS units (
     id BLOB NOT NULL, tenant_id INTEGER NOT NULL, doc BLOB NOT NULL, status TEXT NOT NULL,
     event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL, context INTEGER,
-    PRIMARY KEY (tenant_id, id)
+    words INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, id)
 )"""
 _NAMES = """CREATE TABLE IF NOT EXISTS names (tenant_id INTEGER NOT NULL, name TEXT NOT NULL, id BLOB NOT NULL);
 CREATE INDEX IF NOT EXISTS names_by_name ON names (tenant_id, name);
@@ -106,7 +122,8 @@ _SCHEMA = f"""
 {TENANTS_TABLE};
 {_FTS_TABLE};
 CREATE TABLE IF NOT EXISTS contexts (tenant_id TEXT NOT NULL, hash TEXT NOT NULL, text NOT NULL,
-    PRIMARY KEY (tenant_id, hash));
+    words INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, hash));
+{_WORD_COUNTS};
 {_CONTEXTS_FTS_TABLE};
 {_NAMES};
 """
@@ -153,6 +170,17 @@ def _fts_values(unit: MemoryUnit) -> tuple[str, str]:
     return tenant_token(unit.tenant_id), _body(unit)
 
 
+def word_count(text: str) -> int:
+    """A row's length for BM25 (FTS5's tokenizer splits where ``\\w`` ends, near enough)."""
+    return len(_TOKEN.findall(text))
+
+
+def _fts_term(term: str) -> str:
+    """A query term as an index without positions reads it: its tokens, all of them (no phrase)."""
+    tokens = _TOKEN.findall(term) or [term]
+    return " AND ".join(_quote(t) for t in tokens)
+
+
 def context_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
@@ -165,11 +193,14 @@ class SqliteLexicalStore:
     def __init__(self, path: Path) -> None:
         private_file(path)
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.create_function("idf", 2, idf, deterministic=True)
+        self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         # a deleted row's bytes are overwritten, not left in a free page (the right to be forgotten)
         self._db.execute("PRAGMA secure_delete=ON")
         fresh = self._db.execute("SELECT 1 FROM sqlite_master WHERE name='units'").fetchone() is None
+        self._word_columns()
         self._db.executescript(_SCHEMA)
         if fresh:  # made in today's layout: no upgrade applies
             self._db.executescript(_LINKS + f"PRAGMA user_version={_LATEST_VERSION};")
@@ -187,6 +218,32 @@ class SqliteLexicalStore:
         self._numbered_tenants()
         self._body_first_fts()
         self._links_by_context()
+        self._terms_only_fts()
+
+    def _word_columns(self) -> None:
+        """The ``words`` columns (version 15) on an older file's tables before any upgrade writes."""
+        for table in ("units", "contexts"):
+            columns = {r[1] for r in self._db.execute(f"PRAGMA table_info({table})")}
+            if columns and "words" not in columns:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN words INTEGER NOT NULL DEFAULT 0")
+
+    def _terms_only_fts(self) -> None:
+        """Version 15: both FTS indexes without positions (:data:`_FTS_TABLE`), each row's length
+        in its ``words`` and each tenant's in ``word_counts``. An older file's indexes are rebuilt once."""
+
+        def rebuild() -> None:
+            self._rebuild_contexts_fts()
+            self._rebuild_units_fts()
+
+        self._upgrade(_TERMS_ONLY_VERSION, rebuild)
+
+    def _count_words(self, tenant_id: str, side: str, rows: int, words: int) -> None:
+        """Add a row (or take one away: negative) to the tenant's counts of an index."""
+        self._db.execute(
+            "INSERT INTO word_counts VALUES (?,?,?,?) ON CONFLICT (tenant, side) DO UPDATE "
+            "SET rows = rows + excluded.rows, words = words + excluded.words",
+            (tenant_token(tenant_id), side, rows, words),
+        )
 
     def _upgrade(self, version: int, step: Callable[[], None]) -> None:
         """Run ``step`` on a file older than ``version``, in one transaction that marks it upgraded."""
@@ -379,18 +436,20 @@ class SqliteLexicalStore:
         db = self._db
         db.execute("DROP TABLE contexts_fts")
         db.execute(_CONTEXTS_FTS_TABLE)
-        rows = db.execute("SELECT rowid, tenant_id, text FROM contexts")
-        while batch := rows.fetchmany(1000):
-            db.executemany(
-                "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
-                [(rowid, tenant_token(tenant_id), context_text(text)) for rowid, tenant_id, text in batch],
-            )
+        db.execute(_WORD_COUNTS)
+        db.execute("DELETE FROM word_counts WHERE side = 'contexts'")
+        for rowid, tenant_id, text in db.execute("SELECT rowid, tenant_id, text FROM contexts").fetchall():
+            body = context_text(text) or ""
+            db.execute("UPDATE contexts SET words=? WHERE rowid=?", (word_count(body), rowid))
+            self._index_context(rowid, tenant_id, body)
 
     def _rebuild_units_fts(self) -> None:
         """``units_fts`` made anew from the active units' documents, in any layout an upgrade meets."""
         db = self._db
         db.execute("DROP TABLE units_fts")
         db.execute(_FTS_TABLE)
+        db.execute(_WORD_COUNTS)
+        db.execute("DELETE FROM word_counts WHERE side = 'units'")
         # a file before version 11 names a unit's context by its hash (``ctx``); from version 12 on
         # ``units`` holds the tenant's number (``contexts`` its name) and the id's bytes
         numbered = db.execute("PRAGMA user_version").fetchone()[0] >= _NUMBERED_TENANTS_VERSION
@@ -410,7 +469,9 @@ class SqliteLexicalStore:
                 if text not in opened:  # a message's statements come together: inflated once
                     opened = {text: open_context(text)}
                 name = names[tenant] if numbered else tenant
-                self._insert_fts(rowid, read_unit(unit_id(key), name, doc, opened[text]))
+                unit = read_unit(unit_id(key), name, doc, opened[text])
+                db.execute("UPDATE units SET words=? WHERE rowid=?", (word_count(_body(unit)), rowid))
+                self._insert_fts(rowid, unit)
 
     def _no_role_names(self) -> None:
         """Version 7 indexes no speaker's role as a person's name (:func:`index_names`); an older
@@ -438,15 +499,12 @@ class SqliteLexicalStore:
         header = shared_header(unit) if headed else b""
         ctx = context_hash(unit.context)
         cursor = self._db.execute(
-            "INSERT OR IGNORE INTO contexts VALUES (?,?,?)",
-            (unit.tenant_id, ctx, stored_context(unit.context, header)),
+            "INSERT OR IGNORE INTO contexts (tenant_id, hash, text, words) VALUES (?,?,?,?)",
+            (unit.tenant_id, ctx, stored_context(unit.context, header), word_count(unit.context)),
         )
         if cursor.rowcount:
             rowid = int(cursor.lastrowid or 0)
-            self._db.execute(
-                "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
-                (rowid, tenant_token(unit.tenant_id), unit.context),
-            )
+            self._index_context(rowid, unit.tenant_id, unit.context)
         else:
             found = self._db.execute(
                 "SELECT rowid, text FROM contexts WHERE tenant_id=? AND hash=?", (unit.tenant_id, ctx)
@@ -469,23 +527,33 @@ class SqliteLexicalStore:
         ).fetchone()
         if row is None:
             return None
-        db.execute(
-            "INSERT INTO contexts_fts (contexts_fts, rowid, tenant, body) VALUES ('delete',?,?,?)",
-            (row[0], tenant_token(tenant_id), context_text(row[1])),
-        )
+        self._index_context(row[0], tenant_id, context_text(row[1]) or "", delete=True)
         db.execute("DELETE FROM contexts WHERE rowid=?", (row[0],))
         return int(row[0])
 
-    def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
+    def _index_context(self, rowid: int, tenant_id: str, body: str, *, delete: bool = False) -> None:
+        """Add a context's row to ``contexts_fts`` and its tenant's counts (or take it out)."""
+        command = "('delete',?,?,?)" if delete else "(?,?,?)"
         self._db.execute(
-            "INSERT INTO units_fts (rowid, tenant, body) VALUES (?,?,?)", (rowid, *_fts_values(u))
+            f"INSERT INTO contexts_fts ({'contexts_fts, ' if delete else ''}rowid, tenant, body) VALUES {command}",
+            (rowid, tenant_token(tenant_id), body),
+        )
+        self._count_words(
+            tenant_id, "contexts", -1 if delete else 1, (-1 if delete else 1) * word_count(body)
         )
 
+    def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
+        tenant, body = _fts_values(u)
+        self._db.execute("INSERT INTO units_fts (rowid, tenant, body) VALUES (?,?,?)", (rowid, tenant, body))
+        self._count_words(u.tenant_id, "units", 1, word_count(body))
+
     def _delete_fts(self, rowid: int, u: MemoryUnit) -> None:
+        tenant, body = _fts_values(u)
         self._db.execute(
             "INSERT INTO units_fts (units_fts, rowid, tenant, body) VALUES ('delete',?,?,?)",
-            (rowid, *_fts_values(u)),
+            (rowid, tenant, body),
         )
+        self._count_words(u.tenant_id, "units", -1, -word_count(body))
 
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
         if not units:
@@ -508,7 +576,7 @@ class SqliteLexicalStore:
                     context, stored = self._put_context(u, put, headed=headed)
                     cursor = db.execute(
                         "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
-                        " context) VALUES (?,?,?,?,?,?,?,?)",
+                        " context, words) VALUES (?,?,?,?,?,?,?,?,?)",
                         (
                             unit,
                             number,
@@ -518,6 +586,7 @@ class SqliteLexicalStore:
                             end,
                             stated,
                             context,
+                            word_count(_body(u)),
                         ),
                     )
                     row = cursor.lastrowid
@@ -610,39 +679,54 @@ class SqliteLexicalStore:
         terms = query_terms(query)
         if not terms:
             return []
-        match = f"tenant:{tenant_token(tenant_id)} AND ({' OR '.join(_quote(t) for t in terms)})"
-        ctx_match = f"tenant:{tenant_token(tenant_id)} AND body:({' OR '.join(_quote(t) for t in terms)})"
         # Each FTS side keeps its best matches only (a common word matches thousands of contexts, each
         # shared by dozens of units); the unit side is filtered before its cut, so a date range or a
         # person filter never empties it. Context matches add to the units they reach.
         reach = limit * SEARCH_REACH
         number = self._number(tenant_id)
+        with self._lock:
+            sizes = self._sizes(tenant_id)
+        own_matches, own_args = _matches("units_fts", tenant_id, terms)
+        ctx_matches, ctx_args = _matches("contexts_fts", tenant_id, terms)
         sql = [
-            "WITH own AS (SELECT u.rowid AS r, bm25(units_fts, 1.0, 0.0) AS s FROM units_fts f",
-            "JOIN units u ON u.rowid = f.rowid AND u.tenant_id = ? WHERE units_fts MATCH ?",
+            f"WITH own_m(r, t) AS ({own_matches}),",
+            f"own_w(t, w) AS ({_IDF.format('own_m')}),",
+            f"own AS (SELECT u.rowid AS r, SUM(w.w) * {_saturation('u')} AS s FROM own_m m",
+            "JOIN own_w w ON w.t = m.t JOIN units u ON u.rowid = m.r WHERE u.tenant_id = ?",
         ]
-        args: list[object] = [number, match]
+        args: list[object] = [*own_args, *sizes["units"], number]
         _where_filter(sql, args, flt, tenant_id)
         sql += [
-            "ORDER BY s LIMIT ?),",
-            "around AS (SELECT c.rowid AS context, bm25(contexts_fts) AS s FROM contexts_fts",
-            "JOIN contexts c ON c.rowid = contexts_fts.rowid AND c.tenant_id = ? WHERE contexts_fts MATCH ?",
-            "ORDER BY s LIMIT ?),",
+            "GROUP BY u.rowid ORDER BY s DESC LIMIT ?),",
+            f"ctx_m(r, t) AS ({ctx_matches}),",
+            f"ctx_w(t, w) AS ({_IDF.format('ctx_m')}),",
+            f"around AS (SELECT c.rowid AS context, SUM(w.w) * {_saturation('c')} AS s FROM ctx_m m",
+            "JOIN ctx_w w ON w.t = m.t JOIN contexts c ON c.rowid = m.r AND c.tenant_id = ?",
+            "GROUP BY c.rowid ORDER BY s DESC LIMIT ?),",
             "scored AS (SELECT r, s FROM own UNION ALL",
             f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.context = a.context",
             "WHERE u.tenant_id = ?",
         ]
-        args += [reach, tenant_id, ctx_match, reach, number]
+        args += [reach, *ctx_args, *sizes["contexts"], tenant_id, reach, number]
         _where_filter(sql, args, flt, tenant_id)
         # summed and cut before the ids are read: a context shared by 40 statements adds 40 rows
         sql += [
-            "), best AS (SELECT r, SUM(s) AS s FROM scored GROUP BY r ORDER BY s LIMIT ?)",
-            "SELECT u.id, b.s FROM best b JOIN units u ON u.rowid = b.r ORDER BY b.s",
+            "), best AS (SELECT r, SUM(s) AS s FROM scored GROUP BY r ORDER BY s DESC LIMIT ?)",
+            "SELECT u.id, b.s FROM best b JOIN units u ON u.rowid = b.r ORDER BY b.s DESC",
         ]
         args.append(limit)
         with self._lock:
             rows = self._db.execute(" ".join(sql), args).fetchall()
-        return [Hit(unit_id(key), -float(score)) for key, score in rows]
+        return [Hit(unit_id(key), float(score)) for key, score in rows]
+
+    def _sizes(self, tenant_id: str) -> dict[str, tuple[int, float]]:
+        """Per index, the tenant's rows and their mean length (BM25's N and average length)."""
+        sizes = {"units": (0, 1.0), "contexts": (0, 1.0)}
+        for side, rows, words in self._db.execute(
+            "SELECT side, rows, words FROM word_counts WHERE tenant=?", (tenant_token(tenant_id),)
+        ):
+            sizes[side] = (rows, words / rows if rows > 0 else 1.0)
+        return sizes
 
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         if not ids:
@@ -834,8 +918,34 @@ def _quote(term: str) -> str:
 
 
 def _names_match(tenant_id: str, names: Sequence[str]) -> str:
-    """An FTS expression: the tenant's rows whose own words name one of ``names`` (as a phrase)."""
-    return f"tenant:{tenant_token(tenant_id)} AND body:({' OR '.join(_quote(n.lower()) for n in names)})"
+    """An FTS expression: the tenant's rows whose own words name one of ``names`` (all its words)."""
+    named = " OR ".join(f"({_fts_term(n.lower())})" for n in names)
+    return f"{_quote(tenant_token(tenant_id))} AND ({named})"
+
+
+# A term's BM25 weight from the rows that hold it (``{}``: the CTE of matches) and the tenant's rows
+# (the one argument), by :func:`idf`.
+_IDF = "SELECT t, idf(count(*), ?) FROM {} GROUP BY t"
+
+
+def idf(holding: int, rows: int) -> float:
+    """Lucene's BM25 idf of a term that ``holding`` of ``rows`` rows hold: never negative (FTS5's
+    could be, for a word in most rows). A Python function: SQLite's ``ln`` is not in every build."""
+    return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
+
+
+def _matches(fts: str, tenant_id: str, terms: Sequence[str]) -> tuple[str, list[str]]:
+    """A SELECT of (rowid, term's number) for each of the tenant's rows of ``fts`` holding a term,
+    with its arguments."""
+    token = _quote(tenant_token(tenant_id))
+    parts = [f"SELECT rowid, {i} FROM {fts} WHERE {fts} MATCH ?" for i in range(len(terms))]
+    return " UNION ALL ".join(parts), [f"{token} AND ({_fts_term(t)})" for t in terms]
+
+
+def _saturation(alias: str) -> str:
+    """BM25's factor for a term found once in a row of ``alias`` (its ``words``), the tenant's mean
+    length the one argument."""
+    return f"{BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {alias}.words / ?))"
 
 
 def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:

@@ -28,6 +28,7 @@ import numpy.typing as npt
 from simplemem.processors.stores.private import private_file
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range
 from simplemem.processors.stores.sqlite_keys import (
+    PAGE_SIZE,
     TENANTS_TABLE,
     TenantNumbers,
     remake_table,
@@ -118,6 +119,7 @@ class SqliteVectorStore:
         private_file(path)
         self.dim = dim
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA secure_delete=ON")  # a forgotten unit's vector is zeroed on disk
