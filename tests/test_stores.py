@@ -994,3 +994,13 @@ def test_a_documents_keywords_are_kept_as_the_places_of_their_words(
     assert store.get("t1", [written.id]) == [written]
     store.close()
     db.close()
+
+
+def test_a_query_word_the_index_splits_in_two_finds_both_halves(tmp_path: Path) -> None:
+    """An index without positions answers no phrase: a query word FTS5 reads as two tokens
+    ("retry_policy": an underscore splits) asks for both, never for the phrase (an error)."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    both, one = unit("t1", "Ana set retry_policy to three"), unit("t1", "Ana wrote a policy")
+    store.upsert([both, one])
+    assert [h.id for h in store.search("t1", "retry_policy", 10, SymbolicFilter())] == [both.id]
+    store.close()
