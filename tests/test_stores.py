@@ -3,6 +3,7 @@ file): idempotent, tenant-scoped."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import time
 from collections.abc import Callable
@@ -15,9 +16,22 @@ from pymilvus import MilvusException
 
 from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
-from simplemem.processors.stores.sqlite_docs import CONTEXT_DOC, DICT_DOC, doc_json, encode_doc, open_context
-from simplemem.processors.stores.sqlite_keys import unit_key
-from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore, _fts_values, tenant_token
+from simplemem.processors.stores.sqlite_docs import (
+    CONTEXT_DOC_2,
+    DICT_DOC_2,
+    StoredContext,
+    doc_json,
+    encode_doc,
+    open_context,
+)
+from simplemem.processors.stores.sqlite_keys import unit_id, unit_key
+from simplemem.processors.stores.sqlite_lexical import _LATEST_VERSION as LATEST_VERSION
+from simplemem.processors.stores.sqlite_lexical import (
+    SqliteLexicalStore,
+    _fts_values,
+    context_hash,
+    tenant_token,
+)
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore, encoded
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
@@ -25,8 +39,22 @@ from tests.helpers import answer_units
 pytestmark = pytest.mark.slow
 
 
+def as_version_15(db: sqlite3.Connection) -> None:
+    """Rewrite a store file's units in version 15's layout: every status and event end written out,
+    a context's hash as 24 hex digits."""
+    db.execute(
+        "UPDATE units SET status = COALESCE(status, 'active'), event_end = COALESCE(event_end, event_start)"
+    )
+    db.create_function(
+        "hex_hash", 1, lambda text: hashlib.sha256(open_context(text).text.encode()).hexdigest()[:24]
+    )
+    db.execute("UPDATE contexts SET hash = hex_hash(text)")
+    db.execute("PRAGMA user_version=15")
+
+
 def as_version_13(db: sqlite3.Connection) -> None:
     """Rewrite a store file's links in version 13's layout: every unit's own rows, none by context."""
+    as_version_15(db)
     for table in ("sources", "quotes"):
         db.execute(
             f"INSERT INTO {table} SELECT l.tenant_id, l.source_id, u.rowid FROM context_{table} l "
@@ -588,7 +616,7 @@ def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(t
     db = sqlite3.connect(path)
     rowids = dict(db.execute("SELECT id, rowid FROM units").fetchall())
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 15
+    assert db.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     assert dict(db.execute("SELECT name, id FROM tenants").fetchall()).keys() == {"t1", "t2"}
     assert {(type(key), rowid) for key, rowid in db.execute("SELECT id, rowid FROM units")} == {
         (bytes if uid != caller.id else str, rowids[uid]) for uid in rowids
@@ -647,7 +675,7 @@ def test_a_version_12_files_indexes_are_rebuilt_with_the_body_first(tmp_path: Pa
     db.execute("PRAGMA user_version=12")
     db.commit()
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 15
+    assert db.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     for index in ("units_fts", "contexts_fts"):
         assert [r[1] for r in db.execute(f"PRAGMA table_info({index})")] == ["body", "tenant"]
     assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {
@@ -748,31 +776,38 @@ def test_a_messages_statements_are_deflated_with_the_header_their_context_keeps(
 def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_ones(
     tmp_path: Path,
 ) -> None:
-    """Documents are deflated with their context and the store's dictionary (the dictionary alone
-    without a context), without the id and tenant their columns hold; documents written before it,
-    zlib-compressed or plain JSON with those fields, still read."""
+    """Documents are deflated with their context and the store's second dictionary (the dictionary
+    alone without a context), without the id and tenant their columns hold; documents written before
+    it (with the first dictionary, with or without their context), zlib-compressed or plain JSON with
+    those fields, still read."""
     import zlib
 
     import orjson
 
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
-    fresh, plain, zipped = answer_units("t1", 3)
+    fresh, plain, zipped, first, first_bare = answer_units("t1", 5)
     fresh = fresh.model_copy(update={"superseded_by": "u-newer", "keywords": ["crampons", "ridge"]})
     bare = unit("t1", "Jordan plays tennis")
-    store.upsert([fresh, plain, zipped, bare])
+    first_bare = first_bare.model_copy(update={"context": None})
+    store.upsert([fresh, plain, zipped, bare, first, first_bare])
     store.close()
     db = sqlite3.connect(path)
     stored = db.execute("SELECT doc FROM units WHERE id=?", (bytes.fromhex(fresh.id),)).fetchone()[0]
     [context] = [open_context(text) for (text,) in db.execute("SELECT text FROM contexts")]
     assert context is not None and context.text == fresh.context and b'"stated_at"' in context.header
-    assert stored[:1] == CONTEXT_DOC and fresh.id.encode() not in doc_json(stored, context)
+    assert stored[:1] == CONTEXT_DOC_2 and fresh.id.encode() not in doc_json(stored, context)
     with pytest.raises(ValueError, match="its text is needed"):
         doc_json(stored)
     assert (
         db.execute("SELECT substr(doc, 1, 1) FROM units WHERE id=?", (bytes.fromhex(bare.id),)).fetchone()[0]
-        == DICT_DOC
+        == DICT_DOC_2
     )
+    as_first = [
+        (encode_doc(first, StoredContext(context.text, context.header), edition=1), first.id),
+        (encode_doc(first_bare, edition=1), first_bare.id),
+    ]
+    db.executemany("UPDATE units SET doc=? WHERE id=?", [(doc, bytes.fromhex(uid)) for doc, uid in as_first])
     older = {u.id: orjson.dumps(u.model_dump(mode="json", exclude={"context"})) for u in (plain, zipped)}
     db.execute(
         "UPDATE units SET doc=? WHERE id=?", (older[plain.id], bytes.fromhex(plain.id))
@@ -784,12 +819,14 @@ def test_a_unit_document_is_stored_compressed_and_read_back_whole_as_are_older_o
     db.close()
     assert len(stored) < len(zlib.compress(orjson.dumps(fresh.model_dump(mode="json", exclude={"context"}))))
     reopened = SqliteLexicalStore(path)
-    ids = [fresh.id, plain.id, zipped.id, bare.id]
+    ids = [fresh.id, plain.id, zipped.id, bare.id, first.id, first_bare.id]
     assert {u.id: u for u in reopened.get("t1", ids)} == {
         fresh.id: fresh,
         plain.id: plain,
         zipped.id: zipped,
         bare.id: bare,
+        first.id: first,
+        first_bare.id: first_bare,
     }
     assert reopened.get("t1", [fresh.id], with_context=False) == [fresh.model_copy(update={"context": None})]
     assert {u.id for page in reopened.iter_units("t1", 10) for u in page} == set(ids)
@@ -840,8 +877,9 @@ def test_one_unit_id_in_two_tenants_is_two_vectors(tmp_path: Path) -> None:
 
 def test_an_older_vector_files_rows_get_tenant_numbers_and_id_bytes(tmp_path: Path) -> None:
     """A vector file written before version 1 held the tenant's name and the id as text; opened, its
-    rows hold the tenant's number and the id's 16 bytes (a caller's id stays text), and every read,
-    search and delete finds the same rows per tenant."""
+    rows hold the tenant's number and the id's 16 bytes (a caller's id stays text), an active status
+    and a one-day span's end are NULL (version 2), and every read, search and delete finds the same
+    rows per tenant."""
     path = tmp_path / "vectors.sqlite"
     db = sqlite3.connect(path)
     db.execute(
@@ -861,7 +899,8 @@ def test_an_older_vector_files_rows_get_tenant_numbers_and_id_bytes(tmp_path: Pa
     )
     db.commit()
     store = SqliteVectorStore(path, 4)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert db.execute("SELECT DISTINCT status, event_end FROM vectors").fetchall() == [(None, None)]
     assert sorted(db.execute("SELECT typeof(id), typeof(tenant_id) FROM vectors")) == [
         ("blob", "integer"),
         ("blob", "integer"),
@@ -965,7 +1004,7 @@ def test_a_version_13_files_links_move_to_their_contexts(tmp_path: Path) -> None
     db.commit()
     assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 5
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 15
+    assert db.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
     assert sorted(links_per_tenant(db, "sources")) == [("t1", 3), ("t2", 1)]
     assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
@@ -1004,3 +1043,38 @@ def test_a_query_word_the_index_splits_in_two_finds_both_halves(tmp_path: Path) 
     store.upsert([both, one])
     assert [h.id for h in store.search("t1", "retry_policy", 10, SymbolicFilter())] == [both.id]
     store.close()
+
+
+def test_a_version_15_files_common_values_become_null(tmp_path: Path) -> None:
+    """Version 15 wrote every unit's status and event end, and a context's hash as 24 hex digits;
+    opened, an active status and a one-day span's end are NULL (no byte), another status or span
+    stays, the filters read both alike, and a hash is the 8 bytes a new write of the context finds."""
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
+    today = unit("t1", "Ana plays tennis")
+    week = unit("t1", "Ana hikes the ridge", event_time="2026-01-05/2026-01-11")
+    gone = unit("t1", "Ana plays squash").model_copy(update={"status": MemoryStatus.ARCHIVED})
+    said = answer_units("t1", 2)
+    store.upsert([today, week, gone, *said])
+    store.close()
+    db = sqlite3.connect(path)
+    as_version_15(db)
+    db.commit()
+    reopened = SqliteLexicalStore(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
+    rows = {unit_id(k): (s, e) for k, s, e in db.execute("SELECT id, status, event_end FROM units")}
+    assert rows == {
+        **{u.id: (None, None) for u in said},
+        today.id: (None, None),
+        week.id: (None, date(2026, 1, 11).toordinal()),
+        gone.id: ("archived", None),
+    }
+    ridge = SymbolicFilter(first_day=date(2026, 1, 9), last_day=date(2026, 1, 9))
+    assert [h.id for h in reopened.search("t1", "ana", 10, ridge)] == [week.id]
+    assert {h.id for h in reopened.search("t1", "ana", 10, SymbolicFilter())} == {today.id, week.id}
+    assert reopened.get("t1", [gone.id])[0].status == MemoryStatus.ARCHIVED
+    assert db.execute("SELECT hash FROM contexts").fetchall() == [(context_hash(said[0].context),)]
+    reopened.upsert(answer_units("t1", 3)[2:])  # one more statement of that answer: the same context
+    assert db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 1
+    reopened.close()
+    db.close()

@@ -34,6 +34,27 @@ DICT_DOC = b"\x02"
 # mostly its message's, and deflate writes them as references into it (on the 60 LongMemEval
 # histories 227 B a unit became 153 B). Reading such a document needs its context's text.
 CONTEXT_DOC = b"\x03"
+# The second dictionary (documents written since file version 16, first bytes DICT_DOC_2 and
+# CONTEXT_DOC_2): the first, then what the store's own documents repeat, nearest last: the fields in
+# the order a document writes them with the speakers coreference names, the end of a document, the
+# opening of a statement and of a long answer's list item (74 -> 58 B a document on the 60 LongMemEval
+# histories). Never change these bytes either.
+DOC_DICTIONARY_2 = DOC_DICTIONARY + (
+    b'"persons":["User","Assistant"],"keywords":["],"persons":["User"],"keywords":["],'
+    b'"persons":["Assistant","User"],"keywords":["],"persons":["Assistant"],"keywords":[],'
+    b'"source_ids":["],"context_ids":["],"has_vector":false}'
+    b'{"text":"User: {"text":"Assistant, item  (first) (second) (third) (fourth) (fifth), last) of '
+    b'{"text":"Assistant: '
+)
+DICT_DOC_2 = b"\x04"
+CONTEXT_DOC_2 = b"\x05"
+# a document's first byte -> its dictionary, and whether its context precedes it
+_DICTIONARIES = {
+    DICT_DOC: (DOC_DICTIONARY, False),
+    CONTEXT_DOC: (DOC_DICTIONARY, True),
+    DICT_DOC_2: (DOC_DICTIONARY_2, False),
+    CONTEXT_DOC_2: (DOC_DICTIONARY_2, True),
+}
 
 
 # A context shared by HEADER_MIN_UNITS or more units of one write (a message's statements) keeps a
@@ -62,12 +83,12 @@ class StoredContext:
     header: bytes = b""
 
 
-def _dictionary(context: StoredContext | None) -> bytes:
+def _dictionary(context: StoredContext | None, names: bytes = DOC_DICTIONARY_2) -> bytes:
     """What a document is deflated with: the context and its header, then the field names (the
     nearest: deflate reaches 32 KB back, so a longer context gives up its beginning, never the names)."""
     if context is None:
-        return DOC_DICTIONARY
-    return context.text.encode("utf-8") + context.header + DOC_DICTIONARY
+        return names
+    return context.text.encode("utf-8") + context.header + names
 
 
 def _fields(unit: MemoryUnit) -> dict[str, object]:
@@ -118,15 +139,19 @@ def shared_header(unit: MemoryUnit) -> bytes:
     return header if len(header) <= _MAX_HEADER else b""  # its length is kept in two bytes
 
 
-def encode_doc(unit: MemoryUnit, context: StoredContext | None = None) -> bytes:
+def encode_doc(unit: MemoryUnit, context: StoredContext | None = None, *, edition: int = 2) -> bytes:
     """The unit as stored (:func:`_fields`), deflated with :func:`_dictionary` of its context as
     stored (``context``, its header included): on an assistant history 626 B of JSON a unit became
     153 B with the context alone (316 B with zlib alone, which the file's older documents keep);
-    reading one back costs a few microseconds."""
+    reading one back costs a few microseconds. ``edition`` 1 writes with the first dictionary, as
+    files did before version 16."""
     if unit.context and context is None:
         context = StoredContext(unit.context)
-    deflate = zlib.compressobj(DOC_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=_dictionary(context))
-    first = DICT_DOC if context is None else CONTEXT_DOC
+    first = (DICT_DOC, CONTEXT_DOC, DICT_DOC_2, CONTEXT_DOC_2)[2 * (edition - 1) + (context is not None)]
+    names, _ = _DICTIONARIES[first]
+    deflate = zlib.compressobj(
+        DOC_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=_dictionary(context, names)
+    )
     return first + deflate.compress(orjson.dumps(_keyword_places(_fields(unit)))) + deflate.flush()
 
 
@@ -162,17 +187,19 @@ def context_text(stored: bytes | str | None) -> str | None:
 
 def doc_json(doc: bytes, context: StoredContext | None = None) -> bytes:
     """A stored doc's JSON: deflated with its context, its header and the dictionary
-    (:data:`CONTEXT_DOC`: the context is needed), with the dictionary alone (:data:`DICT_DOC`),
+    (:data:`CONTEXT_DOC` or :data:`CONTEXT_DOC_2`: the context is needed), with the dictionary alone
+    (:data:`DICT_DOC`, :data:`DICT_DOC_2`),
     zlib-compressed (files written before the dictionary), or as it is (before compression: it opens
     with "{")."""
     first = doc[:1]
     if first == b"{":
         return doc
-    if first in (DICT_DOC, CONTEXT_DOC):
-        if first == CONTEXT_DOC and context is None:
+    if first in _DICTIONARIES:
+        names, with_context = _DICTIONARIES[first]
+        if with_context and context is None:
             raise ValueError("this document is deflated with its context: its text is needed")
         inflate = zlib.decompressobj(
-            -zlib.MAX_WBITS, zdict=_dictionary(context if first == CONTEXT_DOC else None)
+            -zlib.MAX_WBITS, zdict=_dictionary(context if with_context else None, names)
         )
         return inflate.decompress(doc[1:]) + inflate.flush()
     return zlib.decompress(doc)

@@ -42,15 +42,22 @@ OLDER = np.float16  # rows written before int8: twice the bytes of a dimension
 CACHE_ROWS = 250_000  # rows kept in memory as arrays: about 390 MB of 384-d float32 vectors
 
 _NUMBERED_TENANTS_VERSION = 1
+_NULL_DEFAULTS_VERSION = 2
 # Keyed by tenant then id: the key is the one index (a tenant's rows are found by its range), and an
 # id another tenant also has is another row. A rowid table: rows arrive in no key order, and a table
 # that is its own index (``WITHOUT ROWID``) left its pages emptier: 29.4 MB against 27.0 on the 60
 # LongMemEval histories.
+# Since version 2 an active status and a one-day span's end are NULL, no byte (as in the lexical file).
 _VECTORS = """CREATE TABLE IF NOT EXISTS vectors (
-    tenant_id INTEGER NOT NULL, id BLOB NOT NULL, status TEXT NOT NULL, event_start INTEGER NOT NULL,
-    event_end INTEGER NOT NULL, stated_at REAL NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (tenant_id, id)
+    tenant_id INTEGER NOT NULL, id BLOB NOT NULL, status TEXT, event_start INTEGER NOT NULL,
+    event_end INTEGER, stated_at REAL NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (tenant_id, id)
 )"""
 _COLUMNS = "(tenant_id, id, status, event_start, event_end, stated_at, vec)"
+
+
+def _unless(value: object, common: object) -> object:
+    """NULL for the value nearly every row holds (:data:`_VECTORS`)."""
+    return None if value == common else value
 
 
 def encoded(vector: npt.ArrayLike) -> bytes:
@@ -126,6 +133,7 @@ class SqliteVectorStore:
         self._tenants = TenantNumbers(self._db)
         self._db.execute(TENANTS_TABLE)
         self._number_tenants()
+        self._null_defaults()
         self._lock = threading.Lock()
         self.cache_rows = cache_rows
         self._cache: dict[str, TenantRows] = {}  # oldest first
@@ -149,9 +157,27 @@ class SqliteVectorStore:
                 f"INTO vectors {_COLUMNS} SELECT t.id, unit_key(o.id), o.status, o.event_start, "
                 "o.event_end, o.stated_at, o.vec FROM old_vectors o JOIN tenants t ON t.name = o.tenant_id",
             )
-        else:
+        else:  # a new file: made in today's layout
             db.execute(_VECTORS)
-        db.execute(f"PRAGMA user_version={_NUMBERED_TENANTS_VERSION}")
+        db.execute(f"PRAGMA user_version={_NUMBERED_TENANTS_VERSION if older else _NULL_DEFAULTS_VERSION}")
+        db.execute("COMMIT")
+
+    def _null_defaults(self) -> None:
+        """Version 2: an active status and a one-day span's end are NULL; an older file's rows are
+        rewritten once."""
+        db = self._db
+        if db.execute("PRAGMA user_version").fetchone()[0] >= _NULL_DEFAULTS_VERSION:
+            return
+        db.execute("BEGIN")
+        remake_table(
+            db,
+            "vectors",
+            (),
+            _VECTORS,
+            f"INTO vectors {_COLUMNS} SELECT tenant_id, id, NULLIF(status, 'active'), event_start, "
+            "NULLIF(event_end, event_start), stated_at, vec FROM old_vectors",
+        )
+        db.execute(f"PRAGMA user_version={_NULL_DEFAULTS_VERSION}")
         db.execute("COMMIT")
 
     def _number(self, tenant_id: str) -> int:
@@ -173,7 +199,17 @@ class SqliteVectorStore:
             tenants = {name: self._tenants.number(name, create=True) for name in {str(r[1]) for r in rows}}
             self._db.executemany(
                 f"INSERT OR REPLACE INTO vectors {_COLUMNS} VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(tenants[str(r[1])], unit_key(str(r[0])), *r[2:]) for r in rows],
+                [
+                    (
+                        tenants[str(r[1])],
+                        unit_key(str(r[0])),
+                        _unless(r[2], "active"),
+                        r[3],
+                        _unless(r[4], r[3]),
+                        *r[5:],
+                    )
+                    for r in rows
+                ],
             )
             for tenant in tenants:
                 self._uncache(tenant)
@@ -198,7 +234,8 @@ class SqliteVectorStore:
         rows = self._uncache(tenant_id)
         if rows is None:
             found = self._db.execute(
-                "SELECT id, status, event_start, event_end, stated_at, vec FROM vectors WHERE tenant_id = ?",
+                "SELECT id, COALESCE(status, 'active'), event_start, COALESCE(event_end, event_start), "
+                "stated_at, vec FROM vectors WHERE tenant_id = ?",
                 (self._tenants.number(tenant_id),),
             ).fetchall()
             rows = TenantRows.of(found, self.dim)
