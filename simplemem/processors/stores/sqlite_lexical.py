@@ -1,20 +1,22 @@
-"""Embedded lexical + symbolic store: SQLite FTS5 (BM25, Porter stemming) in one persistent file.
+"""Embedded lexical + symbolic store: SQLite FTS5 (Porter stemming) in one persistent file, BM25
+scored by the store per tenant.
 
-Tenant scoping is part of every statement: the FTS match itself is restricted to the tenant's token
-column, and every lookup joins on ``tenant_id``. In the tables with a row per unit or per link
-(``units``, ``names``, ``sources``, ``quotes``) that column holds the tenant's number in ``tenants``
-and a unit's id is stored as its 16 bytes (:mod:`sqlite_keys`); ``contexts`` keeps the tenant's name.
-It also keeps the units (the document store), the persons they are about (symbolic filter) and their
-source message ids (provenance, forgetting). The person filter also matches a name written in a
-memory's indexed words (its text, keywords and date), where the NER model did not tag it.
+Tenant scoping is part of every statement: the FTS match itself asks for the tenant's token, and
+every lookup joins on ``tenant_id``. In the tables with a row per unit or per link (``units``,
+``names``, ``sources``, ``quotes``, ``context_sources``, ``context_quotes``) that column holds the
+tenant's number in ``tenants`` and a unit's id is stored as its 16 bytes (:mod:`sqlite_keys`);
+``contexts`` keeps the tenant's name. It also keeps the units (the document store,
+:mod:`sqlite_docs`), the persons they are about (symbolic filter) and their source message ids
+(provenance, forgetting). The person filter also matches a name written in a memory's indexed words
+(its text, keywords and date), where the NER model did not tag it.
 
 A unit's ``context`` (the message around it, the question it answers) is stored once per distinct
 text, zlib-compressed, in ``contexts``, with its own FTS index: the 40 statements of a long answer
 share one row instead of holding 40 copies. A unit refers to its row by rowid (``units.context``);
-reads join it back, and BM25 scores a unit by its own words plus its context's (the two FTS scores added).
+reads join it back, and BM25 scores a unit by its own words plus its context's (the two scores added).
 
-Both FTS indexes are contentless: they keep the terms, not a second copy of the text (BM25 and the
-name phrase match need no more; a hit is joined to its row by rowid). A row leaves an index by
+Both FTS indexes are contentless and keep no positions: which rows hold a term (BM25 as scored here
+and the name match need no more; a hit is joined to its row by rowid). A row leaves an index by
 FTS5's ``delete`` command with the values it was indexed with: a context's from ``contexts``, a unit's
 rebuilt from its document by :func:`_fts_values`. Changing what that function indexes therefore needs a
 new file version, whose upgrade rebuilds the index.
