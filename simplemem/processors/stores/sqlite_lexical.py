@@ -92,7 +92,7 @@ SEARCH_REACH = 4
 # with two bytes, which every (term, row) of the body paid while ``tenant`` came first (both indexes
 # 47.6 -> 32.7 MB on the 60 LongMemEval histories; the tenant's token is one term a row).
 # Since version 15 both indexes keep which rows hold a term, not where or how often (``detail=none``,
-# no sizes): on the 60 LongMemEval histories 33.7 -> 9.8 MB. FTS5's ``bm25()`` needs what they no longer
+# no sizes): on the 60 LongMemEval histories 33.7 -> 9.6 MB. FTS5's ``bm25()`` needs what they no longer
 # keep, so :meth:`SqliteLexicalStore.search` scores BM25 itself: a term counts once a row (a statement
 # rarely holds a word twice), a row's length is its ``words`` column, a tenant's row count and mean
 # length are in ``word_counts``. Such an index answers no column filter and no phrase: the tenant's
@@ -145,7 +145,7 @@ _LINK_TABLES = ("sources", "quotes")
 # ``context_quotes`` name the context's rowid, once for all the statements of a message that share it
 # (sources and quotes 6.2 -> 1.2 MB on the 60 LongMemEval histories). Two messages of the same text
 # share a context, so what such a row finds is read and kept only if its document lists the message;
-# a row leaves when no unit of its context lists that message any more (:meth:`_unlink_context`).
+# a row leaves when no unit of its context lists that message any more (:meth:`_unlink`).
 _CONTEXT_LINK_TABLES = {"sources": "context_sources", "quotes": "context_quotes"}
 
 
@@ -335,7 +335,7 @@ class SqliteLexicalStore:
         self._upgrade(_NO_SAID_COLUMN_VERSION, self._rebuild_units_fts)
 
     def _compressed_contexts(self) -> None:
-        """Version 9 keeps contexts compressed (:func:`~simplemem.processors.stores.sqlite_docs.stored_context`); an older file's are
+        """Version 9 keeps contexts compressed (:func:`stored_context`); an older file's are
         compressed once (their index is unchanged: the same words)."""
         db = self._db
 
