@@ -25,8 +25,6 @@ new file version, whose upgrade rebuilds the index.
 from __future__ import annotations
 
 import hashlib
-import math
-import re
 import sqlite3
 import threading
 from collections import Counter
@@ -45,6 +43,15 @@ from simplemem.processors.stores.protocols import (
     SymbolicFilter,
     day_range,
     index_names,
+)
+from simplemem.processors.stores.sqlite_bm25 import (
+    IDF_SQL,
+    fts_term,
+    idf,
+    matches,
+    quote,
+    saturation,
+    word_count,
 )
 from simplemem.processors.stores.sqlite_docs import (
     HEADER_MIN_UNITS,
@@ -92,12 +99,9 @@ SEARCH_REACH = 4
 # with two bytes, which every (term, row) of the body paid while ``tenant`` came first (both indexes
 # 47.6 -> 32.7 MB on the 60 LongMemEval histories; the tenant's token is one term a row).
 # Since version 15 both indexes keep which rows hold a term, not where or how often (``detail=none``,
-# no sizes): on the 60 LongMemEval histories 33.7 -> 9.6 MB. FTS5's ``bm25()`` needs what they no longer
-# keep, so :meth:`SqliteLexicalStore.search` scores BM25 itself: a term counts once a row (a statement
-# rarely holds a word twice), a row's length is its ``words`` column, a tenant's row count and mean
-# length are in ``word_counts``. Such an index answers no column filter and no phrase: the tenant's
-# token is matched anywhere in the row (the joins on ``tenant_id`` keep the tenants apart), a name of
-# two words as both words.
+# no sizes): on the 60 LongMemEval histories 33.7 -> 9.6 MB. The search scores BM25 itself
+# (:mod:`sqlite_bm25`). The tenant's token is matched anywhere in a row (no column filter: the joins on
+# ``tenant_id`` keep the tenants apart).
 _FTS_TABLE = """CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5(
     body, tenant, content = '', detail = none, columnsize = 0, tokenize = 'porter unicode61'
 )"""
@@ -109,8 +113,6 @@ _EVENT_END_SQL = "COALESCE(u.event_end, u.event_start)"
 # per tenant's token and index (``units``, ``contexts``): its rows and their words, for BM25
 _WORD_COUNTS = """CREATE TABLE IF NOT EXISTS word_counts (tenant TEXT NOT NULL, side TEXT NOT NULL,
     rows INTEGER NOT NULL, words INTEGER NOT NULL, PRIMARY KEY (tenant, side)) WITHOUT ROWID"""
-BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, used before version 15
-_TOKEN = re.compile(r"[^\W_]+")  # FTS5's unicode61 tokens: letters and digits (an underscore splits)
 # ``tenant_id`` is the tenant's number in ``tenants`` and ``id`` the unit's key (:func:`unit_key`) since
 # version 12: 24 MB less on the 60 LongMemEval histories (a name of 13 characters and an id of 32 in
 # every unit, its primary key and its link rows).
@@ -176,17 +178,6 @@ def _body(unit: MemoryUnit) -> str:
 def _fts_values(unit: MemoryUnit) -> tuple[str, str]:
     """What a unit's FTS row indexes (tenant, body): the same values insert it and delete it."""
     return tenant_token(unit.tenant_id), _body(unit)
-
-
-def word_count(text: str) -> int:
-    """A row's length for BM25 (FTS5's tokens, near enough: :data:`_TOKEN`)."""
-    return len(_TOKEN.findall(text))
-
-
-def _fts_term(term: str) -> str:
-    """A query term as an index without positions reads it: its tokens, all of them (no phrase)."""
-    tokens = _TOKEN.findall(term) or [term]
-    return " AND ".join(_quote(t) for t in tokens)
 
 
 def context_hash(text: str) -> bytes:
@@ -719,12 +710,12 @@ class SqliteLexicalStore:
         number = self._number(tenant_id)
         with self._lock:
             sizes = self._sizes(tenant_id)
-        own_matches, own_args = _matches("units_fts", tenant_id, terms)
-        ctx_matches, ctx_args = _matches("contexts_fts", tenant_id, terms)
+        own_matches, own_args = matches("units_fts", tenant_token(tenant_id), terms)
+        ctx_matches, ctx_args = matches("contexts_fts", tenant_token(tenant_id), terms)
         sql = [
             f"WITH own_m(r, t) AS ({own_matches}),",
-            f"own_w(t, w) AS ({_IDF.format('own_m')}),",
-            f"own AS (SELECT u.rowid AS r, SUM(w.w) * {_saturation('u')} AS s FROM own_m m",
+            f"own_w(t, w) AS ({IDF_SQL.format('own_m')}),",
+            f"own AS (SELECT u.rowid AS r, SUM(w.w) * {saturation('u')} AS s FROM own_m m",
             "JOIN own_w w ON w.t = m.t JOIN units u ON u.rowid = m.r WHERE u.tenant_id = ?",
         ]
         args: list[object] = [*own_args, *sizes["units"], number]
@@ -732,8 +723,8 @@ class SqliteLexicalStore:
         sql += [
             "GROUP BY u.rowid ORDER BY s DESC LIMIT ?),",
             f"ctx_m(r, t) AS ({ctx_matches}),",
-            f"ctx_w(t, w) AS ({_IDF.format('ctx_m')}),",
-            f"around AS (SELECT c.rowid AS context, SUM(w.w) * {_saturation('c')} AS s FROM ctx_m m",
+            f"ctx_w(t, w) AS ({IDF_SQL.format('ctx_m')}),",
+            f"around AS (SELECT c.rowid AS context, SUM(w.w) * {saturation('c')} AS s FROM ctx_m m",
             "JOIN ctx_w w ON w.t = m.t JOIN contexts c ON c.rowid = m.r AND c.tenant_id = ?",
             "GROUP BY c.rowid ORDER BY s DESC LIMIT ?),",
             "scored AS (SELECT r, s FROM own UNION ALL",
@@ -946,39 +937,10 @@ def _read_units(
 _JOIN_CONTEXT = "LEFT JOIN contexts c ON c.rowid = u.context AND c.tenant_id = ?"
 
 
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
 def _names_match(tenant_id: str, names: Sequence[str]) -> str:
     """An FTS expression: the tenant's rows whose own words name one of ``names`` (all its words)."""
-    named = " OR ".join(f"({_fts_term(n.lower())})" for n in names)
-    return f"{_quote(tenant_token(tenant_id))} AND ({named})"
-
-
-# A term's BM25 weight from the rows that hold it (``{}``: the CTE of matches) and the tenant's rows
-# (the one argument), by :func:`idf`.
-_IDF = "SELECT t, idf(count(*), ?) FROM {} GROUP BY t"
-
-
-def idf(holding: int, rows: int) -> float:
-    """Lucene's BM25 idf of a term that ``holding`` of ``rows`` rows hold: never negative (FTS5's
-    could be, for a word in most rows). A Python function: SQLite's ``ln`` is not in every build."""
-    return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
-
-
-def _matches(fts: str, tenant_id: str, terms: Sequence[str]) -> tuple[str, list[str]]:
-    """A SELECT of (rowid, term's number) for each of the tenant's rows of ``fts`` holding a term,
-    with its arguments."""
-    token = _quote(tenant_token(tenant_id))
-    parts = [f"SELECT rowid, {i} FROM {fts} WHERE {fts} MATCH ?" for i in range(len(terms))]
-    return " UNION ALL ".join(parts), [f"{token} AND ({_fts_term(t)})" for t in terms]
-
-
-def _saturation(alias: str) -> str:
-    """BM25's factor for a term found once in a row of ``alias`` (its ``words``), the tenant's mean
-    length the one argument."""
-    return f"{BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {alias}.words / ?))"
+    named = " OR ".join(f"({fts_term(n.lower())})" for n in names)
+    return f"{quote(tenant_token(tenant_id))} AND ({named})"
 
 
 def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:

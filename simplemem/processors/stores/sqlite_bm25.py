@@ -1,0 +1,59 @@
+"""How the embedded lexical store scores BM25 over FTS5 indexes that keep no positions.
+
+Since lexical file version 15 both FTS indexes keep which rows hold a term, not where or how often
+(``detail=none``, no row sizes): FTS5's ``bm25()`` needs what they no longer keep. The store scores
+BM25 itself, in the SQL of its search, per tenant: a term counts once a row (a statement rarely holds
+a word twice; a long message's repeats no longer outweigh its length), a row's length is its
+``words`` column (:func:`word_count`), the tenant's row count and mean length are in ``word_counts``
+(a word common in one tenant's history is not made rare by the others'). k1 and b are FTS5's and
+Lucene's defaults, the idf Lucene's. Such an index answers no phrase and no column filter: a query
+word FTS5 reads as two tokens asks for both (:func:`fts_term`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+
+BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, used before version 15
+_TOKEN = re.compile(r"[^\W_]+")  # FTS5's unicode61 tokens: letters and digits (an underscore splits)
+# A term's BM25 weight from the rows that hold it (``{}``: the CTE of matches) and the tenant's rows
+# (the one argument), by :func:`idf`.
+IDF_SQL = "SELECT t, idf(count(*), ?) FROM {} GROUP BY t"
+
+
+def quote(term: str) -> str:
+    """A string as an FTS5 query reads it literally."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def word_count(text: str) -> int:
+    """A row's length for BM25 (FTS5's tokens, near enough: :data:`_TOKEN`)."""
+    return len(_TOKEN.findall(text))
+
+
+def fts_term(term: str) -> str:
+    """A query term as an index without positions reads it: its tokens, all of them (no phrase)."""
+    tokens = _TOKEN.findall(term) or [term]
+    return " AND ".join(quote(t) for t in tokens)
+
+
+def idf(holding: int, rows: int) -> float:
+    """Lucene's BM25 idf of a term that ``holding`` of ``rows`` rows hold: never negative (FTS5's
+    could be, for a word in most rows). Registered as the SQL function ``idf``: SQLite's ``ln`` is not
+    in every build."""
+    return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
+
+
+def matches(fts: str, token: str, terms: Sequence[str]) -> tuple[str, list[str]]:
+    """A SELECT of (rowid, term's number) for each row of ``fts`` that holds the tenant's ``token``
+    and a term, with its arguments."""
+    parts = [f"SELECT rowid, {i} FROM {fts} WHERE {fts} MATCH ?" for i in range(len(terms))]
+    return " UNION ALL ".join(parts), [f"{quote(token)} AND ({fts_term(t)})" for t in terms]
+
+
+def saturation(alias: str) -> str:
+    """BM25's factor for a term found once in a row of ``alias`` (its ``words``), the tenant's mean
+    length the one argument."""
+    return f"{BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {alias}.words / ?))"
