@@ -945,7 +945,7 @@ def test_a_milvus_load_waits_for_a_missing_index_or_a_query_node_rejoining() -> 
 
 def test_a_messages_statements_are_linked_once_through_their_context(tmp_path: Path) -> None:
     """The statements of one answer share its context and one link row to the message; the row stays
-    while a statement of it is left, and goes with the last."""
+    while a statement of it is left, and goes with the last, as do the tenant's word counts."""
     store = SqliteLexicalStore(tmp_path / "lex.sqlite")
     units = answer_units("t1", 3)
     store.upsert(units)
@@ -955,12 +955,17 @@ def test_a_messages_statements_are_linked_once_through_their_context(tmp_path: P
     store.delete("t1", [u.id for u in units[:2]])
     assert store.sources_with_units("t1", ["t1:answer"]) == {"t1:answer"}
     assert [u.id for u in store.units_from_sources("t1", ["t1:answer"])] == [units[2].id]
+    assert db.execute("SELECT side, rows FROM word_counts ORDER BY side").fetchall() == [
+        ("contexts", 1),
+        ("units", 1),
+    ]
     store.delete("t1", [units[2].id])
     assert store.sources_with_units("t1", ["t1:answer"]) == set()
     assert (
         links_per_tenant(db, "sources") == []
         and db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 0
     )
+    assert db.execute("SELECT count(*) FROM word_counts").fetchone()[0] == 0  # nothing of the tenant left
     store.close()
     db.close()
 

@@ -262,12 +262,16 @@ class SqliteLexicalStore:
         self._upgrade(_NULL_DEFAULTS_VERSION, move)
 
     def _count_words(self, tenant_id: str, side: str, rows: int, words: int) -> None:
-        """Add a row (or take one away: negative) to the tenant's counts of an index."""
+        """Add a row (or take one away: negative) to the tenant's counts of an index; the counts of an
+        index the tenant has no row in any more go (a forgotten tenant leaves nothing here)."""
+        token = tenant_token(tenant_id)
         self._db.execute(
             "INSERT INTO word_counts VALUES (?,?,?,?) ON CONFLICT (tenant, side) DO UPDATE "
             "SET rows = rows + excluded.rows, words = words + excluded.words",
-            (tenant_token(tenant_id), side, rows, words),
+            (token, side, rows, words),
         )
+        if rows < 0:
+            self._db.execute("DELETE FROM word_counts WHERE tenant=? AND side=? AND rows <= 0", (token, side))
 
     def _upgrade(self, version: int, step: Callable[[], None]) -> None:
         """Run ``step`` on a file older than ``version``, in one transaction that marks it upgraded."""
