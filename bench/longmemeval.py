@@ -178,8 +178,22 @@ def unit_stats(rt: Runtime, questions: list[LmeQuestion]) -> dict[str, float]:
         "mean_text_chars": text / per,
         "mean_context_chars": context / per,
         "share_with_context": with_context / per,
-        "mean_doc_bytes": doc / per,
+        "mean_json_bytes": doc / per,
     }
+
+
+def stored_doc_bytes(path: Path) -> float:
+    """The mean bytes of a unit's document as the SQLite file stores it (deflated, without its
+    context), 0 where there is no such file."""
+    import sqlite3
+
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        row = db.execute("SELECT avg(length(doc)) FROM units").fetchone()
+        db.close()
+    except sqlite3.Error:
+        return 0.0
+    return float(row[0] or 0.0)
 
 
 def disk_bytes(store: Path) -> dict[str, int]:
@@ -376,7 +390,8 @@ def print_ingest(stats: IngestStats, units: dict[str, float], disk: dict[str, in
     print(
         f"memory units: {n:.0f} ({n / turns:.2f} per turn; {units.get('kind_code', 0):.0f} code), "
         f"mean text {units['mean_text_chars']:.0f} chars, mean context {units['mean_context_chars']:.0f} "
-        f"chars ({units['share_with_context']:.0%} have one), mean stored doc {units['mean_doc_bytes']:.0f} B"
+        f"chars ({units['share_with_context']:.0%} have one), mean stored document "
+        f"{units['mean_stored_doc_bytes']:.0f} B ({units['mean_json_bytes']:.0f} B as JSON with its context)"
     )
     total = disk["sqlite"] + disk["milvus"]
     line = f"on disk: SQLite {disk['sqlite'] / 1e6:.1f} MB, vectors {disk['milvus'] / 1e6:.1f} MB"
@@ -449,6 +464,7 @@ def main() -> None:
     lat = warm_latencies_ms(rt.retriever, questions)
     rt.close()
     disk = disk_bytes(store)
+    units["mean_stored_doc_bytes"] = stored_doc_bytes(store / "lexical.sqlite")
     print()
     print_ingest(stats, units, disk, stats.turns or sum(len(q.turns) for q in questions))
     tables = sqlite_tables(store / "lexical.sqlite")
