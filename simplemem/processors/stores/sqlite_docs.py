@@ -48,6 +48,13 @@ DOC_DICTIONARY_2 = DOC_DICTIONARY + (
 )
 DICT_DOC_2 = b"\x04"
 CONTEXT_DOC_2 = b"\x05"
+# (dictionary edition, deflated with a context) -> a document's first byte
+_FIRST_BYTES = {
+    (1, False): DICT_DOC,
+    (1, True): CONTEXT_DOC,
+    (2, False): DICT_DOC_2,
+    (2, True): CONTEXT_DOC_2,
+}
 # a document's first byte -> its dictionary, and whether its context precedes it
 _DICTIONARIES = {
     DICT_DOC: (DOC_DICTIONARY, False),
@@ -101,6 +108,7 @@ def _fields(unit: MemoryUnit) -> dict[str, object]:
 # its first keyword (96%): a document names such a keyword by its word's place in the lowered text
 # (``"keywords":[3,7]``) and leaves out a topic that is the first keyword. A document whose keywords
 # hold no number is as older documents were (its topic, if any, written out): 88 -> 74 B a document.
+# Never change how the words are split: the documents written read their keywords back by it.
 _WORD = re.compile(r"\w+")
 
 
@@ -147,7 +155,7 @@ def encode_doc(unit: MemoryUnit, context: StoredContext | None = None, *, editio
     files did before version 16."""
     if unit.context and context is None:
         context = StoredContext(unit.context)
-    first = (DICT_DOC, CONTEXT_DOC, DICT_DOC_2, CONTEXT_DOC_2)[2 * (edition - 1) + (context is not None)]
+    first = _FIRST_BYTES[(edition, context is not None)]
     names, _ = _DICTIONARIES[first]
     deflate = zlib.compressobj(
         DOC_COMPRESSION, zlib.DEFLATED, -zlib.MAX_WBITS, zdict=_dictionary(context, names)

@@ -18,6 +18,11 @@ PAGE_SIZE = 16384
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
 
 
+def null_if(value: object, common: object) -> object:
+    """NULL (no byte in a row) for the value nearly every row holds: SQL's ``NULLIF``, for a write."""
+    return None if value == common else value
+
+
 def unit_key(uid: str) -> bytes | str:
     """A unit id as stored: 32 hex digits as their 16 bytes, any other id (a caller's) as it is."""
     return bytes.fromhex(uid) if _HEX_ID.fullmatch(uid) else uid

@@ -69,6 +69,7 @@ from simplemem.processors.stores.sqlite_keys import (
     PAGE_SIZE,
     TENANTS_TABLE,
     TenantNumbers,
+    null_if,
     remake_table,
     unit_id,
     unit_key,
@@ -147,7 +148,7 @@ _LINK_TABLES = ("sources", "quotes")
 # ``context_quotes`` name the context's rowid, once for all the statements of a message that share it
 # (sources and quotes 6.2 -> 1.2 MB on the 60 LongMemEval histories). Two messages of the same text
 # share a context, so what such a row finds is read and kept only if its document lists the message;
-# a row leaves when no unit of its context lists that message any more (:meth:`_unlink`).
+# a row leaves when no unit of its context lists that message any more (:meth:`_unlink_context`).
 _CONTEXT_LINK_TABLES = {"sources": "context_sources", "quotes": "context_quotes"}
 
 
@@ -160,9 +161,14 @@ _CONTEXT_LINKS = "".join(_link_table(t, "context") + ";\n" for t in _CONTEXT_LIN
 _LINKS = "".join(_link_table(t) + ";\n" for t in _LINK_TABLES) + _CONTEXT_LINKS
 
 
+# the unit field whose message ids each link table holds
+_LINK_FIELDS = {"sources": "source_ids", "quotes": "context_ids"}
+
+
 def _linked_ids(unit: MemoryUnit, table: str) -> list[str]:
     """The message ids ``table`` (sources, quotes) links the unit to."""
-    return unit.source_ids if table == "sources" else unit.context_ids
+    ids: list[str] = getattr(unit, _LINK_FIELDS[table])
+    return ids
 
 
 def tenant_token(tenant_id: str) -> str:
@@ -261,10 +267,10 @@ class SqliteLexicalStore:
 
         self._upgrade(_NULL_DEFAULTS_VERSION, move)
 
-    def _count_words(self, tenant_id: str, side: str, rows: int, words: int) -> None:
-        """Add a row (or take one away: negative) to the tenant's counts of an index; the counts of an
-        index the tenant has no row in any more go (a forgotten tenant leaves nothing here)."""
-        token = tenant_token(tenant_id)
+    def _count_words(self, token: str, side: str, rows: int, words: int) -> None:
+        """Add a row (or take one away: negative) to the counts of the tenant's ``token`` in an index;
+        the counts of an index the tenant has no row in any more go (a forgotten tenant leaves nothing
+        here)."""
         self._db.execute(
             "INSERT INTO word_counts VALUES (?,?,?,?) ON CONFLICT (tenant, side) DO UPDATE "
             "SET rows = rows + excluded.rows, words = words + excluded.words",
@@ -466,10 +472,16 @@ class SqliteLexicalStore:
         db.execute(_CONTEXTS_FTS_TABLE)
         db.execute(_WORD_COUNTS)
         db.execute("DELETE FROM word_counts WHERE side = 'contexts'")
-        for rowid, tenant_id, text in db.execute("SELECT rowid, tenant_id, text FROM contexts").fetchall():
-            body = context_text(text) or ""
-            db.execute("UPDATE contexts SET words=? WHERE rowid=?", (word_count(body), rowid))
-            self._index_context(rowid, tenant_id, body)
+        last = 0  # read in batches by rowid, each read whole before its rows are written
+        while batch := db.execute(
+            "SELECT rowid, tenant_id, text FROM contexts WHERE rowid > ? ORDER BY rowid LIMIT 1000", (last,)
+        ).fetchall():
+            for rowid, tenant_id, text in batch:
+                body = context_text(text) or ""
+                words = word_count(body)
+                db.execute("UPDATE contexts SET words=? WHERE rowid=?", (words, rowid))
+                self._index_context(rowid, tenant_id, body, words)
+            last = batch[-1][0]
 
     def _rebuild_units_fts(self) -> None:
         """``units_fts`` made anew from the active units' documents, in any layout an upgrade meets."""
@@ -492,14 +504,17 @@ class SqliteLexicalStore:
             (MemoryStatus.ACTIVE.value,),  # an active unit's status, in the layouts before version 16 too
         )
         opened: dict[bytes | str | None, StoredContext | None] = {}
+        lengths: list[tuple[int, int]] = []  # written once the scan of ``units`` is done
         while batch := active.fetchmany(1000):
             for rowid, key, tenant, doc, text in batch:
                 if text not in opened:  # a message's statements come together: inflated once
                     opened = {text: open_context(text)}
                 name = names[tenant] if numbered else tenant
                 unit = read_unit(unit_id(key), name, doc, opened[text])
-                db.execute("UPDATE units SET words=? WHERE rowid=?", (word_count(_body(unit)), rowid))
-                self._insert_fts(rowid, unit)
+                words = word_count(_body(unit))
+                lengths.append((words, rowid))
+                self._index_unit(rowid, unit, words)
+        db.executemany("UPDATE units SET words=? WHERE rowid=?", lengths)
 
     def _no_role_names(self) -> None:
         """Version 7 indexes no speaker's role as a person's name (:func:`index_names`); an older
@@ -526,13 +541,14 @@ class SqliteLexicalStore:
             return put[key]
         header = shared_header(unit) if headed else b""
         ctx = context_hash(unit.context)
+        words = word_count(unit.context)
         cursor = self._db.execute(
             "INSERT OR IGNORE INTO contexts (tenant_id, hash, text, words) VALUES (?,?,?,?)",
-            (unit.tenant_id, ctx, stored_context(unit.context, header), word_count(unit.context)),
+            (unit.tenant_id, ctx, stored_context(unit.context, header), words),
         )
         if cursor.rowcount:
             rowid = int(cursor.lastrowid or 0)
-            self._index_context(rowid, unit.tenant_id, unit.context)
+            self._index_context(rowid, unit.tenant_id, unit.context, words)
         else:
             found = self._db.execute(
                 "SELECT rowid, text FROM contexts WHERE tenant_id=? AND hash=?", (unit.tenant_id, ctx)
@@ -551,37 +567,38 @@ class SqliteLexicalStore:
         if db.execute("SELECT 1 FROM units WHERE context=? LIMIT 1", (context,)).fetchone():
             return None
         row = db.execute(
-            "SELECT rowid, text FROM contexts WHERE tenant_id=? AND rowid=?", (tenant_id, context)
+            "SELECT rowid, text, words FROM contexts WHERE tenant_id=? AND rowid=?", (tenant_id, context)
         ).fetchone()
         if row is None:
             return None
-        self._index_context(row[0], tenant_id, context_text(row[1]) or "", delete=True)
+        self._index_context(row[0], tenant_id, context_text(row[1]) or "", row[2], delete=True)
         db.execute("DELETE FROM contexts WHERE rowid=?", (row[0],))
         return int(row[0])
 
-    def _index_context(self, rowid: int, tenant_id: str, body: str, *, delete: bool = False) -> None:
-        """Add a context's row to ``contexts_fts`` and its tenant's counts (or take it out)."""
-        command = "('delete',?,?,?)" if delete else "(?,?,?)"
-        self._db.execute(
-            f"INSERT INTO contexts_fts ({'contexts_fts, ' if delete else ''}rowid, tenant, body) VALUES {command}",
-            (rowid, tenant_token(tenant_id), body),
-        )
-        self._count_words(
-            tenant_id, "contexts", -1 if delete else 1, (-1 if delete else 1) * word_count(body)
-        )
+    def _index_context(
+        self, rowid: int, tenant_id: str, body: str, words: int, *, delete: bool = False
+    ) -> None:
+        """Add a context's row to ``contexts_fts`` and its tenant's counts (or take it out);
+        ``words`` is its ``words`` column."""
+        self._index("contexts", rowid, tenant_token(tenant_id), body, words, delete=delete)
 
-    def _insert_fts(self, rowid: int | None, u: MemoryUnit) -> None:
-        tenant, body = _fts_values(u)
-        self._db.execute("INSERT INTO units_fts (rowid, tenant, body) VALUES (?,?,?)", (rowid, tenant, body))
-        self._count_words(u.tenant_id, "units", 1, word_count(body))
+    def _index_unit(self, rowid: int | None, u: MemoryUnit, words: int, *, delete: bool = False) -> None:
+        """Add an active unit's row to ``units_fts`` and its tenant's counts (or take it out), by
+        :func:`_fts_values`; ``words`` is its ``words`` column."""
+        self._index("units", rowid, *_fts_values(u), words, delete=delete)
 
-    def _delete_fts(self, rowid: int, u: MemoryUnit) -> None:
-        tenant, body = _fts_values(u)
-        self._db.execute(
-            "INSERT INTO units_fts (units_fts, rowid, tenant, body) VALUES ('delete',?,?,?)",
-            (rowid, tenant, body),
+    def _index(
+        self, side: str, rowid: int | None, token: str, body: str, words: int, *, delete: bool
+    ) -> None:
+        """One row into the FTS index of ``side`` (units, contexts) and the counts of the tenant's
+        ``token``, or out of both (FTS5's ``delete`` command, with the values it was indexed with)."""
+        fts = f"{side}_fts"
+        columns, values = (
+            (f"{fts}, rowid, tenant, body", "'delete',?,?,?") if delete else ("rowid, tenant, body", "?,?,?")
         )
-        self._count_words(u.tenant_id, "units", -1, -word_count(body))
+        self._db.execute(f"INSERT INTO {fts} ({columns}) VALUES ({values})", (rowid, token, body))
+        sign = -1 if delete else 1
+        self._count_words(token, side, sign, sign * words)
 
     def upsert(self, units: Sequence[MemoryUnit]) -> None:
         if not units:
@@ -602,6 +619,7 @@ class SqliteLexicalStore:
                     stated = datetime.fromisoformat(u.stated_at).timestamp()
                     headed = sharing[(u.tenant_id, u.context or "")] >= HEADER_MIN_UNITS
                     context, stored = self._put_context(u, put, headed=headed)
+                    words = word_count(_body(u))
                     cursor = db.execute(
                         "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
                         " context, words) VALUES (?,?,?,?,?,?,?,?,?)",
@@ -609,17 +627,17 @@ class SqliteLexicalStore:
                             unit,
                             number,
                             encode_doc(u, stored),
-                            None if u.status == MemoryStatus.ACTIVE else u.status.value,
+                            null_if(u.status.value, MemoryStatus.ACTIVE.value),
                             start,
-                            None if end == start else end,
+                            null_if(end, start),
                             stated,
                             context,
-                            word_count(_body(u)),
+                            words,
                         ),
                     )
                     row = cursor.lastrowid
                     if u.status == MemoryStatus.ACTIVE:
-                        self._insert_fts(row, u)
+                        self._index_unit(row, u, words)
                     db.executemany(
                         "INSERT INTO names VALUES (?,?,?)",
                         [(number, n, unit) for n in index_names(u)],
@@ -640,37 +658,39 @@ class SqliteLexicalStore:
                 [(number, s, key) for s in _linked_ids(u, table)],
             )
 
-    def _unlink(self, u: MemoryUnit, number: int, row: int, context: int | None, dropped: bool) -> None:
-        """Delete the link rows of a deleted unit: its own, or its context's that no other unit of
-        the context needs (all of them if the context went with it)."""
-        if context is None:
-            for table in _LINK_TABLES:
-                self._db.executemany(
-                    f"DELETE FROM {table} WHERE tenant_id=? AND source_id=? AND unit=?",
-                    [(number, s, row) for s in _linked_ids(u, table)],
-                )
-            return
+    def _unlink_own(self, u: MemoryUnit, number: int, row: int) -> None:
+        """Delete the link rows of a deleted unit without a context: its own."""
+        for table in _LINK_TABLES:
+            self._db.executemany(
+                f"DELETE FROM {table} WHERE tenant_id=? AND source_id=? AND unit=?",
+                [(number, s, row) for s in _linked_ids(u, table)],
+            )
+
+    def _unlink_context(
+        self, u: MemoryUnit, number: int, context: int, opened: StoredContext | None, *, dropped: bool
+    ) -> None:
+        """Delete the link rows of a deleted unit's context that no other unit of it needs (all of
+        them if the context went with the unit); ``opened`` is the context as read for the unit."""
         ids = {table: set(_linked_ids(u, table)) for table in _LINK_TABLES}
-        gone = ids if dropped else self._unneeded(context, ids)
+        gone = ids if dropped else self._unneeded(context, opened, ids)
         for table, by_context in _CONTEXT_LINK_TABLES.items():
             self._db.executemany(
                 f"DELETE FROM {by_context} WHERE tenant_id=? AND source_id=? AND context=?",
                 [(number, s, context) for s in sorted(gone[table])],
             )
 
-    def _unneeded(self, context: int, ids: dict[str, set[str]]) -> dict[str, set[str]]:
+    def _unneeded(
+        self, context: int, opened: StoredContext | None, ids: dict[str, set[str]]
+    ) -> dict[str, set[str]]:
         """Of ``ids`` (message ids per link table), those no remaining unit of the context lists. The
         units are read until all are found: a message's statements list the same ones, so mostly one."""
-        db = self._db
         left = {table: set(found) for table, found in ids.items()}
-        stored = db.execute("SELECT text FROM contexts WHERE rowid=?", (context,)).fetchone()
-        opened = open_context(stored[0]) if stored else None
-        for (doc,) in db.execute("SELECT doc FROM units WHERE context=?", (context,)):
+        for (doc,) in self._db.execute("SELECT doc FROM units WHERE context=?", (context,)):
             if not any(left.values()):
                 break
             fields = orjson.loads(doc_json(doc, opened))
-            left["sources"].difference_update(fields.get("source_ids", ()))
-            left["quotes"].difference_update(fields.get("context_ids", ()))
+            for table, found in left.items():
+                found.difference_update(fields.get(_LINK_FIELDS[table], ()))
         return left
 
     def _delete_one(self, tenant_id: str, uid: str) -> int | None:
@@ -678,19 +698,23 @@ class SqliteLexicalStore:
         db = self._db
         number, unit = self._tenants.number(tenant_id), unit_key(uid)
         row = db.execute(
-            f"SELECT u.rowid, u.context, u.doc, u.status, c.text FROM units u {_JOIN_CONTEXT} "
+            f"SELECT u.rowid, u.context, u.doc, u.status, c.text, u.words FROM units u {_JOIN_CONTEXT} "
             "WHERE u.tenant_id=? AND u.id=?",
             (tenant_id, number, unit),
         ).fetchone()
         if row is None:
             return None
-        stored = read_unit(uid, tenant_id, row[2], open_context(row[4]))
+        opened = open_context(row[4])
+        stored = read_unit(uid, tenant_id, row[2], opened)
         if row[3] in (None, MemoryStatus.ACTIVE.value):  # only an active unit is indexed
-            self._delete_fts(row[0], stored)
+            self._index_unit(row[0], stored, row[5], delete=True)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         dropped = self._drop_context_if_unused(tenant_id, row[1])
         db.execute("DELETE FROM names WHERE tenant_id=? AND id=?", (number, unit))
-        self._unlink(stored, number, row[0], row[1], dropped is not None)
+        if row[1] is None:
+            self._unlink_own(stored, number, row[0])
+        else:
+            self._unlink_context(stored, number, row[1], opened, dropped=dropped is not None)
         return dropped
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:

@@ -31,6 +31,7 @@ from simplemem.processors.stores.sqlite_keys import (
     PAGE_SIZE,
     TENANTS_TABLE,
     TenantNumbers,
+    null_if,
     remake_table,
     unit_id,
     unit_key,
@@ -53,11 +54,6 @@ _VECTORS = """CREATE TABLE IF NOT EXISTS vectors (
     event_end INTEGER, stated_at REAL NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (tenant_id, id)
 )"""
 _COLUMNS = "(tenant_id, id, status, event_start, event_end, stated_at, vec)"
-
-
-def _unless(value: object, common: object) -> object:
-    """NULL for the value nearly every row holds (:data:`_VECTORS`)."""
-    return None if value == common else value
 
 
 def encoded(vector: npt.ArrayLike) -> bytes:
@@ -205,9 +201,9 @@ class SqliteVectorStore:
                     (
                         tenants[str(r[1])],
                         unit_key(str(r[0])),
-                        _unless(r[2], "active"),
+                        null_if(r[2], "active"),
                         r[3],
-                        _unless(r[4], r[3]),
+                        null_if(r[4], r[3]),
                         *r[5:],
                     )
                     for r in rows
