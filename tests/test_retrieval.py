@@ -132,6 +132,33 @@ def test_a_person_named_in_the_query_favours_memories_without_excluding_the_rest
         rt.close()
 
 
+def test_a_fact_said_twice_cites_both_messages(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
+    """The context shows a repeated statement once, and that memory cites every message that said
+    it (asking where a fact came from finds both). A statement that differs in its number is
+    another fact, not a repeat."""
+    from simplemem.processors.ingest.decompose import DraftUnit
+    from simplemem.processors.ingest.pipeline import Indexer
+    from simplemem.runtime import open_runtime
+
+    rt = open_runtime(settings.model_copy(update={"k_min": 3, "k_max": 3, "sibling_units": 0}), tmp_path)
+    try:
+        units = [
+            fact("Sam spends about two hours a day on coding exercises.", ["Sam"], 0),
+            fact("Sam spends about two hours a day on coding exercises!", ["Sam"], 1),
+            fact("Sam spends about three hours a day on coding exercises.", ["Sam"], 2),
+            fact("Sam renewed the car insurance with Allianz.", ["Sam"], 3),
+        ]
+        Indexer(rt.embedder, rt.lexical, rt.vectors).index([DraftUnit(u) for u in units])
+        result = rt.retriever.query(QueryRequest(tenant_id="t", query="How long does Sam spend coding?"))
+        two = [m for m in result.memories if "two hours" in m.text]
+        assert len(two) == 1 and sorted(two[0].source_ids) == ["m0", "m1"]
+        assert result.context.count("two hours") == 1
+        three = [m for m in result.memories if "three hours" in m.text]
+        assert [m.source_ids for m in three] == [["m2"]]
+    finally:
+        rt.close()
+
+
 def test_api_filters_narrow_the_answer(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
     """The query service's filters: k, persons, a time range, kinds and sessions each restrict what
     comes back, without touching the answer when absent."""

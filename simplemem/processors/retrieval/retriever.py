@@ -244,6 +244,12 @@ def near_duplicate(a: str, b: str, threshold: float) -> bool:
     return shared / (len(sa) + len(sb) - shared) >= threshold
 
 
+def with_sources(unit: MemoryUnit, more: list[str]) -> MemoryUnit:
+    """``unit`` citing ``more`` messages after its own (its first stays the message it came from)."""
+    extra = [s for s in more if s not in unit.source_ids]
+    return unit.model_copy(update={"source_ids": [*unit.source_ids, *extra]}) if extra else unit
+
+
 def context_line(unit: MemoryUnit) -> str:
     if unit.kind == MemoryKind.CODE:
         return f"code shared by {unit.speaker or 'user'}:\n{unit.text}"
@@ -663,8 +669,14 @@ class Retriever:
         return hits
 
     def _repeats(self, unit: MemoryUnit, kept: list[tuple[MemoryUnit, float]]) -> bool:
-        """Whether ``unit`` nearly repeats a memory already in the context."""
-        return any(near_duplicate(unit.text, c.text, self.settings.dedupe_similarity) for c, _ in kept)
+        """Whether ``unit`` nearly repeats a memory already in the context. The kept memory then
+        cites ``unit``'s messages too: a fact said twice was said in both, and the memory shown
+        for it names both as its provenance."""
+        for i, (chosen, score) in enumerate(kept):
+            if near_duplicate(unit.text, chosen.text, self.settings.dedupe_similarity):
+                kept[i] = (with_sources(chosen, unit.source_ids), score)
+                return True
+        return False
 
     def _siblings(
         self, tenant: str, chosen: list[tuple[MemoryUnit, float]], filters: QueryFilters, query: str
@@ -677,7 +689,7 @@ class Retriever:
         if not limit or not chosen:
             return []
         have = {u.id for u, _ in chosen}
-        sources = list(dict.fromkeys(s for u, _ in chosen for s in u.source_ids))
+        sources = list(dict.fromkeys(u.source_ids[0] for u, _ in chosen))  # a unit's own message
         by_source: dict[str, list[MemoryUnit]] = {}
         for unit in self.lexical.units_from_sources(tenant, sources, with_context=False):
             if unit.id not in have and _allowed(unit, filters):
