@@ -174,7 +174,7 @@ def test_a_long_messages_siblings_are_those_sharing_a_word_with_the_question() -
     assert [u.id for u in _sibling_order(short, {"nothing"})] == ["a", "b"]  # all, in order
 
 
-def test_questions_that_count_or_order_gather_one_mention_per_message() -> None:
+def test_questions_that_count_or_order_gather_capped_mentions_per_message() -> None:
     from simplemem.processors.retrieval.retriever import GATHER_CUES, Retriever
     from simplemem.schemas.settings import Settings
 

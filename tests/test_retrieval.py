@@ -159,6 +159,37 @@ def test_a_fact_said_twice_cites_both_messages(tmp_path, settings) -> None:  # t
         rt.close()
 
 
+@pytest.mark.parametrize("cap", [1, 2])
+def test_a_gathering_question_keeps_the_statement_after_a_mention(tmp_path, settings, cap: int) -> None:  # type: ignore[no-untyped-def]
+    """A question that gathers ("how long ...") takes no siblings, so the duration said in the
+    statement after the mention comes only if two statements of a message may enter the context."""
+    from simplemem.processors.ingest.decompose import DraftUnit
+    from simplemem.processors.ingest.pipeline import Indexer
+    from simplemem.runtime import open_runtime
+    from simplemem.schemas.memory import MemoryKind, MemoryUnit
+
+    def said(text: str, message: str, minute: int) -> MemoryUnit:
+        stated = datetime(2026, 3, 1, 10, minute, tzinfo=UTC).isoformat()
+        return MemoryUnit.build(
+            tenant_id="t", text=text, kind=MemoryKind.FACT, source_ids=[message], stated_at=stated
+        )
+
+    update = {"gather_units_per_message": cap, "units_per_message": 3}
+    rt = open_runtime(settings.model_copy(update=update), tmp_path)
+    try:
+        units = [
+            said("Sam visited the Fushimi Inari shrine when Sam was in Japan in March.", "m0", 0),
+            said("Sam spent two weeks travelling solo around the country.", "m0", 1),
+            said("Sam renewed the car insurance with Allianz.", "m1", 2),
+        ]
+        Indexer(rt.embedder, rt.lexical, rt.vectors).index([DraftUnit(u) for u in units])
+        result = rt.retriever.query(QueryRequest(tenant_id="t", query="How long was Sam in Japan?"))
+        assert "Japan" in result.context
+        assert ("two weeks" in result.context) == (cap == 2)
+    finally:
+        rt.close()
+
+
 def test_api_filters_narrow_the_answer(tmp_path, settings) -> None:  # type: ignore[no-untyped-def]
     """The query service's filters: k, persons, a time range, kinds and sessions each restrict what
     comes back, without touching the answer when absent."""

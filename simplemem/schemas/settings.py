@@ -289,6 +289,12 @@ class Settings(BaseSettings):
         description="memories of one message among the top k (before its siblings): a long answer's "
         "statements otherwise crowd out the other sessions",
     )
+    gather_units_per_message: int = Field(
+        2,
+        ge=1,
+        description="the same cap for a question that gathers mentions (how many, which first, how long): "
+        "room for more messages, and for the statement after a mention, which often holds its number",
+    )
     sibling_units: int = Field(
         15,
         ge=0,

@@ -79,8 +79,8 @@ AGGREGATION_CUES = re.compile(
 _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*")
 # Questions that count, list, total or order things ("how many ... did I", "all the", "which ...
 # first", "how long since"): their answer is every mention across the sessions, not the best few. Such a
-# question gets k_max memories, one per message, no siblings, each shortened to its matching part, so
-# the budget holds many short mentions, each under its date. Limits: a question that counts without
+# question gets k_max memories, at most ``gather_units_per_message`` (2) of a message, no siblings,
+# each shortened to its matching part, so the budget holds many short mentions, each under its date. Limits: a question that counts without
 # these words ("What's the tally of ...") is a lookup; one that uses them for one thing ("all the way")
 # spends its budget on more mentions than it needs. "first" orders only before an "or" ("Which did I
 # start first, A or B?"; "my first purchase" is a lookup), and "list" only as a verb ("List all ...",
@@ -473,7 +473,7 @@ class Retriever:
             role=s.role_boost,
             places=asked_places(request.query) if asked == Role.ASSISTANT else frozenset(),
         )
-        per_message = 1 if gather else s.units_per_message
+        per_message = s.gather_units_per_message if gather else s.units_per_message
         chosen = self._select(tenant, ranked, k, known, filters, as_of, replaced, boosts, per_message)
         if not gather:
             chosen += self._siblings(tenant, chosen, filters, request.query)
