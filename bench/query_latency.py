@@ -13,9 +13,10 @@ Each mode also prints what the data takes on disk against the scrubbed input: th
 files; the services' OpenSearch indexes, Milvus binlogs and index files (:func:`services_bytes`).
 
 Every question is asked ``--passes`` times (2) and each pass is printed: the first right after
-ingestion, the later ones warmer. A fresh OpenSearch JVM compiles its hot paths over its first
-thousands of requests: right after ``simplemem infra up`` the services' p95 is about twice that of a
-node that has answered for a while (what a running service answers with).
+ingestion (and, in services mode, once Milvus serves every row from sealed, indexed segments), the
+later ones warmer. A fresh OpenSearch JVM compiles its hot paths over its first thousands of
+requests: right after ``simplemem infra up`` the services' first pass is slower than those of a node
+that has answered for a while (what a running service answers with).
 """
 
 from __future__ import annotations
