@@ -80,11 +80,12 @@ _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*")
 # Questions that count, list, total or order things ("how many ... did I", "all the", "which ...
 # first", "how long since"): their answer is every mention across the sessions, not the best few. Such a
 # question gets k_max memories, at most ``gather_units_per_message`` (2) of a message, no siblings,
-# each shortened to its matching part, so the budget holds many short mentions, each under its date. Limits: a question that counts without
-# these words ("What's the tally of ...") is a lookup; one that uses them for one thing ("all the way")
-# spends its budget on more mentions than it needs. "first" orders only before an "or" ("Which did I
-# start first, A or B?"; "my first purchase" is a lookup), and "list" only as a verb ("List all ...",
-# "can you list"; "the last venue in the list" is a lookup of one item).
+# each shortened to its matching part, so the budget holds many short mentions, each under its date.
+# Limits: a question that counts without these words ("What's the tally of ...") is a lookup; one that
+# uses them for one thing ("all the way") spends its budget on more mentions than it needs. "first"
+# orders only before an "or" ("Which did I start first, A or B?"; "my first purchase" is a lookup),
+# and "list" only as a verb ("List all ...", "can you list"; "the last venue in the list" is a lookup
+# of one item).
 GATHER_CUES = re.compile(
     r"\b(how many|how much|how often|how long|number of|in total|total|all (?:the|of|my)|every|"
     r"each|which \w+(?: \w+)? (?:first|last|earlier|later|before|after)|in what order|order of|"
