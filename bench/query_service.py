@@ -257,30 +257,22 @@ def wait_indexed(vectors: Any, rows: int, timeout: float = 3600.0) -> None:
     )
 
 
-SEALED = 3  # Milvus's SegmentState.Sealed
-
-
 def wait_sealed(vectors: Any, rows: int, timeout: float = 120.0) -> None:
     """Until the query nodes serve all ``rows`` from sealed segments: some seconds after the index is
     built the server still answers from the growing ones it replaces (scanned), and a pass measured
-    then measures that hand-off (seen in ``utility.get_query_segment_info``: no sealed segment after
-    a first pass of 312 questions, all 21 after the second)."""
-    from pymilvus import connections, utility
+    then measures that hand-off (seen in the loaded segments: no sealed one after a first pass of 312
+    questions, all 21 after the second)."""
+    from pymilvus.client.types import SegmentState
 
-    alias = f"bench-{uuid.uuid4().hex[:8]}"
-    connections.connect(alias=alias, uri=vectors.uri)
-    try:
-        start = time.perf_counter()
-        while time.perf_counter() - start < timeout:
-            info = utility.get_query_segment_info(vectors.collection, using=alias)
-            sealed = sum(int(i.num_rows) for i in info if int(i.state) == SEALED)
-            if sealed >= rows:
-                print(f"  {rows} rows served from sealed segments ({time.perf_counter() - start:.0f} s wait)")
-                return
-            time.sleep(2)
-        print(f"  {sealed} of {rows} rows in sealed segments after {timeout:.0f} s")
-    finally:
-        connections.disconnect(alias)
+    start = time.perf_counter()
+    while time.perf_counter() - start < timeout:
+        loaded = vectors.client.list_loaded_segments(vectors.collection)
+        sealed = sum(s.num_rows for s in loaded if s.state == SegmentState.Sealed)
+        if sealed >= rows:
+            print(f"  {rows} rows served from sealed segments ({time.perf_counter() - start:.0f} s wait)")
+            return
+        time.sleep(2)
+    print(f"  {sealed} of {rows} rows in sealed segments after {timeout:.0f} s")
 
 
 def visible_rows(vectors: Any) -> int:

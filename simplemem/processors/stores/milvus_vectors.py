@@ -64,7 +64,6 @@ class MilvusVectorStore:
         flush_seconds: float = 60.0,
         partitions: int = 64,
     ) -> None:
-        self.uri = uri
         self.client = MilvusClient(uri)
         self.flush_seconds = flush_seconds
         self.server = uri.startswith(("http://", "https://", "tcp://"))  # else a Milvus Lite file
