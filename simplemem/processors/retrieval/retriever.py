@@ -669,9 +669,9 @@ class Retriever:
                 hits[uid] = (unit, score)
         return hits
 
-    def _repeats(self, unit: MemoryUnit, kept: list[tuple[MemoryUnit, float]]) -> bool:
-        """Whether ``unit`` nearly repeats a memory already in the context. The kept memory then
-        cites ``unit``'s messages too: a fact said twice was said in both, and the memory shown
+    def _absorbed(self, unit: MemoryUnit, kept: list[tuple[MemoryUnit, float]]) -> bool:
+        """Whether ``unit`` nearly repeats a memory already in the context, which then takes its
+        messages (replaced in ``kept``): a fact said twice was said in both, and the memory shown
         for it names both as its provenance."""
         for i, (chosen, score) in enumerate(kept):
             if near_duplicate(unit.text, chosen.text, self.settings.dedupe_similarity):
@@ -699,7 +699,7 @@ class Retriever:
         added: list[tuple[MemoryUnit, float]] = []
         for parent, score in chosen:
             for unit in _sibling_order(by_source.pop(parent.source_ids[0], []), terms):
-                if self._repeats(unit, chosen) or self._repeats(unit, added):
+                if self._absorbed(unit, chosen) or self._absorbed(unit, added):
                     continue
                 added.append((unit, score))
                 if len(added) == limit:
@@ -788,7 +788,7 @@ class Retriever:
             unit = units.get(uid)
             if unit is None or (filters is not None and not _allowed(unit, filters)):
                 continue
-            if self._repeats(unit, chosen) or _over_message_cap(unit, taken, cap):
+            if self._absorbed(unit, chosen) or _over_message_cap(unit, taken, cap):
                 continue
             chosen.append((unit, sc))
             if len(chosen) == k:
