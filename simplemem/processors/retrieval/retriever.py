@@ -40,7 +40,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
 
 import numpy as np
 
@@ -494,7 +494,11 @@ class Retriever:
         s = self.settings
         notes = update_notes([u for u, _ in chosen], replaced)
         per_unit = s.context_unit_tokens // 2 if gather else s.context_unit_tokens
-        budget = Budget(s.context_tokens, per_unit, partial(count_tokens, encoding=s.tokenizer_encoding))
+        # one count a text per query: a short memory's text is counted to decide whether it is cut, then
+        # again as its line (half the counts of a query were repeats)
+        budget = Budget(
+            s.context_tokens, per_unit, cache(partial(count_tokens, encoding=s.tokenizer_encoding))
+        )
         shown = fit([u for u, _ in chosen], request.query, budget, lambda units: build_context(units, notes))
         kept = {u.id for u in shown}
         memories = [
