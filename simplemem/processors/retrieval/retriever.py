@@ -79,7 +79,7 @@ AGGREGATION_CUES = re.compile(
 _NAME = re.compile(r"\b[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*)*")
 # Questions that count, list, total or order things ("how many ... did I", "all the", "which ...
 # first", "how long since"): their answer is every mention across the sessions, not the best few. Such a
-# question gets k_max memories, at most ``gather_units_per_message`` (2) of a message, no siblings,
+# question gets k_max memories, at most ``gather_units_per_message`` of a message, no siblings,
 # each shortened to its matching part, so the budget holds many short mentions, each under its date.
 # Limits: a question that counts without these words ("What's the tally of ...") is a lookup; one that
 # uses them for one thing ("all the way") spends its budget on more mentions than it needs. "first"
