@@ -60,6 +60,7 @@ class AsyncClient:
             wait=policy.wait,
             retry=retry_if_exception(policy.should_retry),
             reraise=True,
+            sleep=policy.pause_async,
         )
         answer: T = await retrying(self._once, call)
         return answer

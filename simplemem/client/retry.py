@@ -4,6 +4,8 @@ backoff. Everything else is the caller's to handle, at once."""
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -21,9 +23,15 @@ class RetryPolicy:
     not waited for: the error is raised with it, for the caller to decide."""
 
     attempts: int = 4
-    initial_backoff: float = 0.5
+    first_backoff: float = 0.5
     max_backoff: float = 8.0
     max_wait: float = 60.0
+
+    def pause(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    async def pause_async(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
     def should_retry(self, error: BaseException) -> bool:
         if isinstance(error, RateLimited | Unavailable) and (
@@ -37,7 +45,7 @@ class RetryPolicy:
         error = state.outcome.exception() if state.outcome else None
         if isinstance(error, ServiceError) and error.retry_after is not None:
             return error.retry_after
-        backoff = wait_exponential_jitter(initial=self.initial_backoff, max=self.max_backoff)
+        backoff = wait_exponential_jitter(multiplier=self.first_backoff, max=self.max_backoff)
         return float(backoff(state))
 
 

@@ -61,6 +61,7 @@ class Client:
             wait=policy.wait,
             retry=retry_if_exception(policy.should_retry),
             reraise=True,
+            sleep=policy.pause,
         )
         return retrying(self._once, call)
 
