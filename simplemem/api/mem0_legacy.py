@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from simplemem.api import mem0
 from simplemem.api.directory import SCOPE_FIELDS, Scope
-from simplemem.api.mem0 import AddBody, CallerDep, ListBody, Mem0Dep, Mem0Message, SearchBody, scope_of
+from simplemem.api.mem0 import AddBody, CallerDep, ListBody, Mem0Dep, SearchBody, scope_of
 
 router = APIRouter(prefix=mem0.PREFIX, tags=["mem0-compatible (older clients)"])
 UNSUPPORTED_SCOPES = ("app_id",)  # a scope we cannot narrow by is refused: ignoring it would widen
@@ -52,17 +52,6 @@ def as_filters(scope: Scope) -> dict[str, Any]:
     return scope.model_dump(exclude_none=True)
 
 
-class LegacyAdd(BaseModel):
-    model_config = ConfigDict(extra="allow")  # org_id, project_id, version, infer...: accepted, ignored
-
-    messages: list[Mem0Message]
-    user_id: Any = None
-    agent_id: Any = None
-    run_id: Any = None
-    timestamp: int | float | None = None
-    metadata: dict[str, Any] | None = None
-
-
 class LegacySearch(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -85,16 +74,10 @@ def _top(body: BaseModel) -> dict[str, Any]:
 
 
 @router.post("/v1/memories/")
-async def add_v1(body: LegacyAdd, caller: CallerDep, memory: Mem0Dep) -> list[dict[str, Any]]:
+async def add_v1(body: AddBody, caller: CallerDep, memory: Mem0Dep) -> list[dict[str, Any]]:
     """Messages in; what was added, as a bare array (each also with mem0 1.x's ``data``)."""
     scope = legacy_scope(_top(body))
-    added = await mem0.add(
-        AddBody(
-            messages=body.messages, timestamp=body.timestamp, metadata=body.metadata, **scope.model_dump()
-        ),
-        caller,
-        memory,
-    )
+    added = await mem0.add(body.model_copy(update=scope.model_dump()), caller, memory)
     return [{**item, "data": {"memory": item["memory"]}} for item in added["results"]]
 
 
