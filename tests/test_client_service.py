@@ -5,6 +5,10 @@ exceptions with the service's reason, forgetting works, and the asynchronous cli
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -24,6 +28,7 @@ from simplemem.client import (
     QueryFilters,
     Unauthorized,
 )
+from simplemem.schemas.settings import REPO_ROOT
 from tests.service_server import ADMIN, MAX_BATCH
 
 pytestmark = pytest.mark.slow
@@ -116,3 +121,17 @@ def test_the_async_client_reads_what_the_sync_one_wrote(
     assert eventually(lambda: "Copenhagen" in alpha.query("Where does Hana live?").context)
     context, listed = asyncio.run(run())
     assert "Copenhagen" in context and listed >= 1
+
+
+def test_the_example_in_docs_api_md_runs(embedded_service: ServeProcess) -> None:
+    text = (REPO_ROOT / "docs" / "api.md").read_text()
+    section = text[text.index("## The Python client") :]
+    example = re.search(r"```python\n(.*?)```", section, re.S)
+    assert example is not None
+    with Client(embedded_service.url, ADMIN) as admin:
+        key = admin.create_key(f"docs-{uuid.uuid4().hex[:8]}").key
+    code = example.group(1).replace("http://127.0.0.1:8080", embedded_service.url)
+    env = {**os.environ, "KEY": key, "PYTHONPATH": str(REPO_ROOT)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert "Hana lives in Copenhagen" in done.stdout.decode()
