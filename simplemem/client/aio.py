@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
-from simplemem.client import calls
+import simplemem.client.calls as calls
 from simplemem.client.calls import Call, Event
 from simplemem.client.retry import RetryPolicy
 from simplemem.schemas.api import (
