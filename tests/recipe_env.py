@@ -31,4 +31,9 @@ def recipes_python() -> Path:
         env = {**os.environ, "VIRTUAL_ENV": str(venv)}
         subprocess.run([*uv, "pip", "install", "--quiet", "-r", str(LOCK)], check=True, env=env, timeout=1200)
         (venv / ".complete").touch()
+    if not (venv / ".compiled").exists():  # as bin/bootstrap: a process that may not write bytecode
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "compileall", "-q", str(venv / "lib")], check=False
+        )
+        (venv / ".compiled").touch()
     return venv / "bin" / "python"
