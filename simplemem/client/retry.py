@@ -5,12 +5,13 @@ backoff. Everything else is the caller's to handle, at once."""
 from __future__ import annotations
 
 import asyncio
+import random
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
-from tenacity import RetryCallState, wait_exponential_jitter
+from tenacity import RetryCallState
 
 from simplemem.client.errors import RateLimited, ServiceError, Unavailable
 
@@ -45,8 +46,8 @@ class RetryPolicy:
         error = state.outcome.exception() if state.outcome else None
         if isinstance(error, ServiceError) and error.retry_after is not None:
             return error.retry_after
-        backoff = wait_exponential_jitter(multiplier=self.first_backoff, max=self.max_backoff)
-        return float(backoff(state))
+        step = min(self.max_backoff, self.first_backoff * 2 ** (state.attempt_number - 1))
+        return step * random.uniform(0.5, 1.0)  # jittered: clients refused together do not retry together
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
