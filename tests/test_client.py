@@ -121,6 +121,16 @@ def test_refusals_are_not_retried_and_carry_the_services_reason(
     assert len(seen) == 1 and policy.waits == []
 
 
+def test_an_answer_that_is_not_the_contract_is_an_error_not_a_crash() -> None:
+    handler, _ = scripted(
+        httpx.Response(200, text="<html>proxy</html>"), httpx.Response(200, json={"context": "x"})
+    )
+    memory = client(handler)
+    for _ in range(2):
+        with pytest.raises(ServiceError, match="cannot read"):
+            memory.query("q")
+
+
 def test_a_connection_that_fails_is_retried_and_then_raised() -> None:
     calls = []
 

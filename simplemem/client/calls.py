@@ -151,7 +151,11 @@ def answer_of(call: Call[T], response: httpx.Response) -> T:
     """The answer read, or the service's refusal raised with its reason."""
     if response.status_code >= 400:
         raise refusal(call, response)
-    return call.read(response.json())
+    try:
+        return call.read(response.json())
+    except ValueError as exc:  # not JSON (a proxy's page), or off the schema (pydantic's error is one)
+        reason = f"an answer the client cannot read: {str(exc)[:300]}"
+        raise ServiceError(response.status_code, reason, method=call.method, path=call.path) from exc
 
 
 def refusal(call: Call[Any], response: httpx.Response) -> ServiceError:
