@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from bench.harness.serving import ServeProcess
 from simplemem.client import (
     AsyncClient,
     Client,
@@ -29,7 +28,7 @@ from simplemem.client import (
     Unauthorized,
 )
 from simplemem.schemas.settings import REPO_ROOT
-from tests.service_server import ADMIN, MAX_BATCH
+from tests.service_server import ADMIN, MAX_BATCH, ServeProcess
 
 pytestmark = pytest.mark.slow
 

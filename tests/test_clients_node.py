@@ -13,10 +13,9 @@ from typing import Any
 import orjson
 import pytest
 
-from bench.harness.serving import ServeProcess
 from simplemem.client import Client
 from tests.node_clients import run_scenario
-from tests.service_server import ADMIN
+from tests.service_server import ADMIN, ServeProcess
 
 pytestmark = pytest.mark.slow
 

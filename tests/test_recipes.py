@@ -16,11 +16,10 @@ from typing import Any
 import orjson
 import pytest
 
-from bench.harness.serving import ServeProcess
 from simplemem.client import Client
 from simplemem.schemas.settings import REPO_ROOT
 from tests.recipe_env import recipes_python
-from tests.service_server import ADMIN
+from tests.service_server import ADMIN, ServeProcess
 
 pytestmark = pytest.mark.slow
 RECIPES = REPO_ROOT / "recipes"

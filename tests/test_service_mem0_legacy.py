@@ -12,8 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.harness.serving import ServeProcess
-from tests.service_server import key_for
+from tests.service_server import ServeProcess, key_for
 
 pytestmark = pytest.mark.slow
 
