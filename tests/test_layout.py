@@ -109,3 +109,40 @@ def test_one_top_level_package_is_installed() -> None:
     assert found and all(p == "simplemem" or p.startswith("simplemem.") for p in found)
     text = (ROOT / "pyproject.toml").read_text()
     assert 'include = ["simplemem*"]' in text
+
+
+MODULE_LINES = 500
+FUNCTION_LINES = 80
+# Still over the bounds, to be split (retrieval is being made a pipeline of steps; the others are
+# listed in the issue that keeps them). A new module or function over them fails.
+KNOWN_LONG = {
+    "simplemem/processors/retrieval/retriever.py",
+    "simplemem/processors/retrieval/retriever.py:query",
+    "simplemem/processors/ingest/decompose.py",
+    "simplemem/schemas/settings.py",
+    "simplemem/streams/worker.py",
+    "simplemem/infra/milvus/server.py:main",
+}
+
+
+def long_code() -> set[str]:
+    """Modules of simplemem/ over :data:`MODULE_LINES` lines and functions over :data:`FUNCTION_LINES`."""
+    found = set()
+    for path in (ROOT / "simplemem").rglob("*.py"):
+        name = path.relative_to(ROOT).as_posix()
+        text = path.read_text()
+        if text.count("\n") > MODULE_LINES:
+            found.add(name)
+        functions = (
+            n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        )
+        found.update(
+            f"{name}:{f.name}"
+            for f in functions
+            if (f.end_lineno or f.lineno) - f.lineno + 1 > FUNCTION_LINES
+        )
+    return found
+
+
+def test_modules_and_functions_stay_small() -> None:
+    assert long_code() - KNOWN_LONG == set()

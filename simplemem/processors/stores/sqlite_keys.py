@@ -57,24 +57,3 @@ class TenantNumbers:
         if not self._db.in_transaction:
             self._known[name] = int(row[0])
         return int(row[0])
-
-    def number_all(self, tables: tuple[str, ...]) -> None:
-        """An upgrade's first step: number every tenant named in ``tables``' ``tenant_id`` column, and
-        make :func:`unit_key` callable in SQL for the rows' move (:func:`remake_table`)."""
-        self._db.create_function("unit_key", 1, unit_key, deterministic=True)
-        union = " UNION ".join(f"SELECT tenant_id FROM {t}" for t in tables)
-        self._db.execute(f"INSERT OR IGNORE INTO tenants (name) {union}")
-
-
-def remake_table(
-    db: sqlite3.Connection, table: str, old_indexes: tuple[str, ...], ddl: str, insert: str
-) -> None:
-    """Make ``table`` anew by ``ddl`` (statements split by ";"), filled by ``INSERT`` + ``insert``
-    (which reads ``old_{table}``, the table as it was, renamed, its ``old_indexes`` dropped)."""
-    db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-    for index in old_indexes:
-        db.execute(f"DROP INDEX IF EXISTS {index}")
-    for statement in ddl.split(";"):
-        db.execute(statement)
-    db.execute("INSERT " + insert.format(table=table))
-    db.execute(f"DROP TABLE old_{table}")
