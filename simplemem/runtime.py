@@ -258,8 +258,8 @@ class Runtime:
 def freeze_heap() -> None:
     """Leave the objects alive now (models, modules, clients: hundreds of thousands once a process
     is warm) out of every later garbage collection. A query allocates thousands of short-lived
-    objects, and each collection of the oldest generation walked them all: 1.3 ms of CPU a
-    services-mode query. Called once a process has loaded what it keeps."""
+    objects, and each collection of the oldest generation would walk them all, a cost on every
+    query. Called once a process has loaded what it keeps."""
     gc.collect()
     gc.freeze()
 

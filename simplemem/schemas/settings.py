@@ -111,8 +111,8 @@ class Settings(BaseSettings):
     )
     embedding_backend: Literal["onnx-int8", "torch"] = Field(
         "onnx-int8",
-        description="onnx-int8: ONNX Runtime on int8 weights derived from the shipped model (1.6x torch "
-        "bf16 on one core, mean cosine 0.99 to it); torch: sentence-transformers (the `torch` extra)",
+        description="onnx-int8: ONNX Runtime on int8 weights derived from the shipped model (faster than "
+        "torch on one core, its vectors close to torch's); torch: sentence-transformers (the `torch` extra)",
     )
     embedding_dtype: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="torch backend only: bfloat16 where the CPU has native support"
@@ -127,8 +127,8 @@ class Settings(BaseSettings):
         ge=0,
         description="an assistant message longer than this has one vector, of its first informative "
         "sentences up to this many characters, carried by its first statement; its other statements are "
-        "searched by words (87% of an assistant history's text; embedding it all was 80% of ingest time); "
-        "0 = a vector for every statement",
+        "searched by words (most of an assistant history's text: embedding it all would be most of "
+        "ingestion's time); 0 = a vector for every statement",
     )
     model_cache_dir: Path = Field(
         Path.home() / ".cache" / "simplemem" / "models",

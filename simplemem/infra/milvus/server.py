@@ -29,12 +29,12 @@ COMPONENTS = ("rootCoord", "proxy", "queryCoord", "queryNode", "indexNode", "dat
 HOST = "127.0.0.1"
 # Milvus's garbage collector, for a server that runs minutes at a time (a test run, a bench): with its
 # defaults (a pass every hour, a dropped collection's files kept 3 h) no pass ever came, and the files
-# of the collections the tests and benches drop piled up (4.4 GB in this project's data folder).
+# of the collections the tests and benches drop piled up in the data folder.
 GARBAGE_COLLECTION = {"dataCoord.gc.interval": 60, "dataCoord.gc.dropTolerance": 60}
 # The folders of its local object store (``localStorage.path``) that the collector lists at every pass.
 # On local storage it deletes files but leaves their folders: a dropped collection's index builds stayed
-# as empty trees, each one "removed" again at every pass (about 20 ms of a core each: 410 of them made
-# every pass 8 s of a full core), and 29,000 empty segment folders made each listing 0.45 s.
+# as empty trees, each one "removed" again at every pass, and the empty segment folders slowed every
+# listing: after a few test runs a pass took seconds of a full core.
 OBJECT_FOLDERS = ("insert_log", "delta_log", "stats_log", "index_files")
 # While the server runs, an empty tree is removed once nothing in it changed for this long: a folder the
 # server has just made for a file it is about to write is never taken.

@@ -316,8 +316,7 @@ def _embedded_by_head(message: AnalyzedMessage) -> bool:
 def _without_carried_leads(message: AnalyzedMessage, groups: list[list[Sentence]]) -> list[list[Sentence]]:
     """A long answer's statements but the lines that only introduce a list ("Here are some hotels in
     Aspen:") whose items carry them whole in their labels ("item 2 of 3 of 'Here are some hotels in
-    Aspen'"): 10,714 of the 239,082 LongMemEval units were such lines, each a memory of its own,
-    mostly words of no use alone ("Other Recommendations:"). The lead stays in the message's text (the context) and
+    Aspen'"): each would be a memory of its own, mostly words of no use alone ("Other Recommendations:"). The lead stays in the message's text (the context) and
     in its vector, which is of the message's head."""
     following = dict(zip(map(id, message.sentences), message.sentences[1:], strict=False))
     return [g for g in groups if not (len(g) == 1 and _lead_carried(g[0], following.get(id(g[0]))))]
@@ -389,11 +388,9 @@ def _numeric_fragment(sentence: Sentence) -> bool:
 
 
 # A long answer's list item is one statement up to this many characters (its sentences): what the
-# assistant enumerated is recalled by item ("the second hotel"), and one memory an item was 208,432
-# units for 228,368 on the 60 LongMemEval histories (x4.6 -> x4.5 on disk), retrieval as before.
-# A paragraph's sentences join up to a shorter length: up to 400 characters (186,717 units, x4.3)
-# the longer statements crowded a user's statement out of a context (answer words 0.693 -> 0.673);
-# up to 200, 200,383 units (x4.4) and answer words 0.691.
+# assistant enumerated is recalled by item ("the second hotel"), with fewer memories than one a
+# sentence. A paragraph's sentences join up to a shorter length: longer statements crowd a user's
+# statement out of a context's budget.
 ITEM_STATEMENT_CHARS = 400
 PARAGRAPH_STATEMENT_CHARS = 200
 

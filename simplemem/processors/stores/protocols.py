@@ -221,8 +221,7 @@ def index_names(unit: MemoryUnit) -> list[str]:
     Only persons: entity labels from a small NER model are too unstable ("LGBTQ" is an ORG in one
     sentence and nothing in the next) to be a hard constraint; entities still count through BM25.
     A speaker called by its role ("user", "assistant": a frontend that sends no name) is not a name:
-    it is on nearly every unit of such a tenant (306,928 of the 336,774 names rows of the 60
-    LongMemEval histories), and the known names a window's lower-case words are matched against
+    it is on nearly every unit of such a tenant, and the known names a window's lower-case words are matched against
     (``Pipeline.with_known_names``) took the word "user" for one.
     """
     return sorted(set(_name_keys(unit)))

@@ -1,7 +1,6 @@
 """How the embedded SQLite files key their rows compactly: a tenant by its number in the file's
 ``tenants`` table (its name once), a unit id of 32 hex digits (each id the pipeline makes) by its 16
-bytes. On the 60 LongMemEval histories a name of 13 characters and an id of 32 in every row and
-index entry were 28 MB of the two files."""
+bytes: a name and an id in every row and index entry would be a large share of the two files."""
 
 from __future__ import annotations
 
@@ -10,9 +9,8 @@ import sqlite3
 
 TENANTS_TABLE = "CREATE TABLE IF NOT EXISTS tenants (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"
 NO_TENANT = 0  # the number of a tenant that never wrote to the file: no row has it
-# A new file's pages are 16 KB, not 4: a page wastes less on rows that do not fill it (the 60
-# LongMemEval histories: 2.1 MB less in the lexical file, as fast to write and read). An existing file
-# keeps its own.
+# A new file's pages are 16 KB, not 4: a page wastes less on rows that do not fill it, and the file
+# is as fast to write and read.
 PAGE_SIZE = 16384
 
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
