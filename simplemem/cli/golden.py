@@ -19,6 +19,8 @@ from typing import Annotated, Any
 
 import orjson
 import typer
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from simplemem.cli.console import out, plain
 from simplemem.cli.errors import CliError, one_line_errors
@@ -28,6 +30,18 @@ DEFAULT_FILE = Path(__file__).resolve().parent / "data" / "golden.json"  # the p
 REQUEST_TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 2.0
 PERCENTILES = (50, 95, 99)
+
+
+class GoldenSettings(BaseSettings):
+    """The check's own settings (not the service's): ``SIMPLEMEM_GOLDEN_MIN_FOUND``,
+    ``SIMPLEMEM_GOLDEN_WAIT_SECONDS``."""
+
+    model_config = SettingsConfigDict(env_prefix="SIMPLEMEM_GOLDEN_", extra="ignore", frozen=True)
+
+    min_found: float = Field(
+        0.9, ge=0.0, le=1.0, description="the check fails below this share of found strings"
+    )
+    wait_seconds: float = Field(300.0, gt=0, description="how long it waits for the facts to be queryable")
 
 
 def spellings(iso_day: str) -> re.Pattern[str]:
@@ -106,7 +120,7 @@ def ended_sessions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(e, ends_session=True) if last[e["session_id"]] == i else e for i, e in enumerate(events)]
 
 
-def check(api: Api, golden: dict[str, Any], settings: Settings) -> Round:
+def check(api: Api, golden: dict[str, Any], settings: Settings, wait_seconds: float) -> Round:
     scratch = f"golden-check-{uuid.uuid4().hex[:12]}"
     other = f"golden-other-{uuid.uuid4().hex[:12]}"
     try:
@@ -120,7 +134,7 @@ def check(api: Api, golden: dict[str, Any], settings: Settings) -> Round:
         if rejected:
             raise CliError(f"{len(rejected)} golden events rejected: {rejected[0]['reason']}")
         queries = golden["queries"]
-        deadline = time.monotonic() + settings.golden_wait_seconds
+        deadline = time.monotonic() + wait_seconds
         while True:  # the facts are queryable once every expected string is found, or time is up
             result = ask_all(api, key, queries)
             if result.found == result.expected or time.monotonic() > deadline:
@@ -148,14 +162,14 @@ def golden(
     file: Annotated[Path, typer.Argument(help="golden facts JSON {events, queries}")] = DEFAULT_FILE,
 ) -> None:
     """Check a deployment against the golden facts; exit 1 below the threshold or on a leak."""
-    settings = get_settings()
+    settings, own = get_settings(), GoldenSettings()
     try:
         data = orjson.loads(file.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
         raise CliError(f"cannot read {file}: {exc}") from None
     api = Api(url, key)
     try:
-        result = check(api, data, settings)
+        result = check(api, data, settings, own.wait_seconds)
     finally:
         api.close()
     share = result.found / result.expected if result.expected else 1.0
@@ -167,7 +181,7 @@ def golden(
         plain(f"  missing {expected!r} for {query!r}")
     for leak in result.leaks:
         plain(f"  leak: {leak}")
-    if share < settings.golden_min_found or result.leaks:
+    if share < own.min_found or result.leaks:
         raise typer.Exit(1)
 
 
