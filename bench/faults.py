@@ -48,11 +48,11 @@ from aiokafka.admin import AIOKafkaAdminClient
 from bench import fault_audit as audit
 from bench.common import conversations, event_lines, parser
 from bench.fault_load import MALFORMED_KINDS, Publisher, load
-from bench.harness.workers import WorkerProcess
 from bench.stream import bench_env, fact_turns
 from simplemem.infra import stack
 from simplemem.infra.settings import InfraSettings
 from simplemem.schemas.settings import REPO_ROOT, Settings, settings_for
+from tests.helpers.workers import WorkerProcess
 
 SERVICE_FAULTS = ("opensearch", "milvus", "kafka")
 
@@ -655,7 +655,7 @@ def main() -> None:
         status = print_report(args, ctx, publisher, follower, faults)
     finally:
         if not args.keep:
-            from bench.harness.cleanup import drop_namespace
+            from tests.helpers.cleanup import drop_namespace
 
             drop_namespace(settings)
     sys.exit(status)

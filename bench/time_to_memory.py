@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import orjson
 
-from bench.harness.serving import ServeProcess
 from simplemem.cli.golden import percentile
+from tests.helpers.serving import ServeProcess
 
 FACTS = ["teal", "mango", "cello", "Lisbon", "kayaking", "Brompton", "oolong", "tabby", "Porto", "sourdough"]
 
@@ -99,8 +99,8 @@ def measure(api: httpx.Client, admin: str, turns: int, publish: Publish | None, 
 
 
 def run_services(tmp: Path, admin: str, turns: int) -> None:
-    from bench.harness.deployment import local_deployment
-    from bench.harness.kcat import kcat_publish
+    from bench.deployment import local_deployment
+    from tests.helpers.kcat import kcat_publish
 
     with (
         local_deployment("ttm", tmp, admin) as (settings, url),

@@ -65,7 +65,7 @@ def blocked_worker() -> tuple[Worker, BlockedConsolidation]:
     worker = Worker(Settings())
     runtime = BlockedConsolidation()
     worker.__dict__["runtime"] = runtime  # the cached properties, filled in before first use
-    worker.__dict__["memory_stage"] = EmptyMemoryStage()
+    worker.__dict__["turn_memorizer"] = EmptyMemoryStage()
     return worker, runtime
 
 

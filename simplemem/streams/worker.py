@@ -1,7 +1,7 @@
-"""A worker's components and its four stream stages (scrub, memorize, forget, consolidate) as the agent runner drives them.
+"""A worker's components and its four steps (scrub, memorize, forget, consolidate) as the agent runner drives them.
 
 :class:`ScrubStep` (turns -> scrubbed) and :class:`MemorizeStep` (scrubbed -> stores, units,
-outcomes) turn records into outputs and a state write (:class:`simplemem.streams.runner.Handled`); the stage
+outcomes) turn records into outputs and a state write (:class:`simplemem.streams.runner.Handled`); the
 logic itself is :mod:`simplemem.processors.ingest.streaming`. Heavy work runs on one thread pool per half, so spaCy,
 MiniLM and the store writes overlap and the event loop stays free.
 """
@@ -23,10 +23,10 @@ from pydantic import ValidationError
 from simplemem.processors.ingest.admission import failed_outcome
 from simplemem.processors.ingest.streaming import (
     MemoryResult,
-    MemoryStage,
     ScrubResult,
-    ScrubStage,
     SessionState,
+    TurnMemorizer,
+    TurnScrubber,
     raw_dead_letter,
 )
 from simplemem.processors.lifecycle.consolidate import ConsolidationRun
@@ -41,10 +41,10 @@ from simplemem.schemas.settings import Settings
 from simplemem.schemas.stream import (
     ConsolidationRequest,
     DeadLetter,
-    DeadLetterStage,
     DeletionRequest,
+    FailurePoint,
+    ScrubbedRecord,
     SourceRef,
-    StageRecord,
 )
 from simplemem.streams import metrics
 from simplemem.streams.erasure import request_tombstones, turn_output, turn_tombstones
@@ -78,21 +78,21 @@ class Worker:
 
     @cached_property
     def tombstones(self) -> RetriedTombstones:
-        """The stages' tombstone look-ups wait out a Redis outage like their writes do."""
+        """The steps' tombstone look-ups wait out a Redis outage like their writes do."""
         return RetriedTombstones(self.runtime.tombstones, self.retry)
 
     @cached_property
-    def scrub_stage(self) -> ScrubStage:
+    def turn_scrubber(self) -> TurnScrubber:
         rt = self.runtime
-        return ScrubStage(
+        return TurnScrubber(
             self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer, self.tombstones
         )
 
     @cached_property
-    def memory_stage(self) -> MemoryStage:
+    def turn_memorizer(self) -> TurnMemorizer:
         pipeline = self.runtime.pipeline
         pipeline.tombstones = self.tombstones
-        return MemoryStage(pipeline, time.time)
+        return TurnMemorizer(pipeline, time.time)
 
     def write(self, call: Callable[[], None]) -> None:
         """One store write, timed, retried through outages (cancelled at shutdown)."""
@@ -101,8 +101,8 @@ class Worker:
         metrics.STORE_WRITE_SECONDS.observe(time.perf_counter() - start)
 
     def warm_up(self) -> None:
-        self.scrub_stage.run([])
-        self.memory_stage.pipeline.warm_up()
+        self.turn_scrubber.run([])
+        self.turn_memorizer.pipeline.warm_up()
         self.runtime.embedder.encode(["warm up"])
 
     def seed_tombstones(self) -> int:
@@ -192,13 +192,13 @@ def dead_letter_outputs(dead: list[DeadLetter], failed: list[MessageOutcome]) ->
 
 
 def _ids_of(raw: bytes) -> tuple[str, str | None, str] | None:
-    """(tenant, session, message) of a raw turn or stage record, when it names valid ones."""
+    """(tenant, session, message) of a raw turn or scrubbed record, when it names valid ones."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
     if isinstance(data, dict) and isinstance(data.get("message"), dict):
-        data = data["message"]  # a stage record: its turn
+        data = data["message"]  # a scrubbed record: its turn
     if not isinstance(data, dict):
         return None
     tenant, session, message = data.get("tenant_id"), data.get("session_id"), data.get("message_id")
@@ -214,20 +214,20 @@ def _ids_of(raw: bytes) -> tuple[str, str | None, str] | None:
 
 def poison_outputs(
     item: Item,
-    stage: DeadLetterStage,
+    point: FailurePoint,
     error: BaseException,
     settings: Settings,
     source: SourceRef | None = None,
 ) -> list[Output]:
-    """A record a stage cannot process: its dead letter and, when it names its turn, that turn's
+    """A record a step cannot process: its dead letter and, when it names its turn, that turn's
     failed outcome (every accepted turn is accounted for). Raw input (no ``source`` given: the
-    record is the turn) is quoted, capped; a stage record is not: ``source`` points at its turn."""
+    record is the turn) is quoted, capped; a scrubbed record is not: ``source`` points at its turn."""
     reason = f"{type(error).__name__}: {error}"
     if source is None:
-        letter = raw_dead_letter(stage, "internal_error", reason, item.source, item.value, settings)
+        letter = raw_dead_letter(point, "internal_error", reason, item.source, item.value, settings)
     else:
         letter = DeadLetter(
-            stage=stage,
+            stage=point,
             code="internal_error",
             reason=reason[: settings.dlq_reason_chars],
             source=source,
@@ -256,7 +256,7 @@ class ScrubStep:
 
     def _scrub(self, raw: list[Any]) -> ScrubResult:
         with metrics.STAGE_SECONDS.labels("scrub").time():
-            return self.worker.scrub_stage.prepare(raw)
+            return self.worker.turn_scrubber.prepare(raw)
 
     async def finish(self, prepared: ScrubResult) -> Handled:
         result = await self.worker.in_thread(self.worker.embed_pool, self._embed, prepared)
@@ -266,10 +266,10 @@ class ScrubStep:
 
     def _embed(self, prepared: ScrubResult) -> ScrubResult:
         with metrics.STAGE_SECONDS.labels("embed").time():
-            return self.worker.scrub_stage.finish(prepared, self.worker.write)
+            return self.worker.turn_scrubber.finish(prepared, self.worker.write)
 
     def poison(self, item: Item, error: BaseException) -> list[Output]:
-        return poison_outputs(item, DeadLetterStage.ANALYZE, error, self.worker.settings)
+        return poison_outputs(item, FailurePoint.ANALYZE, error, self.worker.settings)
 
 
 class SessionTable:
@@ -353,13 +353,13 @@ class MemorizeStep:
         self.worker = worker
         self.sessions = sessions
 
-    async def prepare(self, items: list[Item]) -> list[StageRecord]:
+    async def prepare(self, items: list[Item]) -> list[ScrubbedRecord]:
         metrics.STAGE_RECORDS.labels("memorize").inc(len(items))
-        # A tombstone (a forgotten turn's erasure) is for Kafka's cleaner, not for this stage.
+        # A tombstone (a forgotten turn's erasure) is for Kafka's cleaner, not for this step.
         live = [i for i in items if i.value]  # (an Item's value is b"" for a tombstone)
-        return [StageRecord.model_validate_json(i.value) for i in live]  # a bad one: found one by one
+        return [ScrubbedRecord.model_validate_json(i.value) for i in live]  # a bad one: found one by one
 
-    async def finish(self, records: list[StageRecord]) -> Handled:
+    async def finish(self, records: list[ScrubbedRecord]) -> Handled:
         states = {}
         for key in {r.session_key for r in records}:
             state = self.sessions.get(key)
@@ -380,18 +380,20 @@ class MemorizeStep:
 
         return Handled([*units, *outcomes], commit)
 
-    def _memorize(self, records: list[StageRecord], states: dict[SessionKey, SessionState]) -> MemoryResult:
+    def _memorize(
+        self, records: list[ScrubbedRecord], states: dict[SessionKey, SessionState]
+    ) -> MemoryResult:
         with metrics.STAGE_SECONDS.labels("memorize").time():
-            return self.worker.memory_stage.run(records, states, self.worker.write)
+            return self.worker.turn_memorizer.run(records, states, self.worker.write)
 
     def poison(self, item: Item, error: BaseException) -> list[Output]:
-        """A stage record holds no raw input: its dead letter points at its turn, when it names one
+        """A scrubbed record holds no raw input: its dead letter points at its turn, when it names one
         (``dlq replay`` re-reads the turn there), and quotes nothing."""
         try:
-            source = StageRecord.model_validate_json(item.value).source or item.source
+            source = ScrubbedRecord.model_validate_json(item.value).source or item.source
         except ValidationError:
             source = item.source
-        return poison_outputs(item, DeadLetterStage.MEMORIZE, error, self.worker.settings, source)
+        return poison_outputs(item, FailurePoint.MEMORIZE, error, self.worker.settings, source)
 
 
 class ForgetStep:
@@ -433,7 +435,7 @@ class ForgetStep:
     def poison(self, item: Item, error: BaseException) -> list[Output]:
         reason = f"{type(error).__name__}: {error}"
         letter = raw_dead_letter(
-            DeadLetterStage.FORGET, "invalid_request", reason, item.source, item.value, self.worker.settings
+            FailurePoint.FORGET, "invalid_request", reason, item.source, item.value, self.worker.settings
         )
         return dead_letter_outputs([letter], [])
 
@@ -501,7 +503,7 @@ class ConsolidateStep:
     def poison(self, item: Item, error: BaseException) -> list[Output]:
         reason = f"{type(error).__name__}: {error}"
         letter = raw_dead_letter(
-            DeadLetterStage.CONSOLIDATE,
+            FailurePoint.CONSOLIDATE,
             "consolidation_error",
             reason,
             item.source,
