@@ -136,9 +136,7 @@ FUNCTION_LINES = 80
 KNOWN_LONG = {
     "simplemem/processors/retrieval/retriever.py",
     "simplemem/processors/retrieval/retriever.py:query",
-    "simplemem/processors/ingest/decompose.py",
     "simplemem/schemas/settings.py",
-    "simplemem/streams/worker.py",
 }
 
 

@@ -16,8 +16,9 @@ from simplemem.processors.ingest.streaming import MemoryResult
 from simplemem.processors.lifecycle.consolidate import ConsolidationRun
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.stream import ConsolidationAction, ConsolidationDecision, DeletionRequest
+from simplemem.streams.lifecycle_steps import ConsolidateStep, ForgetStep
 from simplemem.streams.runner import Output
-from simplemem.streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, SessionTable, Worker
+from simplemem.streams.worker import MemorizeStep, SessionTable, Worker
 
 WAIT = 5.0  # seconds: far longer than any of these steps takes when it is not blocked
 

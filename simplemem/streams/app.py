@@ -10,7 +10,8 @@ idle sessions, segment rolls for the erasure deadline, the store drift gauges, a
 The parts: :mod:`simplemem.streams.batching` (batches the agent acknowledges),
 :mod:`simplemem.streams.gaps` (records Faust skipped, one guard per agent), :mod:`simplemem.streams.runner` (the order:
 outputs acknowledged, then state, then the batch; poison records become dead letters) and
-:mod:`simplemem.streams.worker` (the four steps and the sessions table).
+:mod:`simplemem.streams.worker` and :mod:`simplemem.streams.lifecycle_steps` (the four steps and the sessions
+table).
 
 The ``sessions`` table (changelog-backed) holds each session's open window and entropy history, keyed
 by the session's encoded :class:`simplemem.schemas.keys.SessionKey` and partitioned like ``scrubbed``, so a
@@ -44,13 +45,12 @@ from simplemem.streams.batching import Batcher
 from simplemem.streams.erasure import roll_markers
 from simplemem.streams.gaps import GapGuard, Hole
 from simplemem.streams.kafka_io import committed_offsets, end_offsets, session_partition
+from simplemem.streams.lifecycle_steps import ConsolidateStep, ForgetStep
 from simplemem.streams.ownership import Ownership
 from simplemem.streams.runner import AgentRunner, Output
 from simplemem.streams.stall import StallWatch
 from simplemem.streams.topics import MAX_RECORD_BYTES, compacted
 from simplemem.streams.worker import (
-    ConsolidateStep,
-    ForgetStep,
     MemorizeStep,
     ScrubStep,
     SessionTable,
