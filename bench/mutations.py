@@ -181,6 +181,15 @@ MUTATIONS: tuple[Mutation, ...] = (
         "retrieval asks the stores for archived memories too (active_only off, sibling check gone)",
         (
             Variant(
+                "simplemem/processors/retrieval/admission.py",
+                (
+                    (
+                        "return filters.include_archived or unit.status == MemoryStatus.ACTIVE",
+                        "return True",
+                    ),
+                ),
+            ),
+            Variant(
                 "simplemem/processors/retrieval/retriever.py",
                 (
                     ("active_only=not filters.include_archived,", "active_only=False,"),
