@@ -37,8 +37,9 @@ AGGREGATION_CUES = re.compile(
 # sessions, not the best few. Limits: a count without these words ("What's the tally of ...") is a
 # lookup; one that uses them for one thing ("all the way") gathers more mentions than it needs.
 # "first" orders only before an "or" ("Which did I start first, A or B?"; "my first purchase" is a
-# lookup), and "list" only as a verb ("List all ...", "can you list"; "the last venue in the list"
-# is a lookup of one item).
+# lookup), "which ... earlier/first/..." only with at most two words between ("Which concert did I
+# attend earlier?" is a lookup), and "list" only as a verb ("List all ...", "can you list"; "the
+# last venue in the list" is a lookup of one item).
 GATHER_CUES = re.compile(
     r"\b(how many|how much|how often|how long|number of|in total|total|all (?:the|of|my)|every|"
     r"each|which \w+(?: \w+)? (?:first|last|earlier|later|before|after)|in what order|order of|"
