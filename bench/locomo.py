@@ -9,7 +9,7 @@ Category 5 (adversarial) has no answer: only its evidence recall and tokens are 
 
 A retrieval experiment need not ingest again: ``--store DIR`` keeps the store, and ``--reuse`` answers
 from a store that an earlier run with the same ``--store`` (and the same data and ingestion settings)
-filled, skipping ingestion; retrieval settings (``SIMPLEMEM_K_MAX``...) may differ between the runs.
+filled, skipping ingestion; the retriever's config may differ between the runs.
 ``--no-baselines`` measures the pipeline alone; ``--details FILE`` writes one JSON line per question
 (context, cited messages, the answer's content tokens missing from the context) to study misses.
 """

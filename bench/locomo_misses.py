@@ -9,7 +9,7 @@ recorded (the retriever's steps run one by one); each gold evidence message then
 - ``not stored``: no active memory comes from the message (its window was filtered, or it gave no
   statement);
 - ``cited``: a memory from it is in the context (chosen, or a sibling of a chosen one);
-- ``time filtered``: the query's date restricted the search (``SIMPLEMEM_DATE_BOOST=0``) or
+- ``time filtered``: the query's date restricted the search (``date_boost`` 0) or
   favoured others, and no memory of the message is in the ranking; one search without the date finds it;
 - ``not in pool``: neither index returned a memory of the message among its candidates;
 - ``near duplicate``: ranked within the head the selection reads, dropped as a near-duplicate;
