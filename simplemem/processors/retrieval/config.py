@@ -197,6 +197,12 @@ class RetrievalConfig(BaseModel):
             }
         )
 
+    @classmethod
+    def from_settings_of(cls, deployed: RetrievalConfig, base: RetrievalConfig) -> RetrievalConfig:
+        """``base`` (a preset) with the deployment values ``deployed`` carries."""
+        keep = ("context_tokens", "store_expression_terms", "tokenizer_encoding", "earliest_year")
+        return base.model_copy(update={name: getattr(deployed, name) for name in keep})
+
     def with_(self, **changes: Any) -> RetrievalConfig:
         """A copy with ``changes``, validated (``model_copy`` alone does not check them)."""
         return type(self).model_validate({**self.model_dump(), **changes})
