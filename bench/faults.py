@@ -128,7 +128,7 @@ class BufferWatcher:
             sessions = [k for k, t in recent.items() if now - t < 60]
             pipe = self.buffer.r.pipeline(transaction=False)
             for tenant, session in sessions:
-                pipe.hkeys(self.buffer._keys(tenant, session)[0])
+                pipe.hkeys(self.buffer.keys.buffer_turns(tenant, session))
             rows = pipe.execute()
             now = time.perf_counter()
             for (tenant, _), mids in zip(sessions, rows, strict=True):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from simplemem.processors.ingest.embedding import Embedder, MiniLMEmbedder
 from simplemem.processors.retrieval.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
+from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.retrieval.retriever import Retriever
@@ -245,7 +246,8 @@ class Runtime:
         s = self.settings
         names = TenantNames(self.lexical, s) if s.mode == "services" and s.names_cache_seconds > 0 else None
         fan_out = FanOut(s.query_store_threads if s.mode == "services" else 1)
-        return Retriever(s, self.lexical, self.vectors, self.embedder, self.buffer, names, fan_out)
+        config = RetrievalConfig.from_settings(s)
+        return Retriever(config, self.lexical, self.vectors, self.embedder, self.buffer, names, fan_out)
 
     def close(self) -> None:
         if "retriever" in self.__dict__:

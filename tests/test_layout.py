@@ -23,7 +23,18 @@ ALLOWED = {
     "client": {"schemas", "client"},  # the Python client of the query service: light on purpose
     # the helpers the tests and the benches share (processes, scripted conversations): never a bench
     "helpers": {"schemas", "processors", "runtime", "streams", "api", "cli", "infra", "client", "helpers"},
-    "bench": {"schemas", "processors", "runtime", "streams", "api", "cli", "infra", "client", "helpers", "bench"},
+    "bench": {
+        "schemas",
+        "processors",
+        "runtime",
+        "streams",
+        "api",
+        "cli",
+        "infra",
+        "client",
+        "helpers",
+        "bench",
+    },
     # a test imports a bench module only to test it, or to read a data set the benches own
     "tests": {
         "schemas",

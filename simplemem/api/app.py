@@ -26,6 +26,7 @@ from simplemem.api.keys import KeyStore, new_key
 from simplemem.api.limits_asgi import body_limit
 from simplemem.api.metrics import ServiceMetrics
 from simplemem.api.quotas import Quota, Quotas
+from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.schemas.api import (
     MAX_PAGE_OFFSET,
     Accepted,
@@ -209,7 +210,7 @@ async def post_feedback(body: FeedbackBody, caller: CallerDep, service: ServiceD
     tenant = tenant_of(caller)
     request = service.query_request(tenant, QueryBody(query=body.query, as_of=body.as_of))
     service.take(Quota.QUERY, tenant)
-    k_max = service.settings.k_max
+    k_max = RetrievalConfig.from_settings(service.settings).k_max
     retry = await anyio.to_thread.run_sync(service.backend.query, request, QueryFilters(k=k_max))
     scrubbed = await anyio.to_thread.run_sync(service.backend.scrub, body.query)
     record = FeedbackRecord(

@@ -208,109 +208,13 @@ class Settings(BaseSettings):
         1000, ge=1, description="memories read or deleted per store call when a whole tenant is forgotten"
     )
 
-    # --- stage 3: retrieval ---------------------------------------------------------------------
-    k_min: int = Field(3, ge=1)
-    k_max: int = Field(20, ge=1)
-    semantic_weight: float = Field(
-        0.5,
-        ge=0.0,
-        le=1.0,
-        description="share of the cosine in the fused score (cosine and BM25 each as a share of the "
-        "query's best); the lexical weight is 1 - this",
-    )
-    first_person_semantic_weight: float = Field(
-        0.8,
-        ge=0.0,
-        le=1.0,
-        description="semantic_weight for a question in the first person (about the user's own life): it "
-        "rewords what the user said ('tips for my bedroom' for 'a new dresser for my bedroom'), and the "
-        "words it shares with the history are the common ones",
-    )
-    words_only_cosine_factor: float = Field(
-        0.75,
-        ge=0.0,
-        le=1.0,
-        description="a memory without a vector (a long answer's later statements) is given this share of "
-        "its BM25 share as the cosine share it cannot have (0.5-0.75 measured alike, 1 lost answers to "
-        "keyword-rich statements)",
-    )
-    candidate_pool: int = Field(60, ge=1, description="candidates fetched from each index before fusion")
-    person_boost: float = Field(
-        0.4,
-        ge=0.0,
-        le=1.0,
-        description="added to the fused score of a memory about a person the query names (a boost, not a "
-        "filter: a memory the NER model did not tag still competes); below the lexical share (0.5), so a memory that resembles the question far more still ranks above one that merely names the person",
-    )
-    date_boost: float = Field(
-        0.4,
-        ge=0.0,
-        le=1.0,
-        description="added to the fused score of a memory whose time falls in a date or range the query "
-        "names ('last week', 'in May 2023'); the others still compete (a question's date is often "
-        "approximate). 0: the query's date restricts the search instead (the API's since/until always do)",
-    )
-    speaker_boost: float = Field(
-        0.1,
-        ge=0.0,
-        le=1.0,
-        description="added to the fused score of a memory said by a person the query names (first-hand), "
-        "on top of person_boost; 0 turns it off",
-    )
-    role_boost: float = Field(
-        0.3,
-        ge=0.0,
-        le=1.0,
-        description="added to the fused score of a memory said in the role a question is about (the user's "
-        "for a question in the first person, the assistant's for one that recalls what it said), times the "
-        "memory's score as a share of the best: it reorders memories of like relevance; 0 turns it off",
-    )
-    event_time_boost: float = Field(
-        0.2,
-        ge=0.0,
-        le=1.0,
-        description="added, for a question about time (when, how long, date...), to the fused score of a "
-        "memory that carries its event's time (event_time): it says when it happened, not only when it was "
-        "said; 0 turns it off",
-    )
+    # --- stage 3: retrieval (its tuning knobs: simplemem/processors/retrieval/config.py) ------------
     context_tokens: int = Field(
         550,
         ge=64,
         description="hard budget of a query's context in tokens (the paper's ~550): memories are taken in "
         "rank order while they fit; never exceeded",
     )
-    context_unit_tokens: int = Field(
-        120,
-        ge=16,
-        description="a longer memory contributes only its parts that match the question (code: whole or not "
-        "at all)",
-    )
-    units_per_message: int = Field(
-        3,
-        ge=1,
-        description="memories of one message among the top k (before its siblings): a long answer's "
-        "statements otherwise crowd out the other sessions",
-    )
-    gather_units_per_message: int = Field(
-        2,
-        ge=1,
-        description="the same cap for a question that gathers mentions (how many, which first, how long): "
-        "room for more messages, and for the statement after a mention, which often holds its number",
-    )
-    sibling_units: int = Field(
-        15,
-        ge=0,
-        description="other statements of the chosen memories' messages added after the top k, in the "
-        "budget the top k leave (6 -> 15: LoCoMo answer recall 0.725 -> 0.731; more added nothing)",
-    )
-    superseded_weight: float = Field(
-        0.5,
-        ge=0.0,
-        le=1.0,
-        description="score kept by a memory whose fact a newer one changed (knowledge updates); the "
-        "newer one takes its place",
-    )
-    dedupe_similarity: float = Field(0.92, ge=0.0, le=1.0, description="near-duplicate cut in the context")
     store_expression_terms: int = Field(
         100,
         ge=1,
@@ -498,7 +402,6 @@ class Settings(BaseSettings):
         100_000, ge=1, description="embedded mode: sessions the in-process buffer holds at most"
     )
     buffer_ttl_seconds: int = Field(7200, ge=1)
-    buffer_min_score: float = Field(0.35, ge=0.0, le=1.0, description="buffer hits below this are ignored")
 
     @property
     def opensearch_endpoint(self) -> str:
@@ -526,8 +429,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:
-        if self.k_min > self.k_max:
-            raise ValueError("k_min must not exceed k_max")
         if self.window_stride > self.window_size:
             raise ValueError("window_stride must not exceed window_size")
         return self
