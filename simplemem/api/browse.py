@@ -186,15 +186,25 @@ def _message(message_id: str, unit: MemoryUnit, derived: list[MemoryUnit]) -> So
             text=None,
             verbatim=False,
         )
-    said = next((u for u in own if u.context), own[0])
+    said = own[0]
+    prose = next((u for u in own if u.context and not u.context_ids), None)
+    text = "\n".join(u.text for u in own)
+    if prose is not None and prose.context is not None:
+        said = prose
+        # a code block's context is "speaker: prose"; a statement's, its message's prose
+        text = (
+            prose.context.removeprefix(f"{prose.speaker}: ") if str(prose.kind) == "code" else prose.context
+        )
+    quoting = next((u for u in own if u.context and u.context_ids), None)
     return SourceMessage(
         message_id=message_id,
         speaker=said.speaker,
         role=str(said.role),
         stated_at=said.stated_at,
         session_id=said.session_id,
-        text=said.context or "\n".join(u.text for u in own),
-        verbatim=said.context is not None,
+        text=text,
+        verbatim=prose is not None,
+        answering=quoting.context if quoting is not None else None,
     )
 
 

@@ -111,6 +111,9 @@ class SourceMessage(BaseModel):
         "(a message of one statement) its memories' texts, in order"
     )
     verbatim: bool = Field(description="``text`` is the message's kept text, not its memories' texts")
+    answering: str | None = Field(
+        None, description="the earlier message it answers, as its memories quote it (scrubbed)"
+    )
 
 
 class Provenance(BaseModel):

@@ -201,7 +201,8 @@ async function openMemory(id) {
     el("li", { "data-testid": "source-message", "data-message-id": s.message_id },
       el("div", { class: "meta" }, `${s.speaker || "?"} · ${s.stated_at || "time unknown"} · session ${s.session_id || "?"} · message ${s.message_id}`),
       el("div", { class: "message" }, s.text === null ? "(nothing of it is kept but this memory)" : s.text),
-      s.verbatim ? null : el("div", { class: "meta" }, "(its memories' words: the store keeps no other copy of a one-statement message)"),
+      s.verbatim ? null : el("div", { class: "meta" }, "(its memories' words: the store keeps no other copy of this message)"),
+      s.answering ? el("div", { class: "meta" }, "answering: " + s.answering) : null,
       el("button", { type: "button", class: "danger", "data-testid": "forget-message", onclick: () => askForget({ message_id: s.message_id }) }, "Forget this message…")));
   const panel = $("provenance");
   panel.replaceChildren(
