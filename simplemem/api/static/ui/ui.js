@@ -205,7 +205,7 @@ async function openMemory(id) {
       s.answering ? el("div", { class: "meta" }, "answering: " + s.answering) : null,
       el("button", { type: "button", class: "danger", "data-testid": "forget-message", onclick: () => askForget({ message_id: s.message_id }) }, "Forget this message…")));
   const panel = $("provenance");
-  panel.replaceChildren(
+  panel.replaceChildren(...[
     el("button", { type: "button", class: "close", onclick: closeProvenance }, "×"),
     el("h3", {}, "Memory"),
     el("p", { class: "memory-text" }, m.text),
@@ -217,7 +217,8 @@ async function openMemory(id) {
     rowList("Supersedes", p.supersedes),
     p.archived_in ? rowList("Archived in the abstract", [p.archived_in]) : null,
     rowList("Summarises", p.summarises),
-    m.session_id ? el("p", {}, el("button", { type: "button", class: "danger", "data-testid": "forget-session", onclick: () => askForget({ session_id: m.session_id }) }, "Forget the whole session " + m.session_id + "…")) : null);
+    m.session_id ? el("p", {}, el("button", { type: "button", class: "danger", "data-testid": "forget-session", onclick: () => askForget({ session_id: m.session_id }) }, "Forget the whole session " + m.session_id + "…")) : null,
+  ].filter((part) => part !== null));
   panel.hidden = false;
 }
 
