@@ -38,7 +38,15 @@ def store(tmp_path: Path) -> Iterator[SqliteLexicalStore]:
         old.model_copy(update={"superseded_by": new.id}),
         new,
         # two statements of one message: its prose is their shared context
-        unit("acme", "Ana has a dog.", "m3", "s2", 10, context="I have a dog and a cat.", event_time="2026-03-10"),
+        unit(
+            "acme",
+            "Ana has a dog.",
+            "m3",
+            "s2",
+            10,
+            context="I have a dog and a cat.",
+            event_time="2026-03-10",
+        ),
         unit("acme", "Ana has a cat.", "m3", "s2", 10, context="I have a dog and a cat."),
         unit("acme", "print('hi')", "m4", "s3", 12, kind=MemoryKind.CODE, context="Ana: the script"),
         unit("beta", "Beta's secret plan is in Lisbon.", "b1", "s1", 2),
@@ -70,18 +78,24 @@ def test_filters_combine_and_page(store: SqliteLexicalStore) -> None:
     assert len(rest.memories) == 1 and rest.next_offset is None and rest.total == 3
     assert {*texts(first), *texts(rest)} == {"Ana moved to Porto.", "Ana has a dog.", "Ana has a cat."}
     assert texts(list_units(store, "acme", BrowseFilter(kind="code"), 0, 10)) == ["print('hi')"]
-    assert texts(list_units(store, "acme", BrowseFilter(state="superseded"), 0, 10)) == ["Ana lives in Lisbon."]
+    assert texts(list_units(store, "acme", BrowseFilter(state="superseded"), 0, 10)) == [
+        "Ana lives in Lisbon."
+    ]
     dated = BrowseFilter(since="2026-03-09", until="2026-03-10", session="s2")
     assert sorted(texts(list_units(store, "acme", dated, 0, 10))) == sorted(
         ["Ana moved to Porto.", "Ana has a dog.", "Ana has a cat."]
     )
-    assert texts(list_units(store, "acme", BrowseFilter(until="2026-03-08"), 0, 10)) == ["Ana lives in Lisbon."]
+    assert texts(list_units(store, "acme", BrowseFilter(until="2026-03-08"), 0, 10)) == [
+        "Ana lives in Lisbon."
+    ]
 
 
 def test_text_search_finds_any_state_and_only_the_tenants_own(store: SqliteLexicalStore) -> None:
     found = list_units(store, "acme", BrowseFilter(q="Lisbon"), 0, 10)
     assert texts(found) == ["Ana lives in Lisbon."] and found.total == 1
-    assert texts(list_units(store, "beta", BrowseFilter(q="Lisbon"), 0, 10)) == ["Beta's secret plan is in Lisbon."]
+    assert texts(list_units(store, "beta", BrowseFilter(q="Lisbon"), 0, 10)) == [
+        "Beta's secret plan is in Lisbon."
+    ]
     assert texts(list_units(store, "acme", BrowseFilter(q="secret plan"), 0, 10)) == []
     assert list_units(store, "nobody", BrowseFilter(), 0, 10).memories == []
 
@@ -96,7 +110,9 @@ def test_counts_by_state_kind_and_session(store: SqliteLexicalStore) -> None:
 
 
 def test_provenance_shows_the_message_its_siblings_and_the_supersession(store: SqliteLexicalStore) -> None:
-    dog = next(m for m in list_units(store, "acme", BrowseFilter(), 0, 10).memories if m.text == "Ana has a dog.")
+    dog = next(
+        m for m in list_units(store, "acme", BrowseFilter(), 0, 10).memories if m.text == "Ana has a dog."
+    )
     p = provenance(store, "acme", dog.id)
     assert p is not None
     (source,) = p.sources
@@ -111,7 +127,11 @@ def test_provenance_shows_the_message_its_siblings_and_the_supersession(store: S
     moved = provenance(store, "acme", porto.id)
     assert moved is not None and [m.text for m in moved.supersedes] == ["Ana lives in Lisbon."]
     lived = provenance(store, "acme", moved.supersedes[0].id)
-    assert lived is not None and lived.superseded_by is not None and lived.superseded_by.text == "Ana moved to Porto."
+    assert (
+        lived is not None
+        and lived.superseded_by is not None
+        and lived.superseded_by.text == "Ana moved to Porto."
+    )
     # a one-statement message keeps no copy of its text: its memory's words stand for it, said so
     assert (lived.sources[0].text, lived.sources[0].verbatim) == ("Ana lives in Lisbon.", False)
 

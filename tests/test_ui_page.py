@@ -36,7 +36,9 @@ FIRST = [
     message("u1", "home", "My sister Hana lives in Copenhagen and teaches violin there.", 0),
     message("u2", "home", "I adopted a grey cat called Miso from the Lisbon shelter.", 1),
     message("u3", "work", "I started a new job as a nurse at Santo António hospital in Porto.", 2),
-    message("u4", "work", f"My favourite HTML snippet is {XSS_IMG} and I also paste {XSS_SCRIPT} into tickets.", 3),
+    message(
+        "u4", "work", f"My favourite HTML snippet is {XSS_IMG} and I also paste {XSS_SCRIPT} into tickets.", 3
+    ),
 ]
 SECOND = [message("z1", "farm", "Zed keeps four beehives on the roof of the Oslo flat.", 0, speaker="Zed")]
 
@@ -117,7 +119,9 @@ def test_sign_in_lists_the_tenants_memories_and_filters_them(
     assert "Copenhagen" in next(iter(rows(page).values()))
 
 
-def test_provenance_shows_the_source_message(page: Page, url: str, first: dict[str, Any], shots: Path) -> None:
+def test_provenance_shows_the_source_message(
+    page: Page, url: str, first: dict[str, Any], shots: Path
+) -> None:
     sign_in(page, url, first["key"])
     hana = next(m for m in first["memories"] if "Copenhagen" in m["text"])
     page.locator(f"[data-memory-id='{hana['id']}']").first.click()
@@ -140,7 +144,9 @@ def test_ask_shows_the_context_an_agent_gets_and_why(
     context = page.get_by_test_id("context")
     context.wait_for()
     expect(context).not_to_be_empty()
-    agent = api.post("/v1/query", json={"query": "Where does my sister live?"}, headers=auth(first["key"])).json()
+    agent = api.post(
+        "/v1/query", json={"query": "Where does my sister live?"}, headers=auth(first["key"])
+    ).json()
     assert context.inner_text().strip() == agent["context"].strip() and "Copenhagen" in agent["context"]
     reasons = page.get_by_test_id("reason")
     assert reasons.count() == len(agent["memories"])
@@ -198,7 +204,9 @@ def test_a_second_tenants_key_sees_nothing_of_the_first(
     assert api.post("/v1/browse/forget", json=forget, headers=auth(second["key"])).status_code == 403
 
 
-def test_the_admin_key_picks_a_tenant(page: Page, url: str, first: dict[str, Any], second: dict[str, Any]) -> None:
+def test_the_admin_key_picks_a_tenant(
+    page: Page, url: str, first: dict[str, Any], second: dict[str, Any]
+) -> None:
     sign_in(page, url, ADMIN)
     pick = page.get_by_test_id("tenant")
     pick.wait_for()
@@ -210,7 +218,7 @@ def test_the_admin_key_picks_a_tenant(page: Page, url: str, first: dict[str, Any
 
 
 def test_forget_a_message_from_its_provenance(page: Page, url: str, api: httpx.Client, shots: Path) -> None:
-    tenant, key = new_tenant_key(api, ADMIN, "ui-forget")
+    _, key = new_tenant_key(api, ADMIN, "ui-forget")
     events = [
         message("f1", "s", "My passport number is kept in the blue folder in the study.", 0),
         message("f2", "s", "I play padel every Thursday evening with Marco.", 1),
@@ -230,7 +238,9 @@ def test_forget_a_message_from_its_provenance(page: Page, url: str, api: httpx.C
     assert f"{len(gone)} memories removed" in page.locator("#notice").inner_text()
     left = api.get("/v1/memories", params={"limit": 500}, headers=auth(key)).json()["memories"]
     assert left and all("f1" not in m["source_ids"] for m in left)
-    answer = api.post("/v1/query", json={"query": "Where is my passport number kept?"}, headers=auth(key)).json()
+    answer = api.post(
+        "/v1/query", json={"query": "Where is my passport number kept?"}, headers=auth(key)
+    ).json()
     assert all("f1" not in m["source_ids"] for m in answer["memories"])
     assert set(rows(page)) == {m["id"] for m in left}
 

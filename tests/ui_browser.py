@@ -76,7 +76,9 @@ def message(mid: str, session: str, text: str, minute: int, speaker: str = "Ana"
     }
 
 
-def put_and_wait(api: httpx.Client, key: str, events: list[dict[str, Any]], timeout: float = 240) -> list[Any]:
+def put_and_wait(
+    api: httpx.Client, key: str, events: list[dict[str, Any]], timeout: float = 240
+) -> list[Any]:
     """Send the events and wait until every message has a listed memory; the tenant's memories."""
     r = api.post("/v1/events", json=events, headers=auth(key))
     assert r.status_code == 202 and not r.json()["rejected"], r.text

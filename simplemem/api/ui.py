@@ -27,6 +27,7 @@ from simplemem.api.auth import Caller, tenant_of
 from simplemem.api.browse import count_units, list_units, provenance, session_messages
 from simplemem.api.quotas import Quota
 from simplemem.processors.retrieval.explain import explain
+from simplemem.processors.stores.protocols import LexicalStore
 from simplemem.runtime import Runtime
 from simplemem.schemas.api import MAX_PAGE_OFFSET, QueryBody
 from simplemem.schemas.browse import (
@@ -101,6 +102,14 @@ async def _read(service: Any, fn: Callable[[Runtime], Any]) -> Any:
     return await anyio.to_thread.run_sync(service.backend.read, fn)
 
 
+async def _walk(service: Any, fn: Callable[[LexicalStore], Any]) -> Any:
+    """``fn`` on the lexical store outside the backend's lock: a filtered listing or a count may read
+    the whole tenant, and ingestion and queries must not wait for it (the store serialises its own
+    statements; a walk reads in batches, so a write lands between two of them)."""
+    lexical = await _read(service, lambda rt: rt.lexical)
+    return await anyio.to_thread.run_sync(fn, lexical)
+
+
 @browse_routes.get("/v1/browse/whoami")
 async def whoami(caller: CallerDep, service: ServiceDep) -> dict[str, object]:
     """Who the key is (the page's sign-in): its tenant, or the admin with the tenants to pick from."""
@@ -129,7 +138,7 @@ async def browse(
     tenant = tenant_for(caller, tenant_id)
     service.take(Quota.QUERY, tenant)
     size = min(limit or service.settings.api_page_size, service.settings.api_max_page_size)
-    page: BrowsePage = await _read(service, lambda rt: list_units(rt.lexical, tenant, flt, offset, size))
+    page: BrowsePage = await _walk(service, lambda lexical: list_units(lexical, tenant, flt, offset, size))
     return page
 
 
@@ -140,7 +149,7 @@ async def counts(
     """How many memories match, by state, kind and session (reads every memory of the tenant)."""
     tenant = tenant_for(caller, tenant_id)
     service.take(Quota.QUERY, tenant)
-    found: BrowseCounts = await _read(service, lambda rt: count_units(rt.lexical, tenant, flt))
+    found: BrowseCounts = await _walk(service, lambda lexical: count_units(lexical, tenant, flt))
     return found
 
 
