@@ -4,11 +4,13 @@ filters, paging, counts, a memory's provenance, a session's messages, and no oth
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 
 import pytest
 
 from simplemem.api.browse import count_units, list_units, provenance, session_messages
+from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.schemas.browse import BrowseFilter
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
@@ -167,3 +169,12 @@ def test_an_abstract_lists_what_it_summarises(tmp_path: Path) -> None:
 def test_a_sessions_messages_are_those_its_memories_cite(store: SqliteLexicalStore) -> None:
     assert sorted(session_messages(store, "acme", "s2")) == ["m2", "m3"]
     assert session_messages(store, "beta", "s2") == []
+
+
+def test_the_store_walks_a_tenant_in_the_order_stated_within_a_date_range(store: SqliteLexicalStore) -> None:
+    walked = [u.text for batch in store.iter_units("acme", 2) for u in batch]
+    assert walked[:2] == ["Ana lives in Lisbon.", "Ana moved to Porto."] and len(walked) == 5
+    march = SymbolicFilter(first_day=date(2026, 3, 9), last_day=date(2026, 3, 11), active_only=False)
+    within = [u.text for batch in store.iter_units("acme", 2, march) for u in batch]
+    assert sorted(within) == ["Ana has a cat.", "Ana has a dog.", "Ana moved to Porto."]
+    assert [u.text for batch in store.iter_units("beta", 2, march) for u in batch] == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import date
 
 from simplemem.processors.stores.protocols import LexicalStore, SymbolicFilter, day_range
 from simplemem.schemas.browse import (
@@ -107,8 +108,21 @@ def _searched(lexical: LexicalStore, tenant: str, flt: BrowseFilter, offset: int
 
 
 def _matching(lexical: LexicalStore, tenant: str, test: Matcher) -> Iterator[MemoryUnit]:
-    for batch in lexical.iter_units(tenant, SCAN_BATCH):
+    """The tenant's units that pass ``test``; the store skips those outside its dates (and, for
+    ``active``, the archived) without reading them."""
+    for batch in lexical.iter_units(tenant, SCAN_BATCH, _in_store(test.flt)):
         yield from (u for u in batch if test(u))
+
+
+def _in_store(flt: BrowseFilter) -> SymbolicFilter:
+    """The part of a filter the stores apply themselves: a date range on the memory's time, and an
+    active state (not archived; superseded is not a stored status)."""
+    ranged = flt.since is not None or flt.until is not None
+    return SymbolicFilter(
+        first_day=(flt.since or date.min) if ranged else None,
+        last_day=(flt.until or date.max) if ranged else None,
+        active_only=flt.state == "active",
+    )
 
 
 def count_units(lexical: LexicalStore, tenant: str, flt: BrowseFilter) -> BrowseCounts:

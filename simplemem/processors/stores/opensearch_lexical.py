@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import date
 from typing import Any
 
@@ -522,12 +523,15 @@ class OpenSearchLexicalStore:
         }
         return self._with_contexts(tenant_id, self._search(tenant_id, body)["hits"]["hits"])
 
-    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
+    def iter_units(
+        self, tenant_id: str, batch: int, flt: SymbolicFilter | None = None
+    ) -> Iterator[list[MemoryUnit]]:
         """A scroll over the tenant's documents (a consistent snapshot, ``batch`` per page)."""
+        where = self._filters(tenant_id, replace(flt, names=()) if flt is not None else None)
         hits = helpers.scan(
             self.client,
             index=self.index,
-            query={"query": {"bool": {"filter": self._filters(tenant_id)}}, "_source": ["doc", "ctx"]},
+            query={"query": {"bool": {"filter": where}}, "_source": ["doc", "ctx"]},
             routing=tenant_id,
             size=batch,
         )

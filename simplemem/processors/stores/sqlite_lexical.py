@@ -29,6 +29,7 @@ import sqlite3
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -896,18 +897,25 @@ class SqliteLexicalStore:
     def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
         return self._linked_units("quotes", tenant_id, message_ids)
 
-    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
-        """In the order stated, each batch from where the last ended (``units_by_time``)."""
+    def iter_units(
+        self, tenant_id: str, batch: int, flt: SymbolicFilter | None = None
+    ) -> Iterator[list[MemoryUnit]]:
+        """In the order stated, each batch from where the last ended (``units_by_time``); a unit
+        outside ``flt`` is skipped before its document is read."""
         last: tuple[float, int] = (float("-inf"), -1)
         number = self._number(tenant_id)
         while True:
+            sql = [
+                f"SELECT u.stated_at, u.rowid, u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT}",
+                "WHERE u.tenant_id=? AND (u.stated_at, u.rowid) > (?, ?)",
+            ]
+            args: list[object] = [tenant_id, number, *last]
+            if flt is not None:
+                _where_filter(sql, args, replace(flt, names=()), tenant_id)
+            sql.append("ORDER BY u.stated_at, u.rowid LIMIT ?")
+            args.append(batch)
             with self._lock:
-                rows = self._db.execute(
-                    f"SELECT u.stated_at, u.rowid, u.id, u.doc, c.text FROM units u {_JOIN_CONTEXT} "
-                    "WHERE u.tenant_id=? AND (u.stated_at, u.rowid) > (?, ?) "
-                    "ORDER BY u.stated_at, u.rowid LIMIT ?",
-                    (tenant_id, number, *last, batch),
-                ).fetchall()
+                rows = self._db.execute(" ".join(sql), args).fetchall()
             if not rows:
                 return
             last = (rows[-1][0], rows[-1][1])
