@@ -33,7 +33,7 @@ if False:
 XSS_IMG = '<img src=x onerror="window.__xss=1">'
 XSS_SCRIPT = "<script>window.__xss=2</script>"
 FIRST = [
-    message("u1", "home", "My sister Hana lives in Copenhagen and teaches violin there.", 0),
+    message("u1", "home", "My sister Hana lives in Copenhagen. She teaches violin at the conservatory.", 0),
     message("u2", "home", "I adopted a grey cat called Miso from the Lisbon shelter.", 1),
     message("u3", "work", "I started a new job as a nurse at Santo António hospital in Porto.", 2),
     message(

@@ -93,7 +93,9 @@ def tenants(api: httpx.Client) -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
+def browser(tenants: dict[str, dict[str, Any]]) -> Iterator[Browser]:
+    """Started after the deployment: Playwright's client runs an event loop, and the deployment's
+    setup and cleanup run their own (asyncio.run)."""
     yield from chromium()
 
 
