@@ -5,6 +5,7 @@ admin key."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -166,3 +167,30 @@ def test_services_mode_forget_goes_through_the_workers(
         "/v1/query", json={"query": "Where does my brother live?"}, headers=auth(one["key"])
     ).json()
     assert all("a1" not in m["source_ids"] for m in answer["memories"])
+
+
+def test_services_mode_activity_counts_dead_letters(
+    env: dict[str, str], api: httpx.Client, tenants: dict[str, dict[str, Any]]
+) -> None:
+    """A line no event parses from goes to the dead letters without a tenant: the admin's activity
+    counts it, a tenant's does not (it is nobody's)."""
+    from bench.harness.kcat import kcat_publish
+
+    one = tenants["one"]
+    kcat_publish(settings_for(env), [b'{"tenant_id": "' + one["tenant"].encode() + b'", "text": "no ids"}'])
+    deadline = time.monotonic() + 120
+    while True:
+        admin = api.get(
+            "/v1/browse/activity", params={"tenant_id": one["tenant"]}, headers=auth(ADMIN)
+        ).json()
+        letters = admin["sections"]["dead letters (every tenant)"]
+        if letters.get("total", 0) >= 1 or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert letters["total"] >= 1 and any(k.startswith("validate / ") for k in letters), letters
+    own = api.get("/v1/browse/activity", headers=auth(one["key"])).json()["sections"]
+    assert own["dead letters"] == {"total": 0}
+    assert own["quota use (this window)"]["query"].endswith("per 1 minute")
+    assert own[f"tenant {one['tenant']}"]["memories"] == len(
+        api.get("/v1/memories", params={"limit": 500}, headers=auth(one["key"])).json()["memories"]
+    )

@@ -22,6 +22,7 @@ from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from simplemem.api.activity import dead_letters
 from simplemem.api.app import CallerDep, ServiceDep, valid_path_id
 from simplemem.api.auth import Caller, tenant_of
 from simplemem.api.browse import count_units, list_units, provenance, session_messages
@@ -264,6 +265,9 @@ async def activity(
         "quota use (this window)": quota,
         "stores": {name: s.get("state", "?") for name, s in health.items()},
     }
+    if service.backend.mode == "services":
+        everyone = "dead letters (every tenant)" if caller.admin else "dead letters"
+        sections[everyone] = await dead_letters(service.settings, None if caller.admin else tenant)
     if caller.admin:
         sections["events through this process (every tenant)"] = {
             result: int(service.metrics.events.labels(result)._value.get())
