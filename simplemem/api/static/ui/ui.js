@@ -16,6 +16,7 @@ function el(tag, attrs, ...children) {
   for (const [name, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
     if (name === "onclick") node.addEventListener("click", value);
+    else if (name === "onkeydown") node.addEventListener("keydown", value);
     else node.setAttribute(name, String(value));
   }
   for (const child of children) {
@@ -143,10 +144,11 @@ function readFilters() {
 }
 
 async function loadPage() {
+  $("page-info").textContent = "reading…";
   const page = await api("GET", "/v1/browse", tenantParams(Object.assign({ offset: state.offset, limit: PAGE }, state.filters)));
   state.next = page.next_offset;
   const rows = page.memories.map((m) =>
-    el("tr", { "data-testid": "memory-row", "data-memory-id": m.id, tabindex: 0, onclick: () => guarded(() => openMemory(m.id)) },
+    el("tr", { "data-testid": "memory-row", "data-memory-id": m.id, tabindex: 0, onclick: () => guarded(() => openMemory(m.id)), onkeydown: (e) => { if (e.key === "Enter") guarded(() => openMemory(m.id)); } },
       el("td", { class: "text" }, m.text),
       el("td", {}, m.kind),
       el("td", {}, m.event_time || m.stated_at.slice(0, 10)),
