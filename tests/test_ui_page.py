@@ -262,3 +262,35 @@ def test_docs_render_their_operations_offline(page: Page, url: str) -> None:
     assert page.locator(".opblock").count() > 10
     assert page.get_by_text("/v1/browse/ask").count() >= 1
     assert refused == []
+
+
+def test_forget_a_session_and_the_admin_forgets_a_tenant(page: Page, url: str, api: httpx.Client) -> None:
+    tenant, key = new_tenant_key(api, ADMIN, "ui-session")
+    events = [
+        message("p1", "trip", "I booked a night train from Vienna to Venice for the 14th of May.", 0),
+        message("p2", "trip", "The hotel in Venice is near the Rialto bridge and costs 140 euros.", 1),
+        message("p3", "garden", "I planted three lemon trees on the terrace this weekend.", 2),
+    ]
+    memories = put_and_wait(api, key, events)
+    trip = next(m for m in memories if m["session_id"] == "trip")
+    sign_in(page, url, key)
+    page.locator(f"[data-memory-id='{trip['id']}']").first.click()
+    page.get_by_test_id("forget-session").click()
+    assert "whole session trip" in page.locator("#confirm-dialog").inner_text()
+    page.get_by_test_id("confirm").click()
+    expect(page.locator("#notice")).to_contain_text("memories removed", timeout=60_000)
+    left = api.get("/v1/memories", params={"limit": 500}, headers=auth(key)).json()["memories"]
+    assert left and {m["session_id"] for m in left} == {"garden"}
+    assert set(rows(page)) == {m["id"] for m in left}
+
+    page.locator("#sign-out").click()
+    sign_in(page, url, ADMIN)
+    page.get_by_test_id("tenant").select_option(tenant)
+    page.get_by_role("button", name="Activity").click()
+    page.get_by_test_id("forget-tenant").click()
+    assert f"whole tenant {tenant}" in page.locator("#confirm-dialog").inner_text()
+    page.get_by_test_id("confirm").click()
+    expect(page.locator("#notice")).to_contain_text("keys revoked", timeout=60_000)
+    assert api.get("/v1/memories", headers=auth(key)).status_code == 401  # its key went with it
+    listed = api.get("/v1/browse", params={"tenant_id": tenant}, headers=auth(ADMIN)).json()
+    assert listed["memories"] == [] and listed["total"] == 0
