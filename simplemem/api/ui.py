@@ -20,10 +20,11 @@ import anyio
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, status
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from pydantic import ValidationError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from simplemem.api.activity import dead_letters
-from simplemem.api.app import CallerDep, ServiceDep, valid_path_id
+from simplemem.api.app import CallerDep, Service, ServiceDep, valid_path_id
 from simplemem.api.auth import Caller, tenant_of
 from simplemem.api.browse import count_units, list_units, provenance, session_messages
 from simplemem.api.quotas import Quota
@@ -41,6 +42,7 @@ from simplemem.schemas.browse import (
     Forgotten,
     Provenance,
 )
+from simplemem.schemas.events import describe_errors
 from simplemem.schemas.query import QueryFilters
 from simplemem.schemas.stream import DeletionRecord, DeletionRequest
 
@@ -85,10 +87,6 @@ def browse_filter(
     q: str | None = None,
 ) -> BrowseFilter:
     """The filters from the query string, each named in the 422 when it is wrong."""
-    from pydantic import ValidationError
-
-    from simplemem.schemas.events import describe_errors
-
     raw = {"session": session, "kind": kind, "state": state, "since": since, "until": until, "q": q}
     try:
         return BrowseFilter.model_validate({k: v for k, v in raw.items() if v not in (None, "")})
@@ -99,11 +97,11 @@ def browse_filter(
 FilterDep = Annotated[BrowseFilter, Depends(browse_filter)]
 
 
-async def _read(service: Any, fn: Callable[[Runtime], Any]) -> Any:
+async def _read(service: Service, fn: Callable[[Runtime], Any]) -> Any:
     return await anyio.to_thread.run_sync(service.backend.read, fn)
 
 
-async def _walk(service: Any, fn: Callable[[LexicalStore], Any]) -> Any:
+async def _walk(service: Service, fn: Callable[[LexicalStore], Any]) -> Any:
     """``fn`` on the lexical store outside the backend's lock: a filtered listing or a count may read
     the whole tenant, and ingestion and queries must not wait for it (the store serialises its own
     statements; a walk reads in batches, so a write lands between two of them)."""
@@ -122,7 +120,7 @@ async def whoami(caller: CallerDep, service: ServiceDep) -> dict[str, object]:
     if caller.admin:
         stored = await _read(service, lambda rt: rt.lexical.tenants())
         keyed = await anyio.to_thread.run_sync(service.keys.list, None)
-        body["tenants"] = sorted({*stored, *(r.tenant_id for r in keyed)})
+        body["tenants"] = sorted({*stored, *(r.tenant_id for r in keyed if not r.revoked)})
     return body
 
 
