@@ -85,13 +85,21 @@ def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return screenshot_dir(tmp_path_factory)
 
 
-def test_a_wrong_key_gets_a_clear_message_and_goes_nowhere(page: Page, url: str) -> None:
+def test_a_wrong_or_revoked_key_gets_a_clear_message_and_goes_nowhere(
+    page: Page, url: str, api: httpx.Client
+) -> None:
     sign_in(page, url, "smk_0_not-a-key")
     error = page.get_by_test_id("error")
     error.wait_for()
     assert "not accepted" in error.inner_text()
     assert page.get_by_test_id("memory-row").count() == 0
     assert "smk_0" not in page.url and page.evaluate("document.cookie") == ""
+    made = api.post("/v1/admin/keys", json={"tenant_id": "ui-revoked"}, headers=auth(ADMIN)).json()
+    assert api.delete(f"/v1/admin/keys/{made['key_id']}", headers=auth(ADMIN)).status_code == 200
+    page.reload()
+    sign_in(page, url, made["key"])
+    expect(error).to_contain_text("wrong or revoked")
+    assert page.evaluate("sessionStorage.length") == 0  # a refused key is not kept
 
 
 def test_sign_in_lists_the_tenants_memories_and_filters_them(

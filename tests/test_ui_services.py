@@ -6,6 +6,7 @@ admin key."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from tests.ui_browser import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-ADMIN = "ui-services-admin-key-0123456789abcdef"
+ADMIN = f"admin-{uuid.uuid4().hex}"
 
 if False:
     from playwright.sync_api import Browser, Page
