@@ -302,3 +302,20 @@ def test_forget_a_session_and_the_admin_forgets_a_tenant(page: Page, url: str, a
     assert api.get("/v1/memories", headers=auth(key)).status_code == 401  # its key went with it
     listed = api.get("/v1/browse", params={"tenant_id": tenant}, headers=auth(ADMIN)).json()
     assert listed["memories"] == [] and listed["total"] == 0
+
+
+def test_bad_browse_input_is_a_422_naming_the_field(api: httpx.Client, first: dict[str, Any]) -> None:
+    key = auth(first["key"])
+    for params, field in [
+        ({"since": "someday"}, "since"),
+        ({"state": "deleted"}, "state"),
+        ({"q": "x" * 501}, "q"),
+        ({"offset": "-1"}, "offset"),
+    ]:
+        r = api.get("/v1/browse", params=params, headers=key)
+        assert r.status_code == 422 and field in r.json()["detail"], (params, r.text)
+    r = api.get("/v1/browse", headers=auth(ADMIN))
+    assert r.status_code == 422 and "tenant_id" in r.json()["detail"]
+    r = api.post("/v1/browse/forget", json={}, headers=key)
+    assert r.status_code == 422 and "message_id" in r.json()["detail"]
+    assert api.get("/v1/browse/memories/no such id", headers=key).status_code == 422
