@@ -12,8 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from bench.harness.serving import ServeProcess
-from tests.service_server import ADMIN
+from tests.service_server import ADMIN, ServeProcess
 from tests.ui_browser import (
     auth,
     chromium,
