@@ -258,8 +258,8 @@ async function confirmForget() {
   await guarded(async () => {
     if (what.tenant) {
       const r = await api("DELETE", "/v1/tenants/" + encodeURIComponent(what.tenant));
-      notice(`Tenant ${what.tenant}: ${r.detail.routed}; ${r.detail.revoked_keys} keys revoked.`);
-      return signIn();
+      await signIn();
+      return notice(`Tenant ${what.tenant}: ${r.detail.routed}; ${r.detail.revoked_keys} keys revoked.`);
     }
     const body = Object.assign({}, what);
     if (state.who.admin) body.tenant_id = $("tenant").value;
