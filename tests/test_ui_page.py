@@ -250,6 +250,11 @@ def test_forget_a_message_from_its_provenance(page: Page, url: str, api: httpx.C
     ).json()
     assert all("f1" not in m["source_ids"] for m in answer["memories"])
     assert set(rows(page)) == {m["id"] for m in left}
+    page.get_by_role("button", name="Activity").click()
+    expect(page.locator("#deletions tr")).to_have_count(1)
+    assert f"{len(gone)}" in page.locator("#deletions tr").inner_text()
+    expect(page.locator("#activity")).to_contain_text("quota use")
+    page.screenshot(path=str(shots / "ui-activity.png"))
 
 
 def test_docs_render_their_operations_offline(page: Page, url: str) -> None:
