@@ -17,6 +17,7 @@ import orjson
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ValidationError
 
 from simplemem.api.auth import Caller, identify, require_admin, tenant_of
@@ -323,7 +324,8 @@ ROUTERS = (memory_routes, forget_routes, key_routes, ops_routes)
 
 def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     """The ASGI app; ``extra`` are routers and mounts added by the compatibility layers."""
-    app = FastAPI(
+    # /docs and /redoc load Swagger UI and ReDoc from the fastapi-offline package, not a CDN
+    app = FastAPIOffline(
         title=API_TITLE, version="1", lifespan=_lifespan, responses=REFUSALS, redirect_slashes=False
     )
     app.state.service = service

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import anyio
 import orjson
@@ -35,6 +35,7 @@ from simplemem.streams.lazy import lazy_migration
 log = logging.getLogger(__name__)
 
 Health = dict[str, dict[str, str]]
+T = TypeVar("T")
 
 
 class MemoryBackend(Protocol):
@@ -61,6 +62,8 @@ class MemoryBackend(Protocol):
     def pending(self, tenant_id: str, message_id: str) -> BufferedTurn | None: ...
 
     def scrub(self, text: str) -> str: ...
+
+    def read(self, fn: Callable[[Runtime], T]) -> T: ...
 
 
 def _event_line(event: ChatEvent) -> bytes:
@@ -116,6 +119,11 @@ class _RuntimeReads:
         exactly those: a decided turn leaves it)."""
         with self._lock:
             return next((t for t in self.rt.buffer.recent(tenant_id) if t.message_id == message_id), None)
+
+    def read(self, fn: Callable[[Runtime], T]) -> T:
+        """``fn`` on the runtime's stores, as the reads above are (the browsing routes)."""
+        with self._lock:
+            return fn(self.rt)
 
     def scrub(self, text: str) -> str:
         """PII-free text for durable logs (spaCy and Presidio load on the first call)."""

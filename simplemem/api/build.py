@@ -18,6 +18,7 @@ from simplemem.api.mem0 import mount_mem0
 from simplemem.api.mem0_legacy import mount_mem0_legacy
 from simplemem.api.metrics import ServiceMetrics
 from simplemem.api.quotas import Quotas
+from simplemem.api.ui import mount_ui
 from simplemem.runtime import Runtime
 
 
@@ -39,8 +40,8 @@ def build_service(rt: Runtime) -> Service:
 
 
 def build_app(rt: Runtime) -> FastAPI:
-    """The whole app: the API, the mem0-compatible routes and the MCP server."""
+    """The whole app: the API, the mem0-compatible routes, the MCP server and the ``/ui/`` page."""
     service = build_service(rt)
     directory = open_directory(rt.settings, rt.store_dir)
-    extras: list[Any] = [mount_mem0(service, directory), mount_mem0_legacy, mount_mcp(service)]
+    extras: list[Any] = [mount_mem0(service, directory), mount_mem0_legacy, mount_mcp(service), mount_ui]
     return create_app(service, extras)

@@ -63,3 +63,9 @@ class Quotas:
             return Verdict(True)
         stats = self._limiter.get_window_stats(item, ident)
         return Verdict(False, max(1, math.ceil(stats.reset_time - time.time())))
+
+    def use(self, quota: Quota, tenant_id: str) -> tuple[int, int, str]:
+        """What ``tenant_id`` has left of ``quota`` in its current window, of how many, per what."""
+        item = self._items[quota]
+        stats = self._limiter.get_window_stats(item, quota_identifier(tenant_id))
+        return stats.remaining, item.amount, str(item)

@@ -1,4 +1,5 @@
-"""Installing what the services need, on first use: Debian packages, Java, Maven jars, uv, kcat.
+"""Installing what the services need, on first use: Debian packages, Java, Maven jars, uv, kcat (and
+Chromium, for the browser tests).
 
 These machines reach package registries only (no Docker engine, no download of a prebuilt server), so
 every service is assembled from registry packages by the launcher itself, and a fresh machine needs no
@@ -96,6 +97,22 @@ def ensure_kcat(settings: InfraSettings | None = None) -> str:
     if kcat is None:
         raise InfraError("kcat not found after installing it")
     return kcat
+
+
+CHROMIUM_PACKAGES = ("chromium", "chromium-driver")
+
+
+def ensure_chromium(log_path: Path | None = None) -> str:
+    """The system Chromium the ``/ui/`` page's browser tests drive (Debian's package; never a browser
+    download); installs it with its driver when missing."""
+    found = shutil.which("chromium")
+    if found is None:
+        log_path = log_path or InfraSettings().infra_cache_dir.expanduser() / "chromium-install.log"
+        apt_install(CHROMIUM_PACKAGES, log_path)
+        found = shutil.which("chromium")
+    if found is None:
+        raise InfraError("chromium not found after installing it")
+    return found
 
 
 def maven_libs(pom: Path, prefix: str, settings: InfraSettings, log_path: Path) -> Path:

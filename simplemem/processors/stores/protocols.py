@@ -110,8 +110,11 @@ class UnitDocuments(Protocol):
         (``MemoryUnit.context``): a query never shows it, and a long answer's is kilobytes."""
         ...
 
-    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
-        """All the tenant's units (active and archived), ``batch`` at a time: bounded memory."""
+    def iter_units(
+        self, tenant_id: str, batch: int, flt: SymbolicFilter | None = None
+    ) -> Iterator[list[MemoryUnit]]:
+        """All the tenant's units (active and archived), ``batch`` at a time: bounded memory. ``flt``:
+        only those within its dates and status (its names are not applied)."""
         ...
 
     def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:

@@ -4,6 +4,7 @@ distinct text, deleted with the last unit that refers to them)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from opensearchpy import helpers
@@ -19,7 +20,7 @@ from simplemem.processors.stores.opensearch_lexical.base import (
     _hits,
     context_hash,
 )
-from simplemem.processors.stores.protocols import day_range, index_names
+from simplemem.processors.stores.protocols import SymbolicFilter, day_range, index_names
 from simplemem.schemas.memory import MemoryUnit
 
 
@@ -107,12 +108,16 @@ class OpenSearchDocuments(OpenSearchBase):
         }
         return self._with_contexts(tenant_id, self._search(tenant_id, body)["hits"]["hits"])
 
-    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
-        """A scroll over the tenant's documents (a consistent snapshot, ``batch`` per page)."""
+    def iter_units(
+        self, tenant_id: str, batch: int, flt: SymbolicFilter | None = None
+    ) -> Iterator[list[MemoryUnit]]:
+        """A scroll over the tenant's documents (a consistent snapshot, ``batch`` per page); ``flt``'s
+        dates and status (not its names) applied in the query."""
+        where = self._filters(tenant_id, replace(flt, names=()) if flt is not None else None)
         hits = helpers.scan(
             self.client,
             index=self.index,
-            query={"query": {"bool": {"filter": self._filters(tenant_id)}}, "_source": ["doc", "ctx"]},
+            query={"query": {"bool": {"filter": where}}, "_source": ["doc", "ctx"]},
             routing=tenant_id,
             size=batch,
         )

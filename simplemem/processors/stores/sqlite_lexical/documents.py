@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 
-from simplemem.processors.stores.protocols import day_range, index_names
+from simplemem.processors.stores.protocols import SymbolicFilter, day_range, index_names
 from simplemem.processors.stores.sqlite_bm25 import word_count
 from simplemem.processors.stores.sqlite_docs import (
     HEADER_MIN_UNITS,
@@ -25,6 +26,7 @@ from simplemem.processors.stores.sqlite_keys import null_if, unit_key
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase, read_units
 from simplemem.processors.stores.sqlite_lexical.provenance import link, unlink_context, unlink_own
 from simplemem.processors.stores.sqlite_lexical.schema import JOIN_CONTEXT, body, context_hash
+from simplemem.processors.stores.sqlite_lexical.search import where_filter
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 # a unit's context as one write put it: its rowid and its stored form (none for a unit without one)
@@ -163,20 +165,29 @@ class SqliteDocuments(SqliteLexicalBase):
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         return self._read_by_ids(tenant_id, ids, with_context=with_context)
 
-    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
-        last = -1
+    def iter_units(
+        self, tenant_id: str, batch: int, flt: SymbolicFilter | None = None
+    ) -> Iterator[list[MemoryUnit]]:
+        """In the order stated, each batch from where the last ended (``units_by_time``); a unit
+        outside ``flt`` is skipped before its document is read."""
+        last: tuple[float, int] = (float("-inf"), -1)
         number = self._number(tenant_id)
         while True:
+            sql = [
+                f"SELECT u.stated_at, u.rowid, u.id, u.doc, c.text FROM units u {JOIN_CONTEXT}",
+                "WHERE u.tenant_id=? AND (u.stated_at, u.rowid) > (?, ?)",
+            ]
+            args: list[object] = [tenant_id, number, *last]
+            if flt is not None:
+                where_filter(sql, args, replace(flt, names=()), tenant_id)
+            sql.append("ORDER BY u.stated_at, u.rowid LIMIT ?")
+            args.append(batch)
             with self._lock:
-                rows = self._db.execute(
-                    f"SELECT u.rowid, u.id, u.doc, c.text FROM units u {JOIN_CONTEXT} "
-                    "WHERE u.tenant_id=? AND u.rowid>? ORDER BY u.rowid LIMIT ?",
-                    (tenant_id, number, last, batch),
-                ).fetchall()
+                rows = self._db.execute(" ".join(sql), args).fetchall()
             if not rows:
                 return
-            last = rows[-1][0]
-            yield read_units([row[1:] for row in rows], tenant_id)
+            last = (rows[-1][0], rows[-1][1])
+            yield read_units([row[2:] for row in rows], tenant_id)
 
     def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
         number = self._number(tenant_id)

@@ -55,7 +55,8 @@ _UNITS = """CREATE TABLE units (
     event_start INTEGER NOT NULL, event_end INTEGER, stated_at REAL NOT NULL, context INTEGER,
     words INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, id)
 );
-CREATE INDEX units_by_context ON units (context)"""
+CREATE INDEX units_by_context ON units (context);
+CREATE INDEX units_by_time ON units (tenant_id, stated_at)"""
 _NAMES = """CREATE TABLE names (tenant_id INTEGER NOT NULL, name TEXT NOT NULL, id BLOB NOT NULL);
 CREATE INDEX names_by_name ON names (tenant_id, name);
 CREATE INDEX names_by_id ON names (tenant_id, id)"""
@@ -110,6 +111,9 @@ def open_lexical_file(path: Path) -> sqlite3.Connection:
         # a deleted row's bytes are overwritten, not left in a free page (the right to be forgotten)
         db.execute("PRAGMA secure_delete=ON")
         open_format(db, path, FORMAT_VERSION, _SCHEMA)
+        # A tenant's units in the order stated: a page and a walk over all of them read their own
+        # rows only (without it every batch sorted the whole tenant). A file made before it gets it.
+        db.execute("CREATE INDEX IF NOT EXISTS units_by_time ON units (tenant_id, stated_at)")
     except BaseException:
         db.close()
         raise

@@ -41,7 +41,7 @@ class SqliteSearch(SqliteLexicalBase):
             "JOIN own_w w ON w.t = m.t JOIN units u ON u.rowid = m.r WHERE u.tenant_id = ?",
         ]
         args: list[object] = [*own_args, *sizes["units"], number]
-        _where_filter(sql, args, flt, tenant_id)
+        where_filter(sql, args, flt, tenant_id)
         sql += [
             "GROUP BY u.rowid ORDER BY s DESC LIMIT ?),",
             f"ctx_m(r, t) AS ({ctx_matches}),",
@@ -54,7 +54,7 @@ class SqliteSearch(SqliteLexicalBase):
             "WHERE u.tenant_id = ?",
         ]
         args += [reach, *ctx_args, *sizes["contexts"], tenant_id, reach, number]
-        _where_filter(sql, args, flt, tenant_id)
+        where_filter(sql, args, flt, tenant_id)
         # summed and cut before the ids are read: a context shared by 40 statements adds 40 rows
         sql += [
             "), best AS (SELECT r, SUM(s) AS s FROM scored GROUP BY r ORDER BY s DESC LIMIT ?)",
@@ -75,7 +75,7 @@ class SqliteSearch(SqliteLexicalBase):
         return sizes
 
 
-def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:
+def where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:
     if flt.active_only:
         sql.append(f"AND {ACTIVE_SQL}")
     if flt.first_day is not None and flt.last_day is not None:

@@ -1,0 +1,180 @@
+"""The HTTP contract of the browsing routes (``/v1/browse/...``) the ``/ui/`` page reads: a filtered
+listing of a tenant's memories with counts, one memory's provenance, an answer with why each memory
+was chosen, forgetting a message or a session. The tenant is the key's (the admin key names one).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from simplemem.schemas.keys import ItemId
+from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.query import QueryResult
+from simplemem.schemas.stream import DeletionRecord
+from simplemem.schemas.timebounds import BoundedTime
+
+# What a memory's ``state`` is: archived (consolidated into an abstract), superseded (a newer memory
+# changed its fact; kept), else active.
+STATES = ("active", "superseded", "archived")
+
+
+def state_of(unit: MemoryUnit) -> str:
+    """The state a person sees: archived, superseded (a newer memory changed its fact) or active."""
+    if unit.status.value != "active":
+        return unit.status.value
+    return "superseded" if unit.superseded_by else "active"
+
+
+class BrowseFilter(BaseModel):
+    """The listing's filters; all optional, combined with AND."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    session: ItemId | None = Field(None, description="only memories stated in this session")
+    kind: str | None = Field(
+        None, max_length=40, description="only memories of this kind (fact, abstract, code, ...)"
+    )
+    state: str | None = Field(None, pattern="^(active|superseded|archived)$")
+    since: date | None = Field(None, description="first day the memory's time (event, else stated) may touch")
+    until: date | None = Field(None, description="last day the memory's time may touch")
+    q: str | None = Field(None, min_length=1, max_length=500, description="text search (BM25, best first)")
+
+    @property
+    def empty(self) -> bool:
+        return all(getattr(self, name) is None for name in type(self).model_fields)
+
+
+class MemoryRow(BaseModel):
+    """One memory as the listing shows it (its message's text is left out: provenance has it)."""
+
+    id: str
+    text: str
+    kind: str = Field(description="whatever kind the memory has (fact, abstract, code, or a derived one)")
+    state: str
+    event_time: str | None
+    stated_at: str
+    session_id: str | None
+    speaker: str | None
+    source_ids: list[str]
+
+    @classmethod
+    def of(cls, unit: MemoryUnit) -> MemoryRow:
+        return cls(
+            id=unit.id,
+            text=unit.text,
+            kind=str(unit.kind),
+            state=state_of(unit),
+            event_time=unit.event_time,
+            stated_at=unit.stated_at,
+            session_id=unit.session_id,
+            speaker=unit.speaker,
+            source_ids=unit.source_ids,
+        )
+
+
+class BrowsePage(BaseModel):
+    """``GET /v1/browse``: a page of the listing. Without filters, in the order stated, with the
+    tenant's ``total``; with a text search, best match first; with other filters, in the store's
+    order, ``total`` null (``GET /v1/browse/counts`` counts them: a full scan)."""
+
+    tenant_id: str
+    memories: list[MemoryRow]
+    offset: int
+    next_offset: int | None = Field(None, description="pass as ?offset= for the next page; null at the end")
+    total: int | None = Field(None, description="memories matching, when known without a full scan")
+
+
+class BrowseCounts(BaseModel):
+    """``GET /v1/browse/counts``: how many memories match the filters, by state, kind and session."""
+
+    tenant_id: str
+    total: int = Field(description="the tenant's memories, any state")
+    matching: int
+    by_state: dict[str, int]
+    by_kind: dict[str, int]
+    sessions: dict[str, int] = Field(description="the sessions of the matching memories (the largest first)")
+    sessions_left_out: int = Field(0, description="sessions beyond the ones listed")
+
+
+class SourceMessage(BaseModel):
+    """A message a memory cites, as the store keeps it: scrubbed (PII replaced), never the raw text."""
+
+    message_id: str
+    speaker: str | None
+    role: str | None
+    stated_at: str | None
+    session_id: str | None
+    text: str | None = Field(
+        description="the message's scrubbed text as kept with its memories; where the store keeps no copy "
+        "(a message of one statement) its memories' texts, in order"
+    )
+    verbatim: bool = Field(description="``text`` is the message's kept text, not its memories' texts")
+    answering: str | None = Field(
+        None, description="the earlier message it answers, as its memories quote it (scrubbed)"
+    )
+
+
+class Provenance(BaseModel):
+    """``GET /v1/browse/memories/{id}``: a memory and where it comes from."""
+
+    memory: MemoryRow
+    sources: list[SourceMessage]
+    siblings: list[MemoryRow] = Field(description="the other memories derived from the same messages")
+    superseded_by: MemoryRow | None = None
+    supersedes: list[MemoryRow] = Field(default_factory=list)
+    archived_in: MemoryRow | None = Field(None, description="the abstract that consolidated this memory")
+    summarises: list[MemoryRow] = Field(default_factory=list, description="for an abstract: its members")
+
+
+class AskBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    as_of: BoundedTime | None = None
+    tenant_id: str | None = Field(None, description="the admin's choice of tenant; a tenant key's own")
+
+
+class Reason(BaseModel):
+    """Why a memory is in the context: the parts of its score."""
+
+    id: str
+    score: float = Field(description="its score in the ranking (fused plus boosts)")
+    semantic: float = Field(description="weight x its cosine as a share of the best candidate's")
+    lexical: float = Field(description="(1 - weight) x its BM25 as a share of the best candidate's")
+    cosine: float | None = Field(None, description="raw cosine to the question (no vector: null)")
+    bm25_rank: int | None = Field(None, description="its place among the BM25 candidates (1 = best)")
+    symbolic: list[str] = Field(default_factory=list, description="the boosts and filters that favoured it")
+    sibling: bool = Field(False, description="found by neither index: it came with its message's memory")
+
+
+class Explained(BaseModel):
+    """``POST /v1/browse/ask``: the answer an agent gets (the ``/v1/query`` contract) and why."""
+
+    tenant_id: str
+    result: QueryResult
+    budget_tokens: int = Field(description="SIMPLEMEM_CONTEXT_TOKENS: the context never exceeds it")
+    semantic_weight: float
+    reasons: list[Reason]
+    names: list[str] = Field(description="persons the question names that the memory knows")
+    date_range: list[str] | None = Field(None, description="the days the question's date covers")
+
+
+class ForgetBody(BaseModel):
+    """``POST /v1/browse/forget``: a message or a whole session (every message of its memories and
+    its turns not decided yet)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message_id: ItemId | None = None
+    session_id: ItemId | None = None
+    tenant_id: str | None = Field(None, description="the admin's choice of tenant; a tenant key's own")
+
+
+class Forgotten(BaseModel):
+    tenant_id: str
+    message_ids: list[str]
+    routed: str = Field(description="forgotten (embedded: done) or published (services: the workers)")
+    requested_at: str
+    record: DeletionRecord | None = Field(None, description="the deletion log's record, once done")

@@ -1,0 +1,180 @@
+"""The browsing reads behind the /ui/ page (simplemem/api/browse.py) on a real embedded lexical store:
+filters, paging, counts, a memory's provenance, a session's messages, and no other tenant's memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import date
+from pathlib import Path
+
+import pytest
+
+from simplemem.api.browse import count_units, list_units, provenance, session_messages
+from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.schemas.browse import BrowseFilter
+from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
+
+
+def unit(tenant: str, text: str, source: str, session: str, day: int, **fields: object) -> MemoryUnit:
+    kind = fields.pop("kind", MemoryKind.FACT)
+    assert isinstance(kind, MemoryKind)
+    return MemoryUnit.build(
+        tenant_id=tenant,
+        text=text,
+        kind=kind,
+        source_ids=[source],
+        stated_at=f"2026-03-{day:02d}T09:00:00+00:00",
+        speaker="Ana",
+        session_id=session,
+        **fields,
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteLexicalStore]:
+    lexical = SqliteLexicalStore(tmp_path / "lexical.db")
+    old = unit("acme", "Ana lives in Lisbon.", "m1", "s1", 2)
+    new = unit("acme", "Ana moved to Porto.", "m2", "s2", 9, supersedes=[old.id])
+    units = [
+        old.model_copy(update={"superseded_by": new.id}),
+        new,
+        # two statements of one message: its prose is their shared context
+        unit(
+            "acme",
+            "Ana has a dog.",
+            "m3",
+            "s2",
+            10,
+            context="I have a dog and a cat.",
+            event_time="2026-03-10",
+        ),
+        unit("acme", "Ana has a cat.", "m3", "s2", 10, context="I have a dog and a cat."),
+        unit("acme", "print('hi')", "m4", "s3", 12, kind=MemoryKind.CODE, context="Ana: the script"),
+        unit("beta", "Beta's secret plan is in Lisbon.", "b1", "s1", 2),
+    ]
+    lexical.upsert(units)
+    yield lexical
+    lexical.close()
+
+
+def texts(page: object) -> list[str]:
+    return [m.text for m in page.memories]  # type: ignore[attr-defined]
+
+
+def test_without_filters_the_page_is_in_stated_order_with_the_total(store: SqliteLexicalStore) -> None:
+    page = list_units(store, "acme", BrowseFilter(), 0, 2)
+    assert texts(page) == ["Ana lives in Lisbon.", "Ana moved to Porto."]
+    assert (page.total, page.next_offset) == (5, 2)
+    assert [m.state for m in page.memories] == ["superseded", "active"]
+    last = list_units(store, "acme", BrowseFilter(), 4, 2)
+    assert texts(last) == ["print('hi')"] and last.next_offset is None
+
+
+def test_filters_combine_and_page(store: SqliteLexicalStore) -> None:
+    s2 = BrowseFilter(session="s2")
+    first = list_units(store, "acme", s2, 0, 2)
+    assert sorted(texts(first)) == ["Ana has a dog.", "Ana moved to Porto."] or len(texts(first)) == 2
+    assert first.total is None and first.next_offset == 2  # more to read: not counted here
+    rest = list_units(store, "acme", s2, 2, 2)
+    assert len(rest.memories) == 1 and rest.next_offset is None and rest.total == 3
+    assert {*texts(first), *texts(rest)} == {"Ana moved to Porto.", "Ana has a dog.", "Ana has a cat."}
+    assert texts(list_units(store, "acme", BrowseFilter(kind="code"), 0, 10)) == ["print('hi')"]
+    assert texts(list_units(store, "acme", BrowseFilter(state="superseded"), 0, 10)) == [
+        "Ana lives in Lisbon."
+    ]
+    dated = BrowseFilter(since="2026-03-09", until="2026-03-10", session="s2")
+    assert sorted(texts(list_units(store, "acme", dated, 0, 10))) == sorted(
+        ["Ana moved to Porto.", "Ana has a dog.", "Ana has a cat."]
+    )
+    assert texts(list_units(store, "acme", BrowseFilter(until="2026-03-08"), 0, 10)) == [
+        "Ana lives in Lisbon."
+    ]
+
+
+def test_text_search_finds_any_state_and_only_the_tenants_own(store: SqliteLexicalStore) -> None:
+    found = list_units(store, "acme", BrowseFilter(q="Lisbon"), 0, 10)
+    assert texts(found) == ["Ana lives in Lisbon."] and found.total == 1
+    assert texts(list_units(store, "beta", BrowseFilter(q="Lisbon"), 0, 10)) == [
+        "Beta's secret plan is in Lisbon."
+    ]
+    assert texts(list_units(store, "acme", BrowseFilter(q="secret plan"), 0, 10)) == []
+    assert list_units(store, "nobody", BrowseFilter(), 0, 10).memories == []
+
+
+def test_counts_by_state_kind_and_session(store: SqliteLexicalStore) -> None:
+    c = count_units(store, "acme", BrowseFilter())
+    assert (c.total, c.matching) == (5, 5)
+    assert c.by_state == {"superseded": 1, "active": 4}
+    assert c.by_kind == {"fact": 4, "code": 1}
+    assert c.sessions == {"s2": 3, "s1": 1, "s3": 1}
+    assert count_units(store, "acme", BrowseFilter(kind="fact", session="s2")).matching == 3
+
+
+def test_provenance_shows_the_message_its_siblings_and_the_supersession(store: SqliteLexicalStore) -> None:
+    dog = next(
+        m for m in list_units(store, "acme", BrowseFilter(), 0, 10).memories if m.text == "Ana has a dog."
+    )
+    p = provenance(store, "acme", dog.id)
+    assert p is not None
+    (source,) = p.sources
+    assert (source.message_id, source.speaker, source.text, source.verbatim) == (
+        "m3",
+        "Ana",
+        "I have a dog and a cat.",
+        True,
+    )
+    assert [s.text for s in p.siblings] == ["Ana has a cat."]
+    porto = list_units(store, "acme", BrowseFilter(q="Porto"), 0, 1).memories[0]
+    moved = provenance(store, "acme", porto.id)
+    assert moved is not None and [m.text for m in moved.supersedes] == ["Ana lives in Lisbon."]
+    lived = provenance(store, "acme", moved.supersedes[0].id)
+    assert (
+        lived is not None
+        and lived.superseded_by is not None
+        and lived.superseded_by.text == "Ana moved to Porto."
+    )
+    # a one-statement message keeps no copy of its text: its memory's words stand for it, said so
+    assert (lived.sources[0].text, lived.sources[0].verbatim) == ("Ana lives in Lisbon.", False)
+
+
+def test_provenance_of_another_tenants_memory_is_none(store: SqliteLexicalStore) -> None:
+    beta = list_units(store, "beta", BrowseFilter(), 0, 1).memories[0]
+    assert provenance(store, "acme", beta.id) is None
+    assert provenance(store, "beta", beta.id) is not None
+
+
+def test_an_abstract_lists_what_it_summarises(tmp_path: Path) -> None:
+    lexical = SqliteLexicalStore(tmp_path / "l.db")
+    a = unit("t", "Ana runs on Mondays.", "m1", "s1", 2)
+    b = unit("t", "Ana runs on Fridays.", "m2", "s1", 3)
+    abstract = MemoryUnit.build(
+        tenant_id="t",
+        text="Ana runs twice a week.",
+        kind=MemoryKind.ABSTRACT,
+        source_ids=["m1", "m2"],
+        stated_at="2026-03-03T09:00:00+00:00",
+    )
+    archived = {"status": MemoryStatus.ARCHIVED, "archived_in": abstract.id}
+    lexical.upsert([a.model_copy(update=archived), b.model_copy(update=archived), abstract])
+    p = provenance(lexical, "t", abstract.id)
+    assert p is not None and sorted(m.text for m in p.summarises) == sorted([a.text, b.text])
+    assert [s.message_id for s in p.sources] == ["m1", "m2"]
+    member = provenance(lexical, "t", a.id)
+    assert member is not None and member.archived_in is not None and member.archived_in.text == abstract.text
+    assert member.memory.state == "archived"
+    lexical.close()
+
+
+def test_a_sessions_messages_are_those_its_memories_cite(store: SqliteLexicalStore) -> None:
+    assert sorted(session_messages(store, "acme", "s2")) == ["m2", "m3"]
+    assert session_messages(store, "beta", "s2") == []
+
+
+def test_the_store_walks_a_tenant_in_the_order_stated_within_a_date_range(store: SqliteLexicalStore) -> None:
+    walked = [u.text for batch in store.iter_units("acme", 2) for u in batch]
+    assert walked[:2] == ["Ana lives in Lisbon.", "Ana moved to Porto."] and len(walked) == 5
+    march = SymbolicFilter(first_day=date(2026, 3, 9), last_day=date(2026, 3, 11), active_only=False)
+    within = [u.text for batch in store.iter_units("acme", 2, march) for u in batch]
+    assert sorted(within) == ["Ana has a cat.", "Ana has a dog.", "Ana moved to Porto."]
+    assert [u.text for batch in store.iter_units("beta", 2, march) for u in batch] == []
