@@ -51,6 +51,7 @@ from simplemem.processors.language.text import STOPWORDS, query_terms
 from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
+from simplemem.processors.retrieval.derived import PLANS, Plan, gather_derived, question_kind
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.stores import batched
@@ -478,7 +479,20 @@ class Retriever:
         chosen = self._select(tenant, ranked, k, known, filters, as_of, replaced, boosts, per_message)
         if not gather:
             chosen += self._siblings(tenant, chosen, filters, request.query)
-        return self._answer(request, score, k, chosen, replaced, gather)
+        plan = None if filters.kinds or explicit_range else PLANS.get(question_kind(request.query))
+        derived: list[tuple[MemoryUnit, float]] = []
+        if plan is not None:
+            derived = gather_derived(
+                self.lexical,
+                self.vectors,
+                tenant,
+                request.query,
+                qvec(),
+                as_of,
+                plan,
+                s.store_expression_terms,
+            )
+        return self._answer(request, score, k, chosen, replaced, gather, derived, plan)
 
     def _answer(
         self,
@@ -488,6 +502,8 @@ class Retriever:
         chosen: list[tuple[MemoryUnit, float]],
         replaced: dict[str, MemoryUnit],
         gather: bool = False,
+        derived: list[tuple[MemoryUnit, float]] | None = None,
+        plan: Plan | None = None,
     ) -> QueryResult:
         """The chosen memories that fit the token budget, and their context (a question that gathers
         mentions gets shorter ones: half the per-memory cap)."""
@@ -499,7 +515,17 @@ class Retriever:
         budget = Budget(
             s.context_tokens, per_unit, cache(partial(count_tokens, encoding=s.tokenizer_encoding))
         )
-        shown = fit([u for u, _ in chosen], request.query, budget, lambda units: build_context(units, notes))
+        render = partial(build_context, notes=notes)
+        lines: list[MemoryUnit] = []
+        if derived and plan is not None:  # the derived lines first, within their share
+            share = Budget(int(s.context_tokens * plan.share), plan.line_tokens, budget.count)
+            lines = fit([u for u, _ in derived], request.query, share, render)
+            budget = replace(budget, total=s.context_tokens - budget.count(render(lines)))
+        shown = fit([u for u, _ in chosen], request.query, budget, render)
+        while shown and budget.count(render([*lines, *shown])) > s.context_tokens:
+            shown.pop()  # the headers the two parts share were counted twice; a new one once more
+        shown = [*lines, *shown]
+        chosen = [*(derived or []), *chosen]
         kept = {u.id for u in shown}
         memories = [
             RetrievedMemory(
@@ -514,7 +540,7 @@ class Retriever:
             for u, sc in chosen
             if u.id in kept
         ]
-        context = build_context(shown, notes)
+        context = render(shown)
         return QueryResult(
             id=request.id,
             query=request.query,

@@ -31,8 +31,9 @@ from simplemem.processors.stores.protocols import (
     day_range,
     index_names,
     names_matching,
+    search_status,
 )
-from simplemem.schemas.memory import MemoryStatus, MemoryUnit
+from simplemem.schemas.memory import MemoryUnit
 
 REQUEST_TIMEOUT_SECONDS = 30  # a request slower than this is an outage (the stage waits it out)
 MAX_KNOWN_NAMES = 1000  # person names matched per query: far more than any question names
@@ -223,7 +224,7 @@ class OpenSearchLexicalStore:
                 "text": u.text,
                 "keywords": " ".join(u.keywords),
                 "kind": u.kind.value,
-                "status": u.status.value,
+                "status": search_status(u),
                 "persons": u.persons,
                 "person_names": index_names(u),
                 "entities": u.entities,
@@ -315,8 +316,7 @@ class OpenSearchLexicalStore:
         filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
         if flt is None:
             return filters
-        if flt.active_only:
-            filters.append({"term": {"status": MemoryStatus.ACTIVE.value}})
+        filters.append({"terms": {"status": list(flt.statuses())}})
         if flt.first_day is not None and flt.last_day is not None:
             event = [
                 {"range": {"event_end": {"gte": flt.first_day.isoformat()}}},

@@ -43,6 +43,7 @@ from simplemem.processors.stores.protocols import (
     SymbolicFilter,
     day_range,
     index_names,
+    search_status,
 )
 from simplemem.processors.stores.sqlite_bm25 import (
     IDF_SQL,
@@ -627,7 +628,7 @@ class SqliteLexicalStore:
                             unit,
                             number,
                             encode_doc(u, stored),
-                            null_if(u.status.value, MemoryStatus.ACTIVE.value),
+                            null_if(search_status(u), MemoryStatus.ACTIVE.value),
                             start,
                             null_if(end, start),
                             stated,
@@ -706,7 +707,7 @@ class SqliteLexicalStore:
             return None
         opened = open_context(row[4])
         stored = read_unit(uid, tenant_id, row[2], opened)
-        if row[3] in (None, MemoryStatus.ACTIVE.value):  # only an active unit is indexed
+        if row[3] != MemoryStatus.ARCHIVED.value:  # an archived unit is not indexed (derived lines are)
             self._index_unit(row[0], stored, row[5], delete=True)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         dropped = self._drop_context_if_unused(tenant_id, row[1])
@@ -972,8 +973,13 @@ def _names_match(tenant_id: str, names: Sequence[str]) -> str:
 
 
 def _where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:
-    if flt.active_only:
+    statuses = flt.statuses()
+    if statuses == (MemoryStatus.ACTIVE.value,):
         sql.append(f"AND {_ACTIVE_SQL}")
+    else:  # the status column holds NULL for an active unit
+        marks = ",".join("?" * len(statuses))
+        sql.append(f"AND COALESCE(u.status, 'active') IN ({marks})")
+        args += list(statuses)
     if flt.first_day is not None and flt.last_day is not None:
         stated = " OR (u.stated_at >= ? AND u.stated_at < ?)" if flt.or_stated else ""
         sql.append(f"AND (({_EVENT_END_SQL} >= ? AND u.event_start <= ?){stated})")

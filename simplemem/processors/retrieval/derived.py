@@ -1,0 +1,200 @@
+"""The derived memory a question gets before its statements (coarse to fine).
+
+A question's kind decides which derived lines it reads (``processors/lifecycle/derived.py`` says how
+they are made) and what share of the context's budget they may take; the statements fill the rest.
+
+- **order** ("in what order did I ...", "what came first", "the sequence of ...") and **summary**
+  ("summarize ...", "give me an overview", "how has my project progressed") read the timeline: the
+  dated lines of what the user brought up that match the question, shown in date order;
+- **list** ("how many ...", "list all ...", "which ... have I") reads the timeline too, with a smaller
+  share: a count spans sessions;
+- **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
+  you suggest", "how should I ...") reads the user's standing instructions and preferences that
+  match the task, so the answer follows them;
+- **lookup** and **duration** read no derived line: the statements hold their answer.
+
+Limits: the kinds are read from English question forms; a question that orders or summarises without
+them ("what did we do on the budget app?") is a lookup. An instruction that matches the task in
+neither words nor meaning (a formatting rule asked for by a question about something else) is not
+shown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+
+import numpy as np
+
+from simplemem.processors.stores import batched
+from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+
+
+class QuestionKind(StrEnum):
+    LOOKUP = "lookup"
+    LIST = "list"
+    ORDER = "order"
+    DURATION = "duration"
+    SUMMARY = "summary"
+    ADVICE = "advice"
+
+
+_ORDER = re.compile(
+    r"\b(?:in (?:what|which|the) order|order (?:in which|of)|in order\b|sequence|chronolog\w*|timeline|"
+    r"which (?:\w+ )?(?:came|happened|did I \w+) first|what (?:came|happened) (?:first|next|after|before)|"
+    r"progression|step by step history)",
+    re.IGNORECASE,
+)
+_SUMMARY = re.compile(
+    r"\b(?:summar\w+|overview|recap|brief me|sum up|comprehensive (?:summary|overview|account)|"
+    r"how (?:has|have|did) (?:my|our|the) [\w\s-]{1,40}? (?:progress|evolve|develop|go)\w*|"
+    r"what (?:have|did) (?:we|I) (?:done|do|cover|covered|discuss|discussed|achieve|achieved) so far)\b",
+    re.IGNORECASE,
+)
+_DURATION = re.compile(
+    r"\bhow (?:long|many (?:days|weeks|months|years|hours))\b|\b(?:days|weeks|months) (?:between|from|since)\b",
+    re.IGNORECASE,
+)
+_LIST = re.compile(
+    r"\bhow (?:many|much|often)\b|\blist\b|\ball (?:the|of|my)\b|\bwhich \w+(?: \w+)? (?:have|did) I\b",
+    re.IGNORECASE,
+)
+_ADVICE = re.compile(
+    r"^(?:(?:hey|hi|ok(?:ay)?|so|now|also|and)[,\s]+)*(?:can|could|would|will) you\b"
+    r"|\bhow (?:do|can|should|would|could) I\b|\bwhat (?:would|do) you (?:suggest|recommend)\b"
+    r"|\b(?:suggest|recommend|advise|help me|show me|walk me through|best way|any tips)\b"
+    r"|^(?:please\s+)?(?:write|create|implement|show|give|explain|help|build|design|set up|add|make|refactor)\b",
+    re.IGNORECASE,
+)
+
+
+def question_kind(query: str) -> QuestionKind:
+    """The question's kind by its form (see the module for the limits); the first rule that holds."""
+    for kind, rule in (
+        (QuestionKind.ORDER, _ORDER),
+        (QuestionKind.SUMMARY, _SUMMARY),
+        (QuestionKind.DURATION, _DURATION),
+        (QuestionKind.LIST, _LIST),
+        (QuestionKind.ADVICE, _ADVICE),
+    ):
+        if rule.search(query):
+            return kind
+    return QuestionKind.LOOKUP
+
+
+@dataclass(frozen=True)
+class Level:
+    """What a question kind reads of the derived memory: which kinds, at most how many lines, each
+    cut to ``line_tokens``; ``min_cosine``: how close in meaning a line must be to be shown (0: found
+    by its words is enough); ``diverse``: lines unlike the ones already taken are preferred (a
+    timeline should cover the subject, not repeat its most-matching moment)."""
+
+    kinds: tuple[MemoryKind, ...]
+    lines: int
+    line_tokens: int
+    min_cosine: float = 0.0
+    diverse: bool = False
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The levels a question reads, and the share of the context's tokens they may take together."""
+
+    levels: tuple[Level, ...]
+    share: float
+
+    @property
+    def line_tokens(self) -> int:
+        return max(level.line_tokens for level in self.levels)
+
+
+_TIMELINE = Level((MemoryKind.TIMELINE,), 16, 48, diverse=True)
+PLANS: dict[QuestionKind, Plan] = {
+    QuestionKind.ORDER: Plan((_TIMELINE,), 0.6),
+    QuestionKind.SUMMARY: Plan((_TIMELINE,), 0.6),
+    QuestionKind.LIST: Plan((replace(_TIMELINE, lines=8),), 0.35),
+    QuestionKind.ADVICE: Plan(
+        (Level((MemoryKind.INSTRUCTION,), 3, 48), Level((MemoryKind.PREFERENCE,), 2, 48, min_cosine=0.3)), 0.3
+    ),
+}
+POOL = 40  # candidates each index returns before fusion
+RANK_CONSTANT = 60  # reciprocal-rank fusion's constant
+DIVERSITY = 0.5  # with ``diverse``: the weight of a candidate's likeness to the lines already taken
+
+
+def _fused(semantic: list[Hit], words: list[Hit]) -> dict[str, float]:
+    """Reciprocal-rank fusion of the two indexes' hits."""
+    fused: dict[str, float] = {}
+    for hits in (semantic, words):
+        for rank, hit in enumerate(hits):
+            fused[hit.id] = fused.get(hit.id, 0.0) + 1.0 / (RANK_CONSTANT + rank)
+    return fused
+
+
+def diverse_order(
+    ranked: list[str], relevance: dict[str, float], vectors: dict[str, np.ndarray], n: int
+) -> list[str]:
+    """``n`` of ``ranked`` by maximal marginal relevance: each next one the most relevant (scaled to
+    [0, 1]) less ``DIVERSITY`` times its highest cosine to those already taken."""
+    top = max(relevance.values(), default=0.0) or 1.0
+    left = [uid for uid in ranked if uid in vectors]
+    taken: list[str] = []
+    while left and len(taken) < n:
+
+        def gain(uid: str) -> float:
+            like = max((float(vectors[uid] @ vectors[t]) for t in taken), default=0.0)
+            return relevance[uid] / top - DIVERSITY * like
+
+        best = max(left, key=gain)
+        taken.append(best)
+        left.remove(best)
+    return taken
+
+
+def gather_level(
+    lexical: LexicalStore,
+    vectors: VectorStore,
+    tenant: str,
+    query: str,
+    qvec: np.ndarray,
+    as_of: datetime,
+    level: Level,
+    expression_terms: int,
+) -> list[tuple[MemoryUnit, float]]:
+    """The derived lines of ``level``'s kinds that match the question best (BM25 and the vectors,
+    fused), at most ``level.lines``, best first."""
+    flt = SymbolicFilter(stated_before=as_of, derived=tuple(k.value for k in level.kinds))
+    semantic = vectors.search(tenant, qvec, POOL, flt)
+    fused = _fused(semantic, batched.search(lexical, tenant, query, POOL, flt, expression_terms))
+    cosine = {h.id: h.score for h in semantic}
+    ranked = sorted(fused, key=lambda uid: (-fused[uid], uid))
+    if level.min_cosine:
+        ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= level.min_cosine]
+    if level.diverse:
+        pool = ranked[: 3 * level.lines]
+        top = diverse_order(pool, fused, vectors.vectors(tenant, pool), level.lines)
+    else:
+        top = ranked[: level.lines]
+    units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
+    return [(units[uid], fused[uid]) for uid in top if uid in units]
+
+
+def gather_derived(
+    lexical: LexicalStore,
+    vectors: VectorStore,
+    tenant: str,
+    query: str,
+    qvec: np.ndarray,
+    as_of: datetime,
+    plan: Plan,
+    expression_terms: int,
+) -> list[tuple[MemoryUnit, float]]:
+    """Every level of ``plan``, in order."""
+    return [
+        found
+        for level in plan.levels
+        for found in gather_level(lexical, vectors, tenant, query, qvec, as_of, level, expression_terms)
+    ]
