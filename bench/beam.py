@@ -256,8 +256,15 @@ def main() -> None:
             r = results[q.qid]
             cited = {s for m in r.get("memories", []) for s in m["source_ids"]}
             ours.append(score(q, r.get("context", ""), cited, int(r.get("context_tokens", 0))))
-            rows.append({"qid": q.qid, "category": q.category, "evidence": ours[-1].evidence,
-                         "gold": q.evidence, "missed": [g for g in q.evidence if g not in cited]})
+            rows.append(
+                {
+                    "qid": q.qid,
+                    "category": q.category,
+                    "evidence": ours[-1].evidence,
+                    "gold": q.evidence,
+                    "missed": [g for g in q.evidence if g not in cited],
+                }
+            )
             if raw is not None:
                 base.append(score(q, *raw.fill(q.question, max(ours[-1].tokens, 1))))
     doc["simplemem"] = summarise(ours)

@@ -50,8 +50,9 @@ _INSTRUCTION = re.compile(
 )
 _PREFERENCE = re.compile(
     r"\bI (?:really |strongly |generally |usually |much |definitely |also |still |kind of |kinda )?"
-    r"(?:prefer|'d prefer|would prefer|'d rather|would rather|like to|love to|tend to|favou?r|"
+    r"(?:prefer|like to|love to|tend to|favou?r|"
     r"dislike|hate|avoid|don't like|do not like|don't want|do not want)\b"
+    r"|\bI(?:'d| would) (?:much |really )?(?:prefer|rather)\b"
     r"|\bmy (?:preference|preferred|favou?rite)\b"
     r"|\bI'm (?:not )?(?:a (?:big )?fan of|more comfortable with|partial to)\b",
     re.IGNORECASE,

@@ -64,7 +64,7 @@ from simplemem.processors.stores.protocols import (
     names_in_text,
 )
 from simplemem.schemas.events import Role
-from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryKind, MemoryStatus, MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult, RetrievedMemory
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.window import BufferedTurn
@@ -723,7 +723,7 @@ class Retriever:
         sources = list(dict.fromkeys(u.source_ids[0] for u, _ in chosen))  # a unit's own message
         by_source: dict[str, list[MemoryUnit]] = {}
         for unit in self.lexical.units_from_sources(tenant, sources, with_context=False):
-            if unit.id not in have and _allowed(unit, filters):
+            if unit.id not in have and unit.kind not in DERIVED_KINDS and _allowed(unit, filters):
                 by_source.setdefault(unit.source_ids[0], []).append(unit)
         terms = set(query_terms(query))
         added: list[tuple[MemoryUnit, float]] = []
