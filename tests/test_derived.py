@@ -305,3 +305,11 @@ def test_forgetting_a_message_removes_its_derived_lines_and_a_replay_rebuilds_th
     replayed = {(u.kind, u.text, tuple(u.source_ids)) for u in derived_units(runtime, "b")}
     assert replayed == before
     runtime.close()
+
+
+@pytest.mark.parametrize(
+    "query", ["Have I worked with Flask routes in this project?", "Did we ever talk about the deployment?",
+              "So have I already set up the database?"]
+)
+def test_whether_something_came_up_is_a_history_question(query: str) -> None:
+    assert question_kind(query) == QuestionKind.HISTORY

@@ -35,8 +35,8 @@ from simplemem.schemas.window import AnalyzedMessage, Sentence, Window
 
 GIST_WORDS = 40
 LINE_WORDS = 40
-REQUEST_WORDS = 24  # of a request, in its exchange's timeline line
-REPLY_WORDS = 16  # of the answer, in the same line
+REQUEST_WORDS = 18  # of a request, in its exchange's timeline line
+REPLY_WORDS = 12  # of the answer, in the same line (a line is shown whole: it cites both messages)
 COURTESY_WORDS = 6  # an answer's opening sentence shorter than this is a courtesy, not its content
 
 # "Always format code...", "Never use...", "From now on, reply...", "Please always...", "Make sure to

@@ -11,6 +11,8 @@ they are made) and what share of the context's budget they may take; the stateme
 - **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
   you suggest", "how should I ...") reads the user's standing instructions and preferences that
   match the task, so the answer follows them;
+- **history** ("have I ever ...", "did we ...": whether something came up) reads a few timeline lines:
+  the answer is in what the user brought up, and a contradiction shows as two such lines;
 - **lookup** and **duration** read no derived line: the statements hold their answer.
 
 Limits: the kinds are read from English question forms; a question that orders or summarises without
@@ -40,6 +42,7 @@ class QuestionKind(StrEnum):
     DURATION = "duration"
     SUMMARY = "summary"
     ADVICE = "advice"
+    HISTORY = "history"
 
 
 _ORDER = re.compile(
@@ -71,6 +74,12 @@ _ADVICE = re.compile(
 )
 
 
+_HISTORY = re.compile(
+    r"^(?:(?:so|and|also|ok(?:ay)?)[,\s]+)*(?:have|had|did|was|were) (?:I|we)\b(?: (?:ever|already|ever actually))?",
+    re.IGNORECASE,
+)
+
+
 def question_kind(query: str) -> QuestionKind:
     """The question's kind by its form (see the module for the limits); the first rule that holds."""
     for kind, rule in (
@@ -79,6 +88,7 @@ def question_kind(query: str) -> QuestionKind:
         (QuestionKind.DURATION, _DURATION),
         (QuestionKind.LIST, _LIST),
         (QuestionKind.ADVICE, _ADVICE),
+        (QuestionKind.HISTORY, _HISTORY),
     ):
         if rule.search(query):
             return kind
@@ -111,10 +121,13 @@ class Plan:
         return max(level.line_tokens for level in self.levels)
 
 
-_TIMELINE = Level((MemoryKind.TIMELINE,), 16, 48, diverse=True)
+# A timeline line is shown whole (it cites its request and its answer: cut, it would cite what it no
+# longer shows), so its token cap is above any line's length.
+_TIMELINE = Level((MemoryKind.TIMELINE,), 20, 96, diverse=True)
 PLANS: dict[QuestionKind, Plan] = {
-    QuestionKind.ORDER: Plan((_TIMELINE,), 0.6),
-    QuestionKind.SUMMARY: Plan((_TIMELINE,), 0.6),
+    QuestionKind.ORDER: Plan((_TIMELINE,), 0.85),
+    QuestionKind.SUMMARY: Plan((_TIMELINE,), 0.85),
+    QuestionKind.HISTORY: Plan((replace(_TIMELINE, lines=6),), 0.4),
     QuestionKind.LIST: Plan((replace(_TIMELINE, lines=8),), 0.35),
     QuestionKind.ADVICE: Plan(
         (Level((MemoryKind.INSTRUCTION,), 3, 48), Level((MemoryKind.PREFERENCE,), 2, 48, min_cosine=0.3)), 0.3
