@@ -116,12 +116,14 @@ class RawMessages:
 
     def __init__(self, conv: BeamConversation, encoding: str) -> None:
         import bm25s
+        import tiktoken
 
         from simplemem.processors.language.tokens import count_tokens
 
         self.ids = [m.message_id for m in conv.messages]
         self.lines = [f"[{m.ts.date().isoformat()}] {m.role}: {m.text}" for m in conv.messages]
         self.tokens = [count_tokens(line, encoding) for line in self.lines]
+        self.encoding = tiktoken.get_encoding(encoding)
         self.bm25 = bm25s.BM25()
         corpus = [f"{m.role}: {m.text}" for m in conv.messages]
         self.bm25.index(bm25s.tokenize(corpus, stopwords="en", show_progress=False), show_progress=False)
@@ -135,12 +137,17 @@ class RawMessages:
         )
         chosen: list[int] = []
         used = 0
-        for i in (int(x) for x in docs[0]):
+        order = [int(x) for x in docs[0]]
+        for i in order:
             cost = self.tokens[i] + (1 if chosen else 0)
-            if chosen and used + cost > budget:
+            if used + cost > budget:
                 continue
             chosen.append(i)
             used += cost
+        if not chosen:  # even the best message is over the budget: its first tokens, as a cut memory is
+            first = order[0]
+            text = self.encoding.decode(self.encoding.encode(self.lines[first])[:budget])
+            return text, {self.ids[first]}, budget
         chosen.sort()
         return "\n".join(self.lines[i] for i in chosen), {self.ids[i] for i in chosen}, used
 

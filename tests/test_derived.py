@@ -313,3 +313,27 @@ def test_forgetting_a_message_removes_its_derived_lines_and_a_replay_rebuilds_th
 )
 def test_whether_something_came_up_is_a_history_question(query: str) -> None:
     assert question_kind(query) == QuestionKind.HISTORY
+
+
+@pytest.mark.integration
+def test_services_mode_builds_and_reads_the_same_derived_memory(rt: Any, tmp_path: Path) -> None:
+    from simplemem.runtime import open_runtime
+    from tests.services import store_settings
+
+    with store_settings("derived", milvus_index_type="HNSW") as settings:
+        services = open_runtime(settings, tmp_path)
+        try:
+            services.pipeline.ingest(event_lines())
+            services.vectors.flush()
+            theirs = {(u.id, u.kind) for u in derived_units(services)}
+            assert theirs == {(u.id, u.kind) for u in derived_units(rt)}
+            as_of = T0 + timedelta(days=30)
+            for query in ("In what order did I work on the login, the charts and the deployment?",
+                          "Can you suggest a library for exporting the charts to PDF?"):
+                request = QueryRequest(tenant_id="budget", query=query, as_of=as_of)
+                mine = {m.id for m in rt.retriever.query(request).memories if m.kind != MemoryKind.FACT}
+                assert mine and mine == {
+                    m.id for m in services.retriever.query(request).memories if m.kind != MemoryKind.FACT
+                }
+        finally:
+            services.close()
