@@ -1,6 +1,6 @@
 """BEAM: long project conversations, measured the way a user runs the product.
 
-    python -m bench.beam [--data chats/100K] [--limit N] [--store DIR [--reuse]] [--out FILE]
+    python -m bench.beam [--data chats/100K] [--limit N] [--concat] [--store DIR [--reuse]] [--out FILE]
 
 Each conversation is one tenant (layout: ``bench/beam_data.py``). The events go through the README's
 command as a subprocess (``simplemem ingest FILE --store DIR --json``: wall time from start to exit,
@@ -8,7 +8,8 @@ the peak RSS of the process), the questions through ``simplemem query --batch FI
 category and overall: evidence-message recall (share of the gold messages cited in the memories'
 ``source_ids``), any-hit (at least one cited), answer words in the context (where the question has an
 ``answer``), context tokens (cl100k mean, p95, max); the same for BM25 over the raw messages filling
-each question's same tokens. Then the warm query p95 in-process on the filled store.
+each question's same tokens. Then the warm query p95 in-process on the filled store. ``--concat``: the
+conversations as one tenant, one after the other (``--limit 10`` makes a tenant of about 1M tokens).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from bench.beam_data import DEFAULT_DIR, BeamConversation, BeamQuestion, load_tier
+from bench.beam_data import DEFAULT_DIR, BeamConversation, BeamQuestion, concatenated, load_tier
 from bench.common import scratch_store
 from bench.metrics import answer_recall, evidence_recall
 
@@ -215,6 +216,11 @@ def arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_DIR, help="a BEAM tier folder (chats/100K)")
     ap.add_argument("--limit", type=int, default=None, help="first N conversations only")
+    ap.add_argument(
+        "--concat",
+        action="store_true",
+        help="the conversations as one tenant, one after the other (a long-lived tenant)",
+    )
     ap.add_argument("--store", type=Path, default=None, help="store folder (default: a temporary one)")
     ap.add_argument("--reuse", action="store_true", help="with --store: answer from the store a run filled")
     ap.add_argument("--no-baseline", action="store_true", help="skip BM25 over raw messages")
@@ -229,6 +235,8 @@ def arguments() -> argparse.Namespace:
 def main() -> None:
     args = arguments()
     convs = load_tier(args.data, args.limit)
+    if args.concat and convs:
+        convs = [concatenated(convs, f"beam{args.data.name}-x{len(convs)}")]
     if not convs:
         print(
             f"bench.beam skipped: no BEAM conversations in {args.data} (pass --data chats/100K)",

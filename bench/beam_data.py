@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ DEFAULT_DIR = Path(__file__).resolve().parents[2] / "data" / "beam" / "chats" / 
 FIRST_DATE = datetime(2024, 1, 1, 9, tzinfo=UTC)
 GAP_WITHOUT_ANCHOR = timedelta(days=14)
 MESSAGE_STEP = timedelta(minutes=2)
+LATEST_END = datetime(2026, 6, 1, tzinfo=UTC)  # a concatenated tenant's last message, at the latest
 SKIPPED_CATEGORIES = frozenset({"abstention"})
 
 
@@ -148,3 +149,25 @@ def load_tier(folder: Path, limit: int | None = None) -> list[BeamConversation]:
     subs = sorted((p for p in folder.iterdir() if (p / "chat.json").is_file()), key=lambda p: int(p.name))
     tier = folder.name
     return [load_conversation(p, tier) for p in subs[:limit]]
+
+
+def concatenated(convs: list[BeamConversation], tenant: str) -> BeamConversation:
+    """One tenant holding ``convs`` one after the other (a long-lived tenant made of several
+    projects): each conversation starts ``GAP_WITHOUT_ANCHOR`` after the previous one ends; message ids
+    keep their conversation's prefix (unique across them); every question is asked a day after the
+    last message of all."""
+    out = BeamConversation(tenant)
+    end: datetime | None = None
+    for conv in convs:
+        shift = (end + GAP_WITHOUT_ANCHOR - conv.messages[0].ts) if end else timedelta(0)
+        out.messages += [
+            replace(m, ts=m.ts + shift, session_id=f"{tenant}:{m.session_id}") for m in conv.messages
+        ]
+        end = out.messages[-1].ts
+    assert end is not None
+    back = max(end - LATEST_END, timedelta(0))  # events may not be stated in the future
+    out.messages = [replace(m, ts=m.ts - back) for m in out.messages]
+    end -= back
+    for conv in convs:
+        out.questions += [replace(q, tenant_id=tenant, as_of=end + timedelta(days=1)) for q in conv.questions]
+    return out
