@@ -308,8 +308,12 @@ def test_forgetting_a_message_removes_its_derived_lines_and_a_replay_rebuilds_th
 
 
 @pytest.mark.parametrize(
-    "query", ["Have I worked with Flask routes in this project?", "Did we ever talk about the deployment?",
-              "So have I already set up the database?"]
+    "query",
+    [
+        "Have I worked with Flask routes in this project?",
+        "Did we ever talk about the deployment?",
+        "So have I already set up the database?",
+    ],
 )
 def test_whether_something_came_up_is_a_history_question(query: str) -> None:
     assert question_kind(query) == QuestionKind.HISTORY
@@ -328,8 +332,10 @@ def test_services_mode_builds_and_reads_the_same_derived_memory(rt: Any, tmp_pat
             theirs = {(u.id, u.kind) for u in derived_units(services)}
             assert theirs == {(u.id, u.kind) for u in derived_units(rt)}
             as_of = T0 + timedelta(days=30)
-            for query in ("In what order did I work on the login, the charts and the deployment?",
-                          "Can you suggest a library for exporting the charts to PDF?"):
+            for query in (
+                "In what order did I work on the login, the charts and the deployment?",
+                "Can you suggest a library for exporting the charts to PDF?",
+            ):
                 request = QueryRequest(tenant_id="budget", query=query, as_of=as_of)
                 mine = {m.id for m in rt.retriever.query(request).memories if m.kind != MemoryKind.FACT}
                 assert mine and mine == {
