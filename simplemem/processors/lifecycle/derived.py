@@ -37,6 +37,7 @@ GIST_WORDS = 40
 LINE_WORDS = 40
 REQUEST_WORDS = 18  # of a request, in its exchange's timeline line
 REPLY_WORDS = 12  # of the answer, in the same line (a line is shown whole: it cites both messages)
+REPLY_MARK = " — "  # between a timeline line's request and its answer
 COURTESY_WORDS = 6  # an answer's opening sentence shorter than this is a courtesy, not its content
 
 # "Always format code...", "Never use...", "From now on, reply...", "Please always...", "Make sure to
@@ -132,7 +133,7 @@ def reply_gist(message: AnalyzedMessage) -> str:
 def _exchange(request: AnalyzedMessage, reply: AnalyzedMessage) -> DraftUnit:
     """One timeline line for a request and its answer, citing both (it states both), dated by the
     request: when the user brought the subject up."""
-    text = f"{request.speaker}: {_words(gist(request), REQUEST_WORDS)} — {reply.speaker}: {reply_gist(reply)}"
+    text = f"{request.speaker}: {_words(gist(request), REQUEST_WORDS)}{REPLY_MARK}{reply.speaker}: {reply_gist(reply)}"
     unit = MemoryUnit.build(
         tenant_id=request.tenant_id,
         text=text,
@@ -175,3 +176,12 @@ def derive_window(window: Window) -> list[DraftUnit]:
         if window.messages[idx].role == Role.USER:
             out += _sentence_lines(window.messages[idx])
     return out
+
+
+def request_part(line: MemoryUnit, words: int) -> MemoryUnit:
+    """A timeline line as its request alone (its first ``words`` words), citing only the request: what
+    an order question needs of each exchange (when the user brought what up), in half the tokens."""
+    if line.kind != MemoryKind.TIMELINE or REPLY_MARK not in line.text:
+        return line
+    head = line.text.split(REPLY_MARK, 1)[0]
+    return line.model_copy(update={"text": _words(head, words), "source_ids": line.source_ids[:1]})

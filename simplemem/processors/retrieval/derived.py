@@ -9,11 +9,12 @@ they are made) and what share of the context's budget they may take; the stateme
 - **list** ("how many ...", "list all ...", "which ... have I") reads the timeline too, with a smaller
   share: a count spans sessions;
 - **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
-  you suggest", "how should I ...") reads the user's standing instructions and preferences that
-  match the task, so the answer follows them;
+  you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
+  the task and what the user asked before on the subject, so the answer follows them;
 - **history** ("have I ever ...", "did we ...": whether something came up) reads a few timeline lines:
   the answer is in what the user brought up, and a contradiction shows as two such lines;
-- **lookup** and **duration** read no derived line: the statements hold their answer.
+- **lookup** and **duration** read only the standing instructions close to the question in meaning
+  (every kind does: "always format dates as ... when I ask about deadlines" governs "when is it due?").
 
 Limits: the kinds are read from English question forms; a question that orders or summarises without
 them ("what did we do on the budget app?") is a lookup. An instruction that matches the task in
@@ -30,6 +31,7 @@ from enum import StrEnum
 
 import numpy as np
 
+from simplemem.processors.lifecycle.derived import request_part
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -107,6 +109,7 @@ class Level:
     line_tokens: int
     min_cosine: float = 0.0
     diverse: bool = False
+    request_words: int = 0  # >0: a timeline line is shown as its request alone, this many words at most
 
 
 @dataclass(frozen=True)
@@ -124,14 +127,24 @@ class Plan:
 # A timeline line is shown whole (it cites its request and its answer: cut, it would cite what it no
 # longer shows), so its token cap is above any line's length.
 _TIMELINE = Level((MemoryKind.TIMELINE,), 20, 96, diverse=True)
+# A standing instruction governs any question it matches ("Always format dates as ... when I ask about
+# deadlines" answers "When is the submission due?"), whatever the question's form: every plan reads
+# the few closest in meaning.
+_INSTRUCTIONS = Level((MemoryKind.INSTRUCTION,), 2, 48, min_cosine=0.3)
+_ADVICE_LEVELS = (
+    replace(_INSTRUCTIONS, lines=3, min_cosine=0.0),
+    Level((MemoryKind.PREFERENCE,), 2, 48, min_cosine=0.3),
+    # what the user asked before on the subject tailors advice as much as what they said they like
+    replace(_TIMELINE, lines=3, request_words=16, min_cosine=0.4, diverse=False),
+)
 PLANS: dict[QuestionKind, Plan] = {
-    QuestionKind.ORDER: Plan((_TIMELINE,), 0.85),
-    QuestionKind.SUMMARY: Plan((_TIMELINE,), 0.85),
-    QuestionKind.HISTORY: Plan((replace(_TIMELINE, lines=6),), 0.4),
-    QuestionKind.LIST: Plan((replace(_TIMELINE, lines=8),), 0.35),
-    QuestionKind.ADVICE: Plan(
-        (Level((MemoryKind.INSTRUCTION,), 3, 48), Level((MemoryKind.PREFERENCE,), 2, 48, min_cosine=0.3)), 0.3
-    ),
+    QuestionKind.ORDER: Plan((_INSTRUCTIONS, replace(_TIMELINE, lines=24, request_words=16)), 0.9),
+    QuestionKind.SUMMARY: Plan((_INSTRUCTIONS, _TIMELINE), 0.85),
+    QuestionKind.HISTORY: Plan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
+    QuestionKind.LIST: Plan((_INSTRUCTIONS, replace(_TIMELINE, lines=8)), 0.35),
+    QuestionKind.ADVICE: Plan(_ADVICE_LEVELS, 0.35),
+    QuestionKind.LOOKUP: Plan((_INSTRUCTIONS,), 0.15),
+    QuestionKind.DURATION: Plan((_INSTRUCTIONS,), 0.15),
 }
 POOL = 40  # candidates each index returns before fusion
 RANK_CONSTANT = 60  # reciprocal-rank fusion's constant
@@ -192,6 +205,8 @@ def gather_level(
     else:
         top = ranked[: level.lines]
     units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
+    if level.request_words:
+        units = {uid: request_part(u, level.request_words) for uid, u in units.items()}
     return [(units[uid], fused[uid]) for uid in top if uid in units]
 
 
