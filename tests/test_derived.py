@@ -343,3 +343,13 @@ def test_services_mode_builds_and_reads_the_same_derived_memory(rt: Any, tmp_pat
                 }
         finally:
             services.close()
+
+
+def test_a_question_that_enumerates_is_searched_by_each_of_its_aspects() -> None:
+    from simplemem.processors.retrieval.derived import aspects
+
+    parts = aspects(
+        "Summarize the project, including the key features implemented, the deployment timeline and the security fixes."
+    )
+    assert parts[1:] == ["the key features implemented", "the deployment timeline", "the security fixes."]
+    assert aspects("What did I plan for dogs, cats and birds?") == []  # single words: one aspect

@@ -28,9 +28,11 @@ import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+from itertools import zip_longest
 
 import numpy as np
 
+from simplemem.processors.language.text import query_terms
 from simplemem.processors.lifecycle.derived import request_part
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
@@ -97,6 +99,22 @@ def question_kind(query: str) -> QuestionKind:
     return QuestionKind.LOOKUP
 
 
+# Where a question lists what it asks about: "the key features, the timeline, security enhancements and
+# documentation" asks about four things, each of which a timeline line must match on its own.
+_ASPECT_SPLIT = re.compile(r",|;|\band\b|\bas well as\b|\bincluding\b|\bthen\b", re.IGNORECASE)
+MIN_ASPECT_TERMS = 2
+MAX_ASPECTS = 5
+
+
+def aspects(query: str) -> list[str]:
+    """The parts of a question that enumerates (at least two, each with ``MIN_ASPECT_TERMS`` content
+    words); [] for one that does not. Limits: an enumeration of single words ("dogs, cats and birds")
+    is one aspect (its parts are too short to search alone), and "and" inside a name splits it."""
+    parts = [p.strip() for p in _ASPECT_SPLIT.split(query)]
+    found = [p for p in parts if len(query_terms(p)) >= MIN_ASPECT_TERMS]
+    return found[:MAX_ASPECTS] if len(found) >= 2 else []
+
+
 @dataclass(frozen=True)
 class Level:
     """What a question kind reads of the derived memory: which kinds, at most how many lines, each
@@ -143,7 +161,17 @@ PLANS: dict[QuestionKind, Plan] = {
     QuestionKind.HISTORY: Plan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
     QuestionKind.LIST: Plan((_INSTRUCTIONS, replace(_TIMELINE, lines=8)), 0.35),
     QuestionKind.ADVICE: Plan(_ADVICE_LEVELS, 0.35),
-    QuestionKind.LOOKUP: Plan((_INSTRUCTIONS,), 0.15),
+    # a lookup reads what the user said about themselves and the exchanges closest in meaning: a
+    # question that rephrases what was asked ("how did you recommend pacing the requests?" for an
+    # exchange about rate limits) finds the exchange, with the answer's messages
+    QuestionKind.LOOKUP: Plan(
+        (
+            _INSTRUCTIONS,
+            Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35),
+            replace(_TIMELINE, lines=3, min_cosine=0.45, diverse=False),
+        ),
+        0.35,
+    ),
     QuestionKind.DURATION: Plan((_INSTRUCTIONS,), 0.15),
 }
 POOL = 40  # candidates each index returns before fusion
@@ -180,25 +208,55 @@ def diverse_order(
     return taken
 
 
-def gather_level(
-    lexical: LexicalStore,
-    vectors: VectorStore,
-    tenant: str,
-    query: str,
-    qvec: np.ndarray,
-    as_of: datetime,
-    level: Level,
-    expression_terms: int,
-) -> list[tuple[MemoryUnit, float]]:
-    """The derived lines of ``level``'s kinds that match the question best (BM25 and the vectors,
-    fused), at most ``level.lines``, best first."""
-    flt = SymbolicFilter(stated_before=as_of, derived=tuple(k.value for k in level.kinds))
-    semantic = vectors.search(tenant, qvec, POOL, flt)
-    fused = _fused(semantic, batched.search(lexical, tenant, query, POOL, flt, expression_terms))
+@dataclass(frozen=True)
+class Searches:
+    """Where the derived lines are searched, and the question as searched: whole, and its aspects."""
+
+    lexical: LexicalStore
+    vectors: VectorStore
+    tenant: str
+    as_of: datetime
+    expression_terms: int
+    query: str
+    qvec: np.ndarray
+    parts: tuple[tuple[str, np.ndarray], ...] = ()  # the question's aspects, each with its vector
+
+
+def _ranked(
+    search: Searches, text: str, vec: np.ndarray, flt: SymbolicFilter, min_cosine: float
+) -> tuple[list[str], dict[str, float]]:
+    semantic = search.vectors.search(search.tenant, vec, POOL, flt)
+    fused = _fused(
+        semantic, batched.search(search.lexical, search.tenant, text, POOL, flt, search.expression_terms)
+    )
     cosine = {h.id: h.score for h in semantic}
     ranked = sorted(fused, key=lambda uid: (-fused[uid], uid))
-    if level.min_cosine:
-        ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= level.min_cosine]
+    if min_cosine:
+        ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= min_cosine]
+    return ranked, fused
+
+
+def _round_robin(rankings: list[list[str]]) -> list[str]:
+    """The rankings' heads in turn (each aspect's best, then each one's second, ...), without repeats."""
+    out: list[str] = []
+    for row in zip_longest(*rankings):
+        out += [uid for uid in row if uid is not None and uid not in out]
+    return out
+
+
+def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float]]:
+    """The derived lines of ``level``'s kinds that match the question best (BM25 and the vectors,
+    fused), at most ``level.lines``, best first; for a diverse level of a question with aspects, each
+    aspect's best lines in turn."""
+    lexical, vectors, tenant = search.lexical, search.vectors, search.tenant
+    flt = SymbolicFilter(stated_before=search.as_of, derived=tuple(k.value for k in level.kinds))
+    ranked, fused = _ranked(search, search.query, search.qvec, flt, level.min_cosine)
+    if level.diverse and search.parts:
+        rankings = [_ranked(search, text, vec, flt, level.min_cosine) for text, vec in search.parts]
+        for _, scores in rankings:
+            for uid, score in scores.items():
+                fused[uid] = max(fused.get(uid, 0.0), score)
+        ranked = _round_robin([ranked, *(r for r, _ in rankings)])
     if level.diverse:
         pool = ranked[: 3 * level.lines]
         top = diverse_order(pool, fused, vectors.vectors(tenant, pool), level.lines)
@@ -210,19 +268,6 @@ def gather_level(
     return [(units[uid], fused[uid]) for uid in top if uid in units]
 
 
-def gather_derived(
-    lexical: LexicalStore,
-    vectors: VectorStore,
-    tenant: str,
-    query: str,
-    qvec: np.ndarray,
-    as_of: datetime,
-    plan: Plan,
-    expression_terms: int,
-) -> list[tuple[MemoryUnit, float]]:
+def gather_derived(search: Searches, plan: Plan) -> list[tuple[MemoryUnit, float]]:
     """Every level of ``plan``, in order."""
-    return [
-        found
-        for level in plan.levels
-        for found in gather_level(lexical, vectors, tenant, query, qvec, as_of, level, expression_terms)
-    ]
+    return [found for level in plan.levels for found in gather_level(search, level)]

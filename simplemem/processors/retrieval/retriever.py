@@ -51,7 +51,14 @@ from simplemem.processors.language.text import STOPWORDS, query_terms
 from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
-from simplemem.processors.retrieval.derived import PLANS, Plan, gather_derived, question_kind
+from simplemem.processors.retrieval.derived import (
+    PLANS,
+    Plan,
+    Searches,
+    aspects,
+    gather_derived,
+    question_kind,
+)
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.stores import batched
@@ -482,16 +489,19 @@ class Retriever:
         plan = None if filters.kinds or explicit_range else PLANS.get(question_kind(request.query))
         derived: list[tuple[MemoryUnit, float]] = []
         if plan is not None:
-            derived = gather_derived(
+            parts = aspects(request.query) if any(lv.diverse for lv in plan.levels) else []
+            vecs: list[np.ndarray] = list(self.embedder.encode(parts)) if parts else []
+            search = Searches(
                 self.lexical,
                 self.vectors,
                 tenant,
+                as_of,
+                s.store_expression_terms,
                 request.query,
                 qvec(),
-                as_of,
-                plan,
-                s.store_expression_terms,
+                tuple(zip(parts, vecs, strict=True)),
             )
+            derived = gather_derived(search, plan)
         return self._answer(request, score, k, chosen, replaced, gather, derived, plan)
 
     def _answer(
