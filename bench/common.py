@@ -13,6 +13,7 @@ from pathlib import Path
 import orjson
 
 from bench.locomo_data import DEFAULT_DIR, Conversation, Question, load_all
+from simplemem.processors.retrieval.config import PRESETS, RetrievalConfig
 from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.schemas.query import QueryRequest
 
@@ -30,6 +31,35 @@ def parser(doc: str | None, limit: int | None) -> argparse.ArgumentParser:
     ap.add_argument("--data", type=Path, default=DEFAULT_DIR, help="the LoCoMo folder")
     ap.add_argument("--limit", type=int, default=limit, help="first N conversations only")
     return ap
+
+
+def retrieval_options(ap: argparse.ArgumentParser) -> None:
+    """``--preset NAME`` and ``--retrieval FIELD=VALUE``: answer with another retrieval config."""
+    ap.add_argument("--preset", choices=sorted(PRESETS), default=None, help="a named retrieval config")
+    ap.add_argument(
+        "--retrieval",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="a RetrievalConfig field for this run (k_max=30, date_boost=0...), repeatable",
+    )
+
+
+def tuned(retriever: Retriever, args: argparse.Namespace) -> RetrievalConfig:
+    """The retriever's config after ``--preset`` and ``--retrieval`` (set on it, and returned)."""
+    config = retriever.config
+    if args.preset:
+        config = RetrievalConfig.from_settings_of(config, PRESETS[args.preset])
+    pairs = [item.split("=", 1) for item in args.retrieval]
+    if any(len(pair) != 2 for pair in pairs):
+        raise SystemExit(f"--retrieval takes FIELD=VALUE, got {args.retrieval}")
+    retriever.config = config.with_(**dict(pairs))
+    default = RetrievalConfig.from_settings_of(retriever.config, RetrievalConfig())
+    before = default.model_dump()
+    changed = {k: v for k, v in retriever.config.model_dump().items() if v != before[k]}
+    if changed:
+        print(f"retrieval config changed: {changed}")
+    return retriever.config
 
 
 def conversations(args: argparse.Namespace) -> list[Conversation]:

@@ -48,10 +48,11 @@ from aiokafka.admin import AIOKafkaAdminClient
 from bench import fault_audit as audit
 from bench.common import conversations, event_lines, parser
 from bench.fault_load import MALFORMED_KINDS, Publisher, load
-from bench.harness.workers import WorkerProcess
 from bench.stream import bench_env, fact_turns
 from simplemem.infra import stack
+from simplemem.infra.settings import InfraSettings
 from simplemem.schemas.settings import REPO_ROOT, Settings, settings_for
+from tests.helpers.workers import WorkerProcess
 
 SERVICE_FAULTS = ("opensearch", "milvus", "kafka")
 
@@ -127,7 +128,7 @@ class BufferWatcher:
             sessions = [k for k, t in recent.items() if now - t < 60]
             pipe = self.buffer.r.pipeline(transaction=False)
             for tenant, session in sessions:
-                pipe.hkeys(self.buffer._keys(tenant, session)[0])
+                pipe.hkeys(self.buffer.keys.buffer_turns(tenant, session))
             rows = pipe.execute()
             now = time.perf_counter()
             for (tenant, _), mids in zip(sessions, rows, strict=True):
@@ -276,7 +277,7 @@ def schedule(args: argparse.Namespace, rng: random.Random) -> list[Fault]:
 class Context:
     t0: float
     settings: Settings
-    infra: Settings
+    infra: InfraSettings
     workers: Workers
     lag: LagMonitor
     rng: random.Random
@@ -615,7 +616,7 @@ def main() -> None:
     env = bench_env(tag)
     args.out = args.out or REPO_ROOT / "bench" / "results" / f"{tag}.json"
     settings = settings_for(env)
-    infra = Settings()  # this process's SIMPLEMEM_* ports and infra dir: the services to stop
+    infra = InfraSettings()  # this process's SIMPLEMEM_* ports and infra dir: the services to stop
     for st in stack.status(None, infra):
         if st.state != "running":
             sys.exit(f"{st.name} is {st.state} at {st.endpoint}: start the services first")
@@ -654,7 +655,7 @@ def main() -> None:
         status = print_report(args, ctx, publisher, follower, faults)
     finally:
         if not args.keep:
-            from bench.harness.cleanup import drop_namespace
+            from tests.helpers.cleanup import drop_namespace
 
             drop_namespace(settings)
     sys.exit(status)

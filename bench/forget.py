@@ -3,7 +3,7 @@
     python -m bench.forget [--limit N]        # services mode needs the services: simplemem infra up
 
 Each mode ingests N LoCoMo conversations (the backdrop: a store of realistic size) and the forget
-conversation (bench/forget_data.py); then forgets one message, then the five coffee orders and the
+conversation (tests/helpers/forget_data.py); then forgets one message, then the five coffee orders and the
 question quoted by an answer, then a whole LoCoMo tenant. Each row: the request's time to its
 completion (every store written, deleted bytes expunged: the FTS index merged and the WAL truncated,
 OpenSearch's deleted documents expunged, Milvus compacted), the memories deleted and rewritten, and
@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import conversations, event_lines, parser
-from bench.forget_data import (
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest
+from tests.helpers.forget_data import (
     COFFEE,
     FESTIVAL,
     QUESTION_ID,
@@ -30,8 +32,6 @@ from bench.forget_data import (
     lines,
     stored_bytes,
 )
-from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import DeletionRequest
 
 TENANT = "bench-forget"
 
@@ -75,7 +75,7 @@ def run_mode(settings: Settings, backdrop: list[tuple[str, bytes]], locomo_tenan
         finally:
             rt.close()
             if settings.mode == "services":
-                from bench.harness.cleanup import drop_namespace
+                from tests.helpers.cleanup import drop_namespace
 
                 drop_namespace(settings)
 

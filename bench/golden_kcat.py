@@ -13,15 +13,16 @@ import argparse
 import tempfile
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 
-from bench.harness.deployment import local_deployment
-from bench.harness.kcat import kcat_publish
+from bench.deployment import local_deployment
 from simplemem.cli.golden import DEFAULT_FILE, found_in
+from simplemem.client import Client
+from tests.helpers.kcat import kcat_publish
 
 TENANT = "golden-kcat"
 
@@ -33,14 +34,12 @@ def unmarked(events: list[dict[str, Any]]) -> list[bytes]:
     ]
 
 
-def ask(api: httpx.Client, key: str, queries: list[dict[str, Any]]) -> tuple[int, int, list[str]]:
+def ask(memory: Client, queries: list[dict[str, Any]]) -> tuple[int, int, list[str]]:
     """Expected strings found, expected in all, and the misses."""
     found, expected, misses = 0, 0, []
     for q in queries:
-        body = {"query": q["query"], "as_of": q.get("as_of")}
-        context = api.post("/v1/query", json=body, headers={"Authorization": f"Bearer {key}"}).json()[
-            "context"
-        ]
+        as_of = datetime.fromisoformat(q["as_of"]) if q.get("as_of") else None
+        context = memory.query(q["query"], as_of=as_of).context
         for want in q.get("expected", []):
             expected += 1
             if found_in(context, want):
@@ -65,11 +64,10 @@ def main() -> None:
     ):
         kcat_publish(settings, unmarked(golden["events"]))
         time.sleep(args.wait)
-        with httpx.Client(base_url=url, timeout=120) as api:
-            made = api.post(
-                "/v1/admin/keys", json={"tenant_id": TENANT}, headers={"Authorization": f"Bearer {admin}"}
-            )
-            found, expected, misses = ask(api, made.json()["key"], golden["queries"])
+        with Client(url, admin) as operator:
+            key = operator.create_key(TENANT).key
+        with Client(url, key, timeout=120) as memory:
+            found, expected, misses = ask(memory, golden["queries"])
     print(f"kcat, no markers, asked {args.wait:.0f} s after publishing: {found}/{expected} expected strings")
     for miss in misses:
         print(f"  missed {miss}")

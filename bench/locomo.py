@@ -9,7 +9,7 @@ Category 5 (adversarial) has no answer: only its evidence recall and tokens are 
 
 A retrieval experiment need not ingest again: ``--store DIR`` keeps the store, and ``--reuse`` answers
 from a store that an earlier run with the same ``--store`` (and the same data and ingestion settings)
-filled, skipping ingestion; retrieval settings (``SIMPLEMEM_K_MAX``...) may differ between the runs.
+filled, skipping ingestion; the retriever's config may differ between the runs.
 ``--no-baselines`` measures the pipeline alone; ``--details FILE`` writes one JSON line per question
 (context, cited messages, the answer's content tokens missing from the context) to study misses.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from bench.common import conversations, event_lines, parser, scratch_store
+from bench.common import conversations, event_lines, parser, retrieval_options, scratch_store, tuned
 from bench.locomo_data import Conversation, Question, Turn
 from bench.metrics import answer_recall, content_tokens, evidence_recall
 from simplemem.processors.ingest.embedding import Embedder
@@ -88,6 +88,7 @@ def main() -> None:
         action="store_true",
         help="decide the window after every turn (as a pause after each would): quality with windows cut short",
     )
+    retrieval_options(ap)
     ap.add_argument("--details", type=Path, default=None, help="one JSON line per question (pipeline)")
     ap.add_argument("--out", type=Path, default=Path("bench/results/locomo.json"))
     args = ap.parse_args()
@@ -99,6 +100,7 @@ def main() -> None:
     store = args.store or scratch_store("simplemem-locomo-")
     convs = conversations(args)
     rt = open_runtime(settings, store)
+    tuned(rt.retriever, args)
     report, ingest_s = IngestReport(), 0.0
     if args.reuse and store_exists(store):
         print(f"answering from the store in {store} (not ingested again)")

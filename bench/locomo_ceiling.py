@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 from statistics import mean
-from typing import Any
 
 import orjson
 
@@ -31,7 +31,7 @@ from bench.locomo import CATEGORIES
 from bench.metrics import answer_recall, evidence_recall
 from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.schemas.memory import MemoryStatus
-from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.query import QueryRequest, QueryResult
 from simplemem.schemas.settings import Settings
 
 # Above any fused score plus every boost (each of those is at most 1): a promoted memory stays ahead
@@ -47,21 +47,19 @@ def promote(ranked: list[tuple[str, float]], wanted: set[str], depth: int) -> li
     return lifted + [(uid, sc) for uid, sc in ranked if uid not in ids]
 
 
-class Oracle:
-    """Wraps the retriever's selection: with ``wanted`` and ``factor`` set, the gold memories ranked
-    within ``factor * k`` are promoted before the selection reads the ranking."""
-
-    def __init__(self, retriever: Retriever) -> None:
-        self.wanted: set[str] = set()
-        self.factor = 0.0
-        select = retriever._select
-
-        def selected(tenant: str, ranked: list[tuple[str, float]], k: int, *args: Any, **kwargs: Any) -> Any:
-            if self.factor and self.wanted:
-                ranked = promote(ranked, self.wanted, round(self.factor * k))
-            return select(tenant, ranked, k, *args, **kwargs)
-
-        retriever._select = selected  # type: ignore[method-assign]
+def answers(
+    retriever: Retriever, request: QueryRequest, wanted: set[str], depths: list[float]
+) -> list[QueryResult]:
+    """``request`` answered once per depth from one plan and one gathering: at depth ``D`` (> 0) the
+    ``wanted`` memories ranked within ``D * k`` are promoted before the selection reads the ranking
+    (ahead of every boost); at depth 0 the retriever's own answer."""
+    plan = retriever.plan(request)
+    found = retriever.gather(plan)
+    results = []
+    for depth in depths:
+        ranked = promote(found.ranked, wanted, round(depth * plan.k)) if depth and wanted else found.ranked
+        results.append(retriever.render(plan, retriever.select(plan, replace(found, ranked=ranked))))
+    return results
 
 
 def main() -> None:
@@ -80,7 +78,6 @@ def main() -> None:
     convs = conversations(args)
     rt = open_runtime(Settings(), args.store)
     retriever = rt.retriever
-    oracle = Oracle(retriever)
     # depth -> category -> measure -> values
     sums: dict[float, dict[str, dict[str, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
@@ -90,12 +87,9 @@ def main() -> None:
             if q.category not in (1, 2, 3, 4) or q.answer is None:
                 continue
             units = retriever.lexical.units_from_sources(q.tenant_id, q.evidence)
-            oracle.wanted = {u.id for u in units if u.status == MemoryStatus.ACTIVE}
-            for depth in depths:
-                oracle.factor = depth
-                result = retriever.query(
-                    QueryRequest(id=q.qid, tenant_id=q.tenant_id, query=q.question, as_of=q.as_of)
-                )
+            wanted = {u.id for u in units if u.status == MemoryStatus.ACTIVE}
+            request = QueryRequest(id=q.qid, tenant_id=q.tenant_id, query=q.question, as_of=q.as_of)
+            for depth, result in zip(depths, answers(retriever, request, wanted, depths), strict=True):
                 cited = {s for m in result.memories for s in m.source_ids}
                 cell = sums[depth][CATEGORIES[q.category]]
                 cell["answer"].append(answer_recall(q.answer, result.context))

@@ -4,12 +4,12 @@
 
 ``DIR`` is a store that ``python -m bench.locomo --store DIR`` filled (it is only read here). Every
 question of the categories asked (default 1-4) is answered again, with the retriever's ranking
-recorded; each gold evidence message then falls in the first bucket that fits:
+recorded (the retriever's steps run one by one); each gold evidence message then falls in the first bucket that fits:
 
 - ``not stored``: no active memory comes from the message (its window was filtered, or it gave no
   statement);
 - ``cited``: a memory from it is in the context (chosen, or a sibling of a chosen one);
-- ``time filtered``: the query's date restricted the search (``SIMPLEMEM_DATE_BOOST=0``) or
+- ``time filtered``: the query's date restricted the search (``date_boost`` 0) or
   favoured others, and no memory of the message is in the ranking; one search without the date finds it;
 - ``not in pool``: neither index returned a memory of the message among its candidates;
 - ``near duplicate``: ranked within the head the selection reads, dropped as a near-duplicate;
@@ -25,15 +25,14 @@ import argparse
 from collections import Counter, defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from bench.common import conversations, parser
 from bench.locomo import CATEGORIES
 from bench.metrics import answer_recall
-from simplemem.processors.retrieval.retriever import SELECT_HEAD_FACTOR, Retriever, near_duplicate
-from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.retrieval.dedupe import near_duplicate
+from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.schemas.memory import MemoryStatus
 from simplemem.schemas.query import QueryRequest
 from simplemem.schemas.settings import Settings
@@ -42,43 +41,31 @@ BUCKETS = ("not stored", "cited", "time filtered", "not in pool", "near duplicat
 
 
 class Trace:
-    """The ranking the selection read (after the date boost, if any) and the filter of the first
-    search of the last query (its date, if the query named one)."""
+    """One question answered step by step, keeping what passed between the steps: the plan (its
+    filter, with the question's date if it named one) and the ranking the selection read."""
 
-    def __init__(self, retriever: Retriever) -> None:
-        self.ranked: list[tuple[str, float]] = []
-        self.flt: SymbolicFilter | None = None
-        self.weight = 0.0
-        search, select = retriever._search, retriever._select
+    def __init__(self, retriever: Retriever, request: QueryRequest) -> None:
+        self.retriever = retriever
+        self.plan = retriever.plan(request)
+        self.found = retriever.gather(self.plan)
+        self.result = retriever.render(self.plan, retriever.select(self.plan, self.found))
 
-        def traced(
-            tenant: str,
-            query: str,
-            qvec: Any,
-            pool: int,
-            flt: SymbolicFilter,
-            fetched: dict[str, Any],
-            weight: float,
-        ) -> tuple[list[tuple[str, float]], float]:
-            if self.flt is None:
-                self.flt, self.args, self.weight = flt, (tenant, query, qvec, pool), weight
-            return search(tenant, query, qvec, pool, flt, fetched, weight)
+    @property
+    def ranked(self) -> list[tuple[str, float]]:
+        return self.found.ranked
 
-        def selected(tenant: str, ranked: list[tuple[str, float]], *args: Any) -> Any:
-            self.ranked = ranked
-            return select(tenant, ranked, *args)
-
-        retriever._search = traced  # type: ignore[method-assign]
-        retriever._select = selected  # type: ignore[method-assign,assignment]
-        self.search = search
-
-    def reset(self) -> None:
-        self.ranked, self.flt = [], None
+    def search_any_day(self) -> set[str]:
+        """The ids one search without the question's date finds."""
+        plan, embedder = self.plan, self.retriever.embedder
+        wide = replace(plan.within, first_day=None, last_day=None)
+        ranked, _ = self.retriever.search.search(
+            plan, lambda: embedder.encode([plan.search_text])[0], wide, {}
+        )
+        return {uid for uid, _ in ranked}
 
 
-def bucket(
-    retriever: Retriever, trace: Trace, tenant: str, dia: str, cited: set[str], k: int, chosen: list[str]
-) -> tuple[str, int | None]:
+def bucket(trace: Trace, tenant: str, dia: str, cited: set[str], chosen: list[str]) -> tuple[str, int | None]:
+    retriever, plan = trace.retriever, trace.plan
     units = [
         u for u in retriever.lexical.units_from_sources(tenant, [dia]) if u.status == MemoryStatus.ACTIVE
     ]
@@ -89,19 +76,15 @@ def bucket(
     ids = {u.id for u in units}
     ranks = [i for i, (uid, _) in enumerate(trace.ranked) if uid in ids]
     if not ranks:
-        flt = trace.flt
-        if flt is not None and flt.first_day is not None:
-            wide = replace(flt, first_day=None, last_day=None)
-            unfiltered, _ = trace.search(*trace.args, wide, {}, trace.weight)
-            if ids & {uid for uid, _ in unfiltered}:
-                return "time filtered", None
+        if plan.within.first_day is not None and ids & trace.search_any_day():
+            return "time filtered", None
         return "not in pool", None
     rank = ranks[0]
-    if rank < k * SELECT_HEAD_FACTOR:
+    if rank < plan.k * plan.config.select_head_factor:
         by_id = {u.id: u for u in units}
         unit = by_id[trace.ranked[rank][0]]
         chosen_units = retriever.lexical.get(tenant, chosen)
-        threshold = retriever.settings.dedupe_similarity
+        threshold = plan.config.dedupe_similarity
         if any(near_duplicate(unit.text, c.text, threshold) for c in chosen_units):
             return "near duplicate", rank
     return "below k", rank
@@ -121,7 +104,6 @@ def main() -> None:
     convs = conversations(args)
     rt = open_runtime(Settings(), args.store)
     retriever = rt.retriever
-    trace = Trace(retriever)
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     worded: Counter[str] = Counter()
     partial: Counter[str] = Counter()
@@ -132,14 +114,14 @@ def main() -> None:
             cat = CATEGORIES[q.category]
             if cat not in wanted or q.answer is None:
                 continue
-            trace.reset()
-            result = retriever.query(QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
+            trace = Trace(retriever, QueryRequest(tenant_id=q.tenant_id, query=q.question, as_of=q.as_of))
+            result = trace.result
             recall = answer_recall(q.answer, result.context)
             cited = {s for m in result.memories for s in m.source_ids}
             chosen = [m.id for m in result.memories[: result.k]]
             found = []
             for dia in q.evidence:
-                name, rank = bucket(retriever, trace, q.tenant_id, dia, cited, result.k, chosen)
+                name, rank = bucket(trace, q.tenant_id, dia, cited, chosen)
                 counts[cat][name] += 1
                 found.append(name)
                 if name == "below k" and rank is not None:

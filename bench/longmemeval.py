@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import orjson
 
-from bench.common import scratch_store
+from bench.common import retrieval_options, scratch_store, tuned
 from bench.longmemeval_data import DEFAULT_FILE, PREFERENCE, SPEAKERS, TYPES, LmeQuestion, LmeTurn
 from bench.longmemeval_data import load_questions as load_lme
 from bench.metrics import answer_recall, evidence_recall
@@ -411,6 +411,7 @@ def arguments() -> argparse.Namespace:
     ap.add_argument("--store", type=Path, default=None, help="store folder (default: a fresh temporary one)")
     ap.add_argument("--reuse", action="store_true", help="with --store: answer from the store a run filled")
     ap.add_argument("--no-baselines", action="store_true", help="measure the pipeline only")
+    retrieval_options(ap)
     ap.add_argument("--out", type=Path, default=Path("bench/results/longmemeval.json"))
     args = ap.parse_args()
     if args.reuse and args.store is None:
@@ -454,6 +455,7 @@ def main() -> None:
     print(f"{len(questions)} questions, {sum(len(q.turns) for q in questions)} turns; store {store}")
     print(f"evidence turns stated after their question's date (unreachable): {late}")
     rt = open_runtime(settings, store)
+    tuned(rt.retriever, args)
     stats = IngestStats()
     if args.reuse and store_exists(store):
         print(f"answering from the store in {store} (not ingested again)")

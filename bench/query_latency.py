@@ -34,6 +34,7 @@ import numpy as np
 
 from bench.common import conversations, event_lines, parser, warm_latencies_ms
 from bench.longmemeval import count_scrubbed, disk_bytes
+from simplemem.infra.settings import InfraSettings
 from simplemem.schemas.settings import Settings
 
 WARM_UP = 10
@@ -71,9 +72,9 @@ def tree_bytes(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.is_dir() else 0
 
 
-def milvus_index_dir(settings: Settings) -> Path:
+def milvus_index_dir() -> Path:
     """Where the Milvus server of ``simplemem infra up`` writes its index files (all collections')."""
-    return settings.service_dir("milvus") / "data" / "data" / "index_files"
+    return InfraSettings().service_dir("milvus") / "data" / "data" / "index_files"
 
 
 def services_bytes(rt: Any, settings: Settings, index_files_before: int) -> dict[str, int]:
@@ -90,7 +91,7 @@ def services_bytes(rt: Any, settings: Settings, index_files_before: int) -> dict
     stats = client.indices.stats(index=indexes, metric="store")["indices"]
     sizes = {name: int(v["primaries"]["store"]["size_in_bytes"]) for name, v in stats.items()}
     collection_id = rt.vectors.client.describe_collection(settings.milvus_collection)["collection_id"]
-    url = f"http://127.0.0.1:{settings.milvus_metrics_port}/metrics"
+    url = f"http://127.0.0.1:{InfraSettings().milvus_metrics_port}/metrics"
     metrics = urllib.request.urlopen(url, timeout=30).read().decode()
     pattern = rf'^milvus_datacoord_stored_binlog_size{{collection_id="{collection_id}",[^}}]*}} (\S+)$'
     binlogs = sum(float(v) for v in re.findall(pattern, metrics, flags=re.M))
@@ -98,7 +99,7 @@ def services_bytes(rt: Any, settings: Settings, index_files_before: int) -> dict
         "opensearch units": sizes.get(settings.opensearch_index, 0),
         "opensearch contexts": sizes.get(f"{settings.opensearch_index}-contexts", 0),
         "milvus binlogs": int(binlogs),
-        "milvus index files": tree_bytes(milvus_index_dir(settings)) - index_files_before,
+        "milvus index files": tree_bytes(milvus_index_dir()) - index_files_before,
     }
 
 
@@ -141,7 +142,7 @@ def main() -> None:
             rt.pipeline.warm_up()
             scrubbed: list[int] = []
             count_scrubbed(rt.pipeline, scrubbed)
-            index_files = tree_bytes(milvus_index_dir(settings)) if services else 0  # before, to subtract
+            index_files = tree_bytes(milvus_index_dir()) if services else 0  # before, to subtract
             t = time.perf_counter()
             report = rt.pipeline.ingest(lines())
             ingest_s = time.perf_counter() - t

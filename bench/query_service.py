@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from bench.common import conversations, event_lines, parser
-from bench.harness.serving import ServeProcess
-from bench.harness.workers import WorkerProcess
 from bench.locomo_data import Conversation
 from simplemem.processors.ingest.embedding import model_dimension
 from simplemem.schemas.settings import Settings, settings_for
+from tests.helpers.serving import ServeProcess
+from tests.helpers.workers import WorkerProcess
 
 ADMIN = f"bench-admin-{uuid.uuid4().hex}"
 SCALE_CLIENTS = 10
@@ -80,6 +80,7 @@ def _load(
 async def _drive(
     url: str, requests: list[tuple[str, dict[str, Any]]], clients: int, seconds: float
 ) -> dict[str, Any]:
+    # plain httpx on purpose: the load counts each refused request, where simplemem.client would retry it
     import httpx
 
     latencies: list[float] = []
@@ -136,24 +137,15 @@ def serving(env: dict[str, str], logs: Path) -> Iterator[ServeProcess]:
 def make_keys(url: str, tenants: list[str]) -> dict[str, str]:
     """One key per tenant, ``KEY_WRITERS`` at a time: a key is written to the shared key store with
     a wait for its next refresh (about a second), so 1,000 tenants one by one took minutes."""
-    import httpx
+    from simplemem.client import Client
 
-    limits = httpx.Limits(max_connections=KEY_WRITERS)
-    with (
-        httpx.Client(base_url=url, timeout=60, limits=limits) as http,
-        ThreadPoolExecutor(KEY_WRITERS) as pool,
-    ):
-        auth = {"Authorization": f"Bearer {ADMIN}"}
-
-        def create(tenant: str) -> str:
-            key: str = http.post("/v1/admin/keys", json={"tenant_id": tenant}, headers=auth).json()["key"]
-            return key
-
-        return dict(zip(tenants, pool.map(create, tenants), strict=True))
+    with Client(url, ADMIN, timeout=60) as admin, ThreadPoolExecutor(KEY_WRITERS) as pool:
+        keys = pool.map(lambda tenant: admin.create_key(tenant).key, tenants)
+        return dict(zip(tenants, keys, strict=True))
 
 
 def drop(settings: Settings) -> None:
-    from bench.harness.cleanup import drop_namespace
+    from tests.helpers.cleanup import drop_namespace
 
     drop_namespace(settings)
     asyncio.run(_drop_topics(settings))
@@ -326,8 +318,9 @@ def concurrency_run(args: Any, folder: Path) -> None:
 
 
 def events_run(args: Any, env: dict[str, str], server: ServeProcess, convs: Any, folder: Path) -> None:
-    import httpx
     import orjson
+
+    from simplemem.client import Client
 
     worker = WorkerProcess(env, folder / "worker.log").start()
     try:
@@ -337,12 +330,10 @@ def events_run(args: Any, env: dict[str, str], server: ServeProcess, convs: Any,
         for e in lines:
             e["tenant_id"] = "ingest-bench"
         start = time.perf_counter()
-        with httpx.Client(base_url=server.url, timeout=120) as http:
-            for i in range(0, len(lines), 100):
-                r = http.post(
-                    "/v1/events", json=lines[i : i + 100], headers={"Authorization": f"Bearer {key}"}
-                )
-                r.raise_for_status()
+        with Client(server.url, key, timeout=120, batch_size=100) as memory:
+            rejected = memory.send(lines).rejected
+        if rejected:
+            raise RuntimeError(f"{len(rejected)} turns rejected: {rejected[0].reason}")
         accepted = time.perf_counter() - start
         print(
             f"/v1/events: {len(lines)} turns accepted in {accepted:.1f} s = {len(lines) / accepted:.0f} turns/s"

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import psutil
 
-from bench.harness.workers import WorkerProcess
 from bench.stream import bench_env
 from simplemem.schemas.codec import dumps
 from simplemem.schemas.events import Role
 from simplemem.schemas.settings import Settings, settings_for
-from simplemem.schemas.stream import SourceRef, StageRecord
+from simplemem.schemas.stream import ScrubbedRecord, SourceRef
 from simplemem.schemas.window import AnalyzedMessage
+from tests.helpers.workers import WorkerProcess
 
 STEP_SESSIONS = 5_000
 
@@ -48,7 +48,7 @@ def records(first: int, count: int, turns: int, tenant: str) -> list[tuple[bytes
                 text="ok",
                 prose="ok",
             )
-            record = StageRecord.turn(message, SourceRef(topic="bench", partition=0, offset=t))
+            record = ScrubbedRecord.turn(message, SourceRef(topic="bench", partition=0, offset=t))
             out.append((record.session_key.encode(), dumps(record)))
     return out
 

@@ -28,8 +28,8 @@ import numpy as np
 import orjson
 
 from bench.common import conversations, event_lines, parser
-from bench.harness.workers import WorkerProcess
 from simplemem.schemas.settings import Settings, settings_for
+from tests.helpers.workers import WorkerProcess
 
 
 def bench_env(tag: str) -> dict[str, str]:
@@ -236,7 +236,7 @@ def run(n_workers: int, lines: list[bytes], logs: Path, facts: set[tuple[str, st
     finally:
         for w in workers:
             w.stop()
-        from bench.harness.cleanup import drop_namespace
+        from tests.helpers.cleanup import drop_namespace
 
         drop_namespace(settings)
 

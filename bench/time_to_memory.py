@@ -14,15 +14,14 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 
-from bench.harness.serving import ServeProcess
 from simplemem.cli.golden import percentile
+from simplemem.client import Client, Conversation
+from tests.helpers.serving import ServeProcess
 
 FACTS = ["teal", "mango", "cello", "Lisbon", "kayaking", "Brompton", "oolong", "tabby", "Porto", "sourdough"]
 
@@ -30,28 +29,19 @@ FACTS = ["teal", "mango", "cello", "Lisbon", "kayaking", "Brompton", "oolong", "
 Publish = Callable[[dict[str, Any]], None]
 
 
-def seconds_to_listed(
-    api: httpx.Client, headers: dict[str, str], i: int, marked: bool, publish: Publish | None = None
-) -> float:
+def seconds_to_listed(memory: Client, i: int, marked: bool, publish: Publish | None = None) -> float:
     """From the turn sent (through the API, or ``publish``) to its memory listed."""
     word = f"{FACTS[i % len(FACTS)]}{i}"
-    event: dict[str, Any] = {
-        "session_id": f"s{i}",
-        "message_id": f"m{i}",
-        "speaker": "Robin",
-        "role": "user",
-        "text": f"My new favourite word is {word}.",
-        "ts": datetime.now(UTC).isoformat(),
-        "ends_exchange": marked,
-    }
+    turn = Conversation(f"s{i}", user="Robin").said(
+        f"My new favourite word is {word}.", message_id=f"m{i}", ends_exchange=marked
+    )
     start = time.perf_counter()
     if publish is None:
-        assert api.post("/v1/events", json=event, headers=headers).status_code == 202
+        assert memory.send(turn).accepted
     else:
-        publish(event)
+        publish(turn.model_dump(mode="json"))
     while True:
-        page = api.get("/v1/memories", params={"limit": 1000}, headers=headers).json()
-        if any(word in m["text"] for m in page["memories"]):
+        if any(word in m.text for m in memory.memories(limit=1000).memories):
             return time.perf_counter() - start
         if time.perf_counter() - start > 120:
             raise RuntimeError(f"{word} not listed after 120 s")
@@ -85,33 +75,30 @@ def seconds_to_mem0_listed(url: str, key: str, i: int) -> float:
         time.sleep(0.05)
 
 
-def measure(api: httpx.Client, admin: str, turns: int, publish: Publish | None, via: str) -> None:
-    made = api.post("/v1/admin/keys", json={"tenant_id": "ttm"}, headers={"Authorization": f"Bearer {admin}"})
-    key = made.json()["key"]
-    headers = {"Authorization": f"Bearer {key}"}
-    for marked in (True, False):
-        offset = (0 if marked else 10_000) + (20_000 if publish else 0)
-        times = [seconds_to_listed(api, headers, i + offset, marked, publish) for i in range(turns)]
-        report(f"{via}, {'ends_exchange' if marked else 'no marker (pause)'}", times)
+def measure(url: str, admin: str, turns: int, publish: Publish | None, via: str) -> None:
+    with Client(url, admin) as operator:
+        key = operator.create_key("ttm").key
+    with Client(url, key, timeout=120) as memory:
+        for marked in (True, False):
+            offset = (0 if marked else 10_000) + (20_000 if publish else 0)
+            times = [seconds_to_listed(memory, i + offset, marked, publish) for i in range(turns)]
+            report(f"{via}, {'ends_exchange' if marked else 'no marker (pause)'}", times)
     if publish is None:
-        times = [seconds_to_mem0_listed(str(api.base_url).rstrip("/"), key, i + 40_000) for i in range(turns)]
+        times = [seconds_to_mem0_listed(url, key, i + 40_000) for i in range(turns)]
         report(f"{via.split(',')[0]}, mem0 add -> get_all", times)
 
 
 def run_services(tmp: Path, admin: str, turns: int) -> None:
-    from bench.harness.deployment import local_deployment
-    from bench.harness.kcat import kcat_publish
+    from bench.deployment import local_deployment
+    from tests.helpers.kcat import kcat_publish
 
-    with (
-        local_deployment("ttm", tmp, admin) as (settings, url),
-        httpx.Client(base_url=url, timeout=120) as api,
-    ):
-        measure(api, admin, turns, None, "services, API")
+    with local_deployment("ttm", tmp, admin) as (settings, url):
+        measure(url, admin, turns, None, "services, API")
 
         def publish(event: dict[str, Any]) -> None:
             kcat_publish(settings, [orjson.dumps({**event, "tenant_id": "ttm"})])
 
-        measure(api, admin, turns, publish, "services, kcat")
+        measure(url, admin, turns, publish, "services, kcat")
 
 
 def main() -> None:
@@ -132,8 +119,7 @@ def main() -> None:
         proc = ServeProcess(env, Path(tmp) / "serve.log").start()
         try:
             proc.wait_ready()
-            with httpx.Client(base_url=proc.url, timeout=120) as api:
-                measure(api, admin, args.turns, None, "embedded, API")
+            measure(proc.url, admin, args.turns, None, "embedded, API")
         finally:
             proc.stop()
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gc
 import logging
-import shutil
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -17,14 +16,18 @@ from typing import TYPE_CHECKING
 
 from simplemem.processors.ingest.embedding import Embedder, MiniLMEmbedder
 from simplemem.processors.retrieval.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
+from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.retrieval.retriever import Retriever
+from simplemem.processors.stores.file_format import StoreFormatError, check_format
 from simplemem.processors.stores.private import private_dir
 from simplemem.processors.stores.protocols import LexicalStore, VectorStore
 from simplemem.processors.stores.retry import connect
+from simplemem.processors.stores.sqlite_lexical import FORMAT_VERSION as LEXICAL_FORMAT
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
-from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore, import_milvus_lite
+from simplemem.processors.stores.sqlite_vectors import FORMAT_VERSION as VECTOR_FORMAT
+from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.processors.stores.tombstones import (
     TOMBSTONE_FILE,
     RedisTombstones,
@@ -43,7 +46,7 @@ if TYPE_CHECKING:  # the ingestion side (spaCy, Presidio, torch) is imported by 
 
 LEXICAL_FILE = "lexical.sqlite"  # an embedded store's SQLite file: a folder without one holds no store
 VECTOR_FILE = "vectors.sqlite"
-OLD_VECTOR_FILE = "vectors.db"  # the Milvus Lite file of embedded stores written before VECTOR_FILE
+OLD_VECTOR_FILE = "vectors.db"  # the Milvus Lite file of embedded stores written before VECTOR_FILE: refused
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +115,7 @@ class Runtime:
                 )
 
             return connect(store, s.store_connect_seconds) if s.mode == "services" else store()
-        return embedded_vectors(self.store_dir, dim, s.milvus_collection)
+        return embedded_vectors(self.store_dir, dim)
 
     @cached_property
     def buffer(self) -> RecentTurnBuffer:
@@ -243,7 +246,8 @@ class Runtime:
         s = self.settings
         names = TenantNames(self.lexical, s) if s.mode == "services" and s.names_cache_seconds > 0 else None
         fan_out = FanOut(s.query_store_threads if s.mode == "services" else 1)
-        return Retriever(s, self.lexical, self.vectors, self.embedder, self.buffer, names, fan_out)
+        config = RetrievalConfig.from_settings(s)
+        return Retriever(config, self.lexical, self.vectors, self.embedder, self.buffer, names, fan_out)
 
     def close(self) -> None:
         if "retriever" in self.__dict__:
@@ -256,24 +260,27 @@ class Runtime:
 def freeze_heap() -> None:
     """Leave the objects alive now (models, modules, clients: hundreds of thousands once a process
     is warm) out of every later garbage collection. A query allocates thousands of short-lived
-    objects, and each collection of the oldest generation walked them all: 1.3 ms of CPU a
-    services-mode query. Called once a process has loaded what it keeps."""
+    objects, and each collection of the oldest generation would walk them all, a cost on every
+    query. Called once a process has loaded what it keeps."""
     gc.collect()
     gc.freeze()
 
 
-def embedded_vectors(store_dir: Path, dim: int, collection: str) -> SqliteVectorStore:
-    """The store folder's vector file; a Milvus Lite file an older version wrote there is copied in
-    first and then removed (forgetting must not leave vectors behind in it)."""
-    vectors = SqliteVectorStore(private_dir(store_dir) / VECTOR_FILE, dim)
+def embedded_vectors(store_dir: Path, dim: int) -> SqliteVectorStore:
+    """The store folder's vector file."""
+    check_store_format(store_dir)
+    return SqliteVectorStore(private_dir(store_dir) / VECTOR_FILE, dim)
+
+
+def check_store_format(store_dir: Path) -> None:
+    """Refuse (:class:`StoreFormatError`) an embedded store whose files are in another format than
+    this code's, or that still holds the Milvus Lite vector file of the stores written before
+    ``vectors.sqlite``; reads no more than the files' headers."""
     old = store_dir / OLD_VECTOR_FILE
     if old.exists():
-        copied = import_milvus_lite(old, vectors, collection)
-        log.warning(
-            "copied %d vectors from the Milvus Lite file %s into %s; removing it", copied, old, VECTOR_FILE
-        )
-        shutil.rmtree(old) if old.is_dir() else old.unlink()
-    return vectors
+        raise StoreFormatError(old, None, VECTOR_FORMAT)
+    check_format(store_dir / LEXICAL_FILE, LEXICAL_FORMAT)
+    check_format(store_dir / VECTOR_FILE, VECTOR_FORMAT)
 
 
 def store_exists(store: Path) -> bool:

@@ -10,7 +10,7 @@ import httpx
 import orjson
 import pytest
 
-from bench.harness.serving import ServeProcess
+from tests.helpers.serving import ServeProcess
 
 ADMIN = f"admin-{uuid.uuid4().hex}"
 INGEST_RATE = 150  # events per minute and tenant

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.workers import WorkerProcess
 from simplemem.schemas.settings import Settings, settings_for
+from tests.helpers.workers import WorkerProcess
 
 
 def unreachable(settings: Settings, kafka: bool = False) -> str | None:
@@ -44,7 +44,7 @@ def require(settings: Settings, kafka: bool = False) -> None:
 
 def drop_stores(settings: Settings) -> None:
     """Delete what a test wrote: its OpenSearch index, Milvus collection and Redis keys."""
-    from bench.harness.cleanup import drop_namespace
+    from tests.helpers.cleanup import drop_namespace
 
     drop_namespace(settings)
 

@@ -14,13 +14,13 @@ from simplemem.processors.ingest.decompose import DraftUnit, OfflineDecomposer, 
 from simplemem.processors.ingest.pipeline import Indexer
 from simplemem.processors.language.nlp import doc_sentences
 from simplemem.processors.lifecycle.reconcile import find_drift
+from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.query import QueryRequest
-from simplemem.schemas.settings import Settings
 from simplemem.schemas.window import AnalyzedMessage, Window
 from tests.helpers import T0, answer_units
 
@@ -203,7 +203,7 @@ def retriever_over(
     lexical.upsert([u for u, _ in memories])
     with_vectors = [(u, v) for u, v in memories if v is not None]
     vectors.upsert([u for u, _ in with_vectors], np.asarray([v for _, v in with_vectors], dtype=np.float32))
-    return Retriever(Settings(k_min=k, k_max=k), lexical, vectors, KeyedEmbedder(keys))
+    return Retriever(RetrievalConfig(k_min=k, k_max=k), lexical, vectors, KeyedEmbedder(keys))
 
 
 def test_a_statement_found_by_its_words_alone_outranks_one_that_merely_resembles_the_question(

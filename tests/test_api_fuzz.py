@@ -12,7 +12,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
-from bench.harness.serving import ServeProcess
+from tests.helpers.serving import ServeProcess
 from tests.service_server import new_key
 
 pytestmark = pytest.mark.slow

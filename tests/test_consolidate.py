@@ -15,14 +15,14 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from bench.consolidation_data import CAFE, order_ids, stream
-from bench.forget_data import files_holding
 from simplemem.cli.main import app
 from simplemem.processors.lifecycle.consolidate import cluster, summarise
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from simplemem.schemas.query import QueryRequest
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.stream import ConsolidationAction, DeletionRequest
+from tests.helpers.consolidation_data import CAFE, order_ids, stream
+from tests.helpers.forget_data import files_holding
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from simplemem.processors.ingest.decompose import OfflineDecomposer, is_informative, third_person
+from simplemem.processors.ingest.decompose import OfflineDecomposer, is_informative
+from simplemem.processors.ingest.pronouns import third_person
 from simplemem.processors.language.code_blocks import split_code
 from simplemem.processors.language.nlp import doc_sentences
 from simplemem.schemas.events import Role

@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from simplemem.processors.lifecycle.derived import derive_window, reply_gist
-from simplemem.processors.retrieval.derived import QuestionKind, diverse_order, question_kind
+from simplemem.processors.retrieval.derived import QuestionForm, diverse_order, question_form
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
@@ -140,22 +140,22 @@ def test_an_answers_opening_courtesies_are_not_its_gist() -> None:
 @pytest.mark.parametrize(
     ("query", "kind"),
     [
-        ("In what order did we set up the database, the login and the deployment?", QuestionKind.ORDER),
-        ("Which came first, the login page or the charts?", QuestionKind.ORDER),
-        ("Give me an overview of everything we did on the garden plan.", QuestionKind.SUMMARY),
-        ("Summarize how my thesis evolved.", QuestionKind.SUMMARY),
-        ("How has my training plan progressed?", QuestionKind.SUMMARY),
-        ("How many weeks are there between the two releases?", QuestionKind.DURATION),
-        ("How many tests did I add across the sessions?", QuestionKind.LIST),
-        ("Can you show me how to add a search box?", QuestionKind.ADVICE),
-        ("What would you recommend for caching here?", QuestionKind.ADVICE),
-        ("Write a function that parses the log.", QuestionKind.ADVICE),
-        ("What is my sister's name?", QuestionKind.LOOKUP),
-        ("When does my first sprint end?", QuestionKind.LOOKUP),
+        ("In what order did we set up the database, the login and the deployment?", QuestionForm.ORDER),
+        ("Which came first, the login page or the charts?", QuestionForm.ORDER),
+        ("Give me an overview of everything we did on the garden plan.", QuestionForm.SUMMARY),
+        ("Summarize how my thesis evolved.", QuestionForm.SUMMARY),
+        ("How has my training plan progressed?", QuestionForm.SUMMARY),
+        ("How many weeks are there between the two releases?", QuestionForm.DURATION),
+        ("How many tests did I add across the sessions?", QuestionForm.LIST),
+        ("Can you show me how to add a search box?", QuestionForm.ADVICE),
+        ("What would you recommend for caching here?", QuestionForm.ADVICE),
+        ("Write a function that parses the log.", QuestionForm.ADVICE),
+        ("What is my sister's name?", QuestionForm.LOOKUP),
+        ("When does my first sprint end?", QuestionForm.LOOKUP),
     ],
 )
-def test_question_kinds_by_their_form(query: str, kind: QuestionKind) -> None:
-    assert question_kind(query) == kind
+def test_question_kinds_by_their_form(query: str, kind: QuestionForm) -> None:
+    assert question_form(query) == kind
 
 
 def test_diverse_order_prefers_a_line_unlike_the_ones_taken() -> None:
@@ -283,7 +283,9 @@ def test_an_order_question_gets_the_timeline_in_date_order_and_advice_gets_the_i
     lookup = rt.retriever.query(
         QueryRequest(tenant_id="budget", query="What draws the bar chart?", as_of=as_of)
     )
-    assert all(m.kind not in (MemoryKind.TIMELINE, MemoryKind.INSTRUCTION) for m in lookup.memories)
+    # a lookup reads only the derived lines close to it: the charts exchange, not the rule on libraries
+    assert not [m for m in lookup.memories if m.kind == MemoryKind.INSTRUCTION]
+    assert {m.source_ids[0] for m in lookup.memories if m.kind == MemoryKind.TIMELINE} <= {"u3"}
     assert order.context_tokens <= 550 and advice.context_tokens <= 550
 
 
@@ -316,7 +318,7 @@ def test_forgetting_a_message_removes_its_derived_lines_and_a_replay_rebuilds_th
     ],
 )
 def test_whether_something_came_up_is_a_history_question(query: str) -> None:
-    assert question_kind(query) == QuestionKind.HISTORY
+    assert question_form(query) == QuestionForm.HISTORY
 
 
 @pytest.mark.integration

@@ -9,14 +9,14 @@ from aiokafka.partitioner import DefaultPartitioner
 
 from simplemem.schemas.keys import SessionKey, turn_key
 from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import DeletionRequest, StageRecord
+from simplemem.schemas.stream import DeletionRequest, ScrubbedRecord
 from simplemem.schemas.window import AnalyzedMessage
 from simplemem.streams.erasure import request_tombstones, roll_markers, turn_output, turn_tombstones
 
 SETTINGS = Settings(topic_partitions=8)
 
 
-def turn(tenant: str, session: str, message: str) -> StageRecord:
+def turn(tenant: str, session: str, message: str) -> ScrubbedRecord:
     msg = AnalyzedMessage.model_validate(
         {
             "tenant_id": tenant,
@@ -28,7 +28,7 @@ def turn(tenant: str, session: str, message: str) -> StageRecord:
             "ts": "2026-03-01T10:00:00+00:00",
         }
     )
-    return StageRecord(tenant_id=tenant, session_id=session, message=msg)
+    return ScrubbedRecord(tenant_id=tenant, session_id=session, message=msg)
 
 
 def test_a_turn_is_keyed_by_itself_and_stays_on_its_sessions_partition() -> None:

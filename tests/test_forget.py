@@ -12,7 +12,13 @@ import orjson
 import pytest
 from typer.testing import CliRunner
 
-from bench.forget_data import (
+from simplemem.cli.errors import ExitCode
+from simplemem.cli.main import app
+from simplemem.processors.ingest.admission import FORGOTTEN_REASON
+from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.stream import DeletionRequest
+from tests.helpers.forget_data import (
     COFFEE,
     FESTIVAL,
     KEPT,
@@ -24,12 +30,6 @@ from bench.forget_data import (
     files_holding,
     lines,
 )
-from simplemem.cli.errors import ExitCode
-from simplemem.cli.main import app
-from simplemem.processors.ingest.admission import FORGOTTEN_REASON
-from simplemem.schemas.memory import MemoryUnit
-from simplemem.schemas.query import QueryRequest
-from simplemem.schemas.stream import DeletionRequest
 
 pytestmark = pytest.mark.slow
 AS_OF = "2026-03-01T00:00:00Z"

@@ -9,7 +9,10 @@ from typing import Any
 
 import pytest
 
-from bench.forget_data import (
+from simplemem.processors.ingest.admission import FORGOTTEN_REASON
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest
+from tests.helpers.forget_data import (
     COFFEE,
     FESTIVAL,
     KEPT,
@@ -20,9 +23,6 @@ from bench.forget_data import (
     lines,
     stored_bytes,
 )
-from simplemem.processors.ingest.admission import FORGOTTEN_REASON
-from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import DeletionRequest
 from tests.services import store_settings
 
 pytestmark = pytest.mark.integration
@@ -106,9 +106,9 @@ def test_a_forgotten_tenant_leaves_nothing_in_the_service_stores(rt: Any) -> Non
 def test_consolidation_and_forgetting_its_sources_in_the_service_stores(rt: Any) -> None:
     """Orders become one abstract in OpenSearch and Milvus; forgetting one recomputes it, forgetting
     all removes it and every trace of the orders; a replay brings none back."""
-    from bench.consolidation_data import CAFE, order_ids, stream
     from simplemem.schemas.memory import MemoryKind, MemoryStatus
     from simplemem.schemas.stream import ConsolidationAction
+    from tests.helpers.consolidation_data import CAFE, order_ids, stream
 
     tenant, orders = "consolidate-services", 12
     events = stream(tenant, orders)

@@ -14,7 +14,9 @@ from typing import Any
 import orjson
 import pytest
 
-from bench.forget_data import (
+from simplemem.schemas.settings import Settings
+from simplemem.schemas.stream import DeletionRequest
+from tests.helpers.forget_data import (
     COFFEE,
     FESTIVAL,
     KEPT,
@@ -24,9 +26,7 @@ from bench.forget_data import (
     files_holding,
     stored_bytes,
 )
-from bench.harness.workers import WorkerProcess
-from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import DeletionRequest
+from tests.helpers.workers import WorkerProcess
 from tests.services import drop_stream_env, require, running_worker, stream_env
 from tests.test_streams import (
     kcat_publish,
@@ -140,10 +140,10 @@ def test_a_deletion_on_the_topic_reaches_every_store_and_survives_replays(
 def test_the_consolidation_timer_and_agent_publish_their_decisions(
     env: dict[str, str], worker: WorkerProcess
 ) -> None:
-    from bench.consolidation_data import order_ids, stream
     from simplemem.runtime import open_runtime
     from simplemem.schemas.stream import ConsolidationDecision
     from simplemem.streams.kafka_io import read_topic
+    from tests.helpers.consolidation_data import order_ids, stream
 
     settings = settings_of(env)
     tenant, orders = "consolidate-stream", 8
@@ -174,12 +174,12 @@ def test_the_consolidation_timer_and_agent_publish_their_decisions(
 
 def scrubbed_turns(settings: Settings) -> dict[str, set[str]]:
     """Tenant -> message ids of the turns with a record (not a tombstone) on the scrubbed topic."""
-    from simplemem.schemas.stream import StageRecord
+    from simplemem.schemas.stream import ScrubbedRecord
     from simplemem.streams.kafka_io import read_topic
 
     found: dict[str, set[str]] = {}
     for r in asyncio.run(read_topic(settings, settings.topic(settings.scrubbed_topic))):
-        record = StageRecord.model_validate_json(r.value) if r.value else None
+        record = ScrubbedRecord.model_validate_json(r.value) if r.value else None
         if record is not None and record.message is not None:
             found.setdefault(record.tenant_id, set()).add(record.message.message_id)
     return found

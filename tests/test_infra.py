@@ -27,8 +27,10 @@ from simplemem.infra import process, stack
 from simplemem.infra.daemon import Launch, Service
 from simplemem.infra.errors import InfraError
 from simplemem.infra.kafka_service import kafka_metadata
+from simplemem.infra.settings import InfraSettings
 from simplemem.schemas.settings import LOCAL_HOST as HOST
-from simplemem.schemas.settings import REPO_ROOT, Settings
+from simplemem.schemas.settings import REPO_ROOT
+from simplemem.schemas.settings import Settings as ProductSettings
 
 REQUIRED = os.environ.get("SIMPLEMEM_INTEGRATION") == "1"
 
@@ -80,12 +82,12 @@ def stand_in(port: int, argv: list[str] | None = None) -> type[Service]:
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(infra_dir=tmp_path / "infra", infra_stop_grace=2.0, infra_ready_timeout=20.0)
+def settings(tmp_path: Path) -> InfraSettings:
+    return InfraSettings(infra_dir=tmp_path / "infra", infra_stop_grace=2.0, infra_ready_timeout=20.0)
 
 
 @pytest.fixture
-def register(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> Iterator[None]:
+def register(monkeypatch: pytest.MonkeyPatch, settings: InfraSettings) -> Iterator[None]:
     """Stops the stand-in after the test, while `use` still has it registered (monkeypatch is set up
     before this fixture, so it is undone after it)."""
     yield
@@ -128,7 +130,7 @@ def process_listens(port: int) -> bool:
 
 
 @pytest.mark.usefixtures("register")
-def test_up_twice_starts_nothing_new(monkeypatch: pytest.MonkeyPatch, settings: Settings) -> None:
+def test_up_twice_starts_nothing_new(monkeypatch: pytest.MonkeyPatch, settings: InfraSettings) -> None:
     cls = use(monkeypatch, stand_in(free_port()))
     [first] = stack.up(["standin"], settings)
     assert first.state == "running" and first.pid is not None
@@ -144,7 +146,7 @@ def test_up_twice_starts_nothing_new(monkeypatch: pytest.MonkeyPatch, settings: 
 
 @pytest.mark.usefixtures("register")
 def test_down_leaves_alone_what_up_did_not_start(
-    monkeypatch: pytest.MonkeyPatch, settings: Settings, foreign: list[subprocess.Popen[bytes]]
+    monkeypatch: pytest.MonkeyPatch, settings: InfraSettings, foreign: list[subprocess.Popen[bytes]]
 ) -> None:
     port = free_port()
     cls = use(monkeypatch, stand_in(port))
@@ -162,7 +164,7 @@ def test_down_leaves_alone_what_up_did_not_start(
 
 @pytest.mark.usefixtures("register")
 def test_stale_pid_file_is_not_a_running_service(
-    monkeypatch: pytest.MonkeyPatch, settings: Settings, foreign: list[subprocess.Popen[bytes]]
+    monkeypatch: pytest.MonkeyPatch, settings: InfraSettings, foreign: list[subprocess.Popen[bytes]]
 ) -> None:
     cls = use(monkeypatch, stand_in(free_port()))
     svc = cls(settings)
@@ -186,7 +188,7 @@ def test_stale_pid_file_is_not_a_running_service(
     assert bystander.poll() is None
 
 
-def test_pid_file_of_the_launcher_before_psutil_still_counts(settings: Settings) -> None:
+def test_pid_file_of_the_launcher_before_psutil_still_counts(settings: InfraSettings) -> None:
     """Services started by the previous launcher (clock ticks in `start`) stay `down`-able."""
     svc = stand_in(free_port())(settings)
     svc.root.mkdir(parents=True)
@@ -195,7 +197,7 @@ def test_pid_file_of_the_launcher_before_psutil_still_counts(settings: Settings)
     assert svc.running_pid() == os.getpid()
 
 
-def test_a_service_stays_ours_when_the_wall_clock_steps(settings: Settings) -> None:
+def test_a_service_stays_ours_when_the_wall_clock_steps(settings: InfraSettings) -> None:
     """A VM resumed or an NTP step moves every creation time psutil derives from the boot time: the
     pid file's start in clock ticks still names the process (a test run once lost every service so)."""
     svc = stand_in(free_port())(settings)
@@ -210,7 +212,7 @@ def test_a_service_stays_ours_when_the_wall_clock_steps(settings: Settings) -> N
 
 @pytest.mark.usefixtures("register")
 def test_a_taken_port_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch, settings: Settings, foreign: list[subprocess.Popen[bytes]]
+    monkeypatch: pytest.MonkeyPatch, settings: InfraSettings, foreign: list[subprocess.Popen[bytes]]
 ) -> None:
     port = free_port()
     cls = use(monkeypatch, stand_in(port))
@@ -225,7 +227,7 @@ def test_a_taken_port_is_a_clear_error(
 
 @pytest.mark.usefixtures("register")
 def test_a_server_that_dies_while_starting_is_a_clear_error(
-    monkeypatch: pytest.MonkeyPatch, settings: Settings
+    monkeypatch: pytest.MonkeyPatch, settings: InfraSettings
 ) -> None:
     argv = [sys.executable, "-c", "import sys; print('cannot start: no disk'); sys.exit(3)"]
     cls = use(monkeypatch, stand_in(free_port(), argv))
@@ -241,7 +243,7 @@ def test_a_server_that_dies_while_starting_is_a_clear_error(
 
 @pytest.mark.usefixtures("register")
 def test_not_ready_in_time_is_stopped_again(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    settings = Settings(infra_dir=tmp_path / "infra", infra_stop_grace=2.0, infra_ready_timeout=1.0)
+    settings = InfraSettings(infra_dir=tmp_path / "infra", infra_stop_grace=2.0, infra_ready_timeout=1.0)
     cls = use(monkeypatch, stand_in(free_port(), ["sleep", "300"]))  # runs, never serves
     with pytest.raises(InfraError, match=r"standin: not ready after 1 s \(stopped it again\)"):
         stack.up(["standin"], settings)
@@ -250,7 +252,7 @@ def test_not_ready_in_time_is_stopped_again(monkeypatch: pytest.MonkeyPatch, tmp
     assert not cls(settings).pid_file.exists()
 
 
-def test_unhealthy_then_down_stops_the_whole_group(settings: Settings) -> None:
+def test_unhealthy_then_down_stops_the_whole_group(settings: InfraSettings) -> None:
     """A recorded live process that does not answer is `unhealthy`; `down` SIGKILLs what SIGTERM left."""
     svc = stand_in(free_port())(settings)
     svc.root.mkdir(parents=True)
@@ -299,12 +301,31 @@ def test_status_json_from_the_command_line(tmp_path: Path) -> None:
     assert list(elsewhere.iterdir()) == [], "status wrote into the directory it was run from"
 
 
+def test_the_products_service_urls_default_to_the_local_services(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The product's settings hold no local port: its service URLs default to where `simplemem infra`
+    starts the services on their default ports."""
+    for name in ("OPENSEARCH_URL", "MILVUS_URI", "REDIS_URL", "KAFKA_BOOTSTRAP"):
+        monkeypatch.delenv(f"SIMPLEMEM_{name}", raising=False)
+    for name in ("KAFKA", "OPENSEARCH", "MILVUS", "REDIS"):
+        monkeypatch.delenv(f"SIMPLEMEM_{name}_PORT", raising=False)
+    product = ProductSettings()
+    services = {svc.name: svc.endpoint for svc in stack.select(None, InfraSettings())}
+    assert services == {
+        "kafka": product.kafka_endpoint,
+        "opensearch": product.opensearch_endpoint,
+        "milvus": product.milvus_server_uri,
+        "redis": product.redis_endpoint,
+    }
+    infra_only = set(InfraSettings.model_fields)
+    assert infra_only and not infra_only & set(ProductSettings.model_fields)
+
+
 def test_settings_from_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("SIMPLEMEM_REDIS_PORT", "16379")
     monkeypatch.setenv("SIMPLEMEM_INFRA_DIR", str(tmp_path))
     monkeypatch.setenv("SIMPLEMEM_INFRA_READY_TIMEOUT", "7")
     monkeypatch.delenv("SIMPLEMEM_KAFKA_PORT", raising=False)
-    settings = Settings()
+    settings = InfraSettings()
     assert settings.redis_port == 16379
     assert settings.kafka_port == 9092
     assert settings.infra_ready_timeout == 7
@@ -328,11 +349,11 @@ def test_kafka_metadata_gives_up_in_time() -> None:
 
 
 @pytest.fixture(scope="module")
-def real() -> Settings:
-    return Settings()
+def real() -> InfraSettings:
+    return InfraSettings()
 
 
-def require(name: str, settings: Settings) -> Service:
+def require(name: str, settings: InfraSettings) -> Service:
     """The running service, else skip (or, with SIMPLEMEM_INTEGRATION=1, fail)."""
     svc = stack.SERVICE_CLASSES[name](settings)
     if svc.running_pid() is not None and svc.probe(timeout=5.0):
@@ -344,7 +365,7 @@ def require(name: str, settings: Settings) -> Service:
 
 
 @pytest.mark.integration
-def test_status_reports_running_services(real: Settings) -> None:
+def test_status_reports_running_services(real: InfraSettings) -> None:
     """With SIMPLEMEM_INTEGRATION=1 every service must be up *and* recorded by `up` (its pid file)."""
     if not REQUIRED:
         pytest.skip("only with SIMPLEMEM_INTEGRATION=1")
@@ -354,7 +375,7 @@ def test_status_reports_running_services(real: Settings) -> None:
 
 
 @pytest.mark.integration
-def test_up_on_running_services_is_a_no_op(real: Settings) -> None:
+def test_up_on_running_services_is_a_no_op(real: InfraSettings) -> None:
     pids = {name: require(name, real).running_pid() for name in stack.SERVICE_NAMES}
     began = time.monotonic()
     rows = stack.up(None, real)
@@ -364,7 +385,9 @@ def test_up_on_running_services_is_a_no_op(real: Settings) -> None:
 
 
 @pytest.mark.integration
-def test_another_infra_dir_neither_stops_nor_doubles_the_services(real: Settings, tmp_path: Path) -> None:
+def test_another_infra_dir_neither_stops_nor_doubles_the_services(
+    real: InfraSettings, tmp_path: Path
+) -> None:
     """Same ports, other state folder: `down` there leaves them alone, `up` there refuses the ports."""
     svcs = [require(name, real) for name in ("kafka", "redis")]
     pids = [svc.running_pid() for svc in svcs]
@@ -380,7 +403,7 @@ def test_another_infra_dir_neither_stops_nor_doubles_the_services(real: Settings
 
 
 @pytest.mark.integration
-def test_kafka_broker_as_configured(real: Settings) -> None:
+def test_kafka_broker_as_configured(real: InfraSettings) -> None:
     """One broker that is its own controller, and no topic created by a client that merely uses it."""
     require("kafka", real)
     brokers, cluster_id, controller = kafka_metadata(real.kafka_port, timeout=10)
@@ -412,7 +435,7 @@ def test_kafka_broker_as_configured(real: Settings) -> None:
 
 
 @pytest.mark.integration
-def test_opensearch_node_as_configured(real: Settings) -> None:
+def test_opensearch_node_as_configured(real: InfraSettings) -> None:
     """One node of cluster `simplemem`, its data in the service folder, HTTP on loopback only."""
     import httpx
 
@@ -428,7 +451,7 @@ def test_opensearch_node_as_configured(real: Settings) -> None:
 
 
 @pytest.mark.integration
-def test_milvus_server_is_in_the_launchers_process_group(real: Settings) -> None:
+def test_milvus_server_is_in_the_launchers_process_group(real: InfraSettings) -> None:
     """`down` signals the launcher's group: the C++ server must be in it, or it would outlive `down`."""
     import psutil
 
@@ -440,7 +463,7 @@ def test_milvus_server_is_in_the_launchers_process_group(real: Settings) -> None
 
 
 @pytest.mark.integration
-def test_milvus_collects_what_a_run_drops_while_it_runs(real: Settings) -> None:
+def test_milvus_collects_what_a_run_drops_while_it_runs(real: InfraSettings) -> None:
     """The server runs minutes at a time: with Milvus's defaults (a pass an hour, a dropped collection's
     files kept 3 h) the files of every collection a test or bench dropped stayed on disk."""
     import yaml
@@ -487,7 +510,7 @@ def test_milvus_storage_loses_its_empty_trees_not_its_files(tmp_path: Path) -> N
 
 
 @pytest.mark.integration
-def test_redis_as_configured_and_restartable(real: Settings) -> None:
+def test_redis_as_configured_and_restartable(real: InfraSettings) -> None:
     """No persistence, data in its folder; `down` then `up` gives a new process on the same port."""
     import redis
 
@@ -508,7 +531,7 @@ def test_redis_as_configured_and_restartable(real: Settings) -> None:
 
 
 @pytest.mark.integration
-def test_up_says_what_it_does_as_a_user_runs_it(real: Settings, tmp_path: Path) -> None:
+def test_up_says_what_it_does_as_a_user_runs_it(real: InfraSettings, tmp_path: Path) -> None:
     """`simplemem infra up` from another directory reports each service's step on stderr (a first `up`
     installs for minutes and must not look hung); `--json` keeps stdout machine-readable and quiet."""
     require("redis", real)
@@ -543,7 +566,7 @@ def test_milvus_counts_as_up_only_when_its_own_health_check_says_ok(
     server = http.server.HTTPServer((HOST, 0), Health)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        settings = Settings(infra_dir=tmp_path / "infra", milvus_metrics_port=server.server_address[1])
+        settings = InfraSettings(infra_dir=tmp_path / "infra", milvus_metrics_port=server.server_address[1])
         assert Milvus(settings)._healthy(timeout=2) is healthy
     finally:
         server.shutdown()

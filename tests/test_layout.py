@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("simplemem", "bench")
+PACKAGES = ("simplemem", "bench", "tests")
 # what each layer may import from the project (itself included); a layer is a sub-package of simplemem/
 # (``runtime`` is the composition root: it builds the processors' stages and stores from the settings)
 ALLOWED = {
@@ -18,16 +18,47 @@ ALLOWED = {
     "runtime": {"schemas", "processors", "runtime"},
     "streams": {"schemas", "processors", "runtime", "streams"},
     "api": {"schemas", "processors", "runtime", "streams", "api"},
-    "cli": {"schemas", "processors", "runtime", "streams", "api", "cli", "infra"},
+    "cli": {"schemas", "processors", "runtime", "streams", "api", "cli", "infra", "client"},
     "infra": {"schemas", "infra"},
-    "bench": {"schemas", "processors", "runtime", "streams", "api", "cli", "infra", "bench"},
+    "client": {"schemas", "client"},  # the Python client of the query service: light on purpose
+    # the helpers the tests and the benches share (processes, scripted conversations): never a bench
+    "helpers": {"schemas", "processors", "runtime", "streams", "api", "cli", "infra", "client", "helpers"},
+    "bench": {
+        "schemas",
+        "processors",
+        "runtime",
+        "streams",
+        "api",
+        "cli",
+        "infra",
+        "client",
+        "helpers",
+        "bench",
+    },
+    # a test imports a bench module only to test it, or to read a data set the benches own
+    "tests": {
+        "schemas",
+        "processors",
+        "runtime",
+        "streams",
+        "api",
+        "cli",
+        "infra",
+        "client",
+        "helpers",
+        "bench",
+        "tests",
+    },
     "simplemem": set(),
 }
 
 
 def layer(module: str) -> str:
-    """``simplemem.processors.ingest.pipeline`` -> ``processors``; ``bench.locomo`` -> ``bench``."""
+    """``simplemem.processors.ingest.pipeline`` -> ``processors``; ``bench.locomo`` -> ``bench``;
+    ``tests.helpers.serving`` -> ``helpers``."""
     parts = module.split(".")
+    if parts[0] == "tests" and len(parts) > 1 and parts[1] == "helpers":
+        return "helpers"
     return parts[1] if parts[0] == "simplemem" and len(parts) > 1 else parts[0]
 
 
@@ -93,7 +124,7 @@ def test_each_processors_group_is_used_through_its_entry_points() -> None:
     outside = {
         dep
         for mod, deps in project_imports().items()
-        if not mod.startswith("simplemem.processors.pii")
+        if not mod.startswith(("simplemem.processors.pii", "tests."))  # a unit test reads its module
         for dep in deps
         if dep.startswith("simplemem.processors.pii.")
     }
@@ -109,3 +140,37 @@ def test_one_top_level_package_is_installed() -> None:
     assert found and all(p == "simplemem" or p.startswith("simplemem.") for p in found)
     text = (ROOT / "pyproject.toml").read_text()
     assert 'include = ["simplemem*"]' in text
+
+
+MODULE_LINES = 500
+FUNCTION_LINES = 80
+# Still over the bounds, to be split (retrieval is being made a pipeline of steps; the others are
+# listed in the issue that keeps them). A new module or function over them fails.
+KNOWN_LONG = {
+    "simplemem/processors/retrieval/retriever.py",
+    "simplemem/processors/retrieval/retriever.py:query",
+    "simplemem/schemas/settings.py",
+}
+
+
+def long_code() -> set[str]:
+    """Modules of simplemem/ over :data:`MODULE_LINES` lines and functions over :data:`FUNCTION_LINES`."""
+    found = set()
+    for path in (ROOT / "simplemem").rglob("*.py"):
+        name = path.relative_to(ROOT).as_posix()
+        text = path.read_text()
+        if text.count("\n") > MODULE_LINES:
+            found.add(name)
+        functions = (
+            n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        )
+        found.update(
+            f"{name}:{f.name}"
+            for f in functions
+            if (f.end_lineno or f.lineno) - f.lineno + 1 > FUNCTION_LINES
+        )
+    return found
+
+
+def test_modules_and_functions_stay_small() -> None:
+    assert long_code() - KNOWN_LONG == set()

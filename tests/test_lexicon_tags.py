@@ -170,7 +170,7 @@ def test_a_verb_agrees_with_you_only_where_you_is_its_subject(nlp: Any, scrubber
     """In a long answer (tagged by the lexicon) the verb after "help you", "let you" or "Could you"
     is a bare infinitive: "you" becomes the user's name, the verb stays as it is."""
     from simplemem.processors.ingest.analysis import NlpPreparer
-    from simplemem.processors.ingest.decompose import rewrite_pronouns
+    from simplemem.processors.ingest.pronouns import rewrite_pronouns
 
     said = {
         "This app can help you organize your week.": "This app can help User organize User's week.",
@@ -196,7 +196,7 @@ def test_a_verb_agrees_with_you_only_where_you_is_its_subject(nlp: Any, scrubber
 )
 @pytest.mark.parametrize("by_lexicon", [False, True])
 def test_mine_is_the_speakers_only_as_a_pronoun(nlp: Any, by_lexicon: bool, said: str, expected: str) -> None:
-    from simplemem.processors.ingest.decompose import rewrite_pronouns
+    from simplemem.processors.ingest.pronouns import rewrite_pronouns
     from simplemem.processors.language.nlp import doc_sentences
 
     doc = lexicon_tag(nlp(said, disable=["tok2vec", "tagger", "ner"])) if by_lexicon else nlp(said)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from bench.locomo_ceiling import Oracle, promote
-from simplemem.processors.retrieval.retriever import Boosts, Retriever
-from simplemem.schemas.settings import Settings
-from tests.test_ranking import Units, unit
+from bench.locomo_ceiling import answers, promote
+from simplemem.processors.retrieval.gather import Candidates
+from simplemem.processors.retrieval.plan import Plan
+from simplemem.processors.retrieval.render import render
+from simplemem.processors.retrieval.select import Selection, select
+from simplemem.schemas.query import QueryResult
+from tests.test_ranking import Units, planned, unit
 
 
 def test_gold_within_the_depth_goes_to_the_top_in_its_order() -> None:
@@ -26,11 +29,27 @@ def test_the_oracle_wins_over_the_selection_boosts() -> None:
     units.append(unit("dated", "2026-02-28", text="the boat trip happened on the last day of February"))
     units.append(unit("gold", text="the answer to the question, ranked low"))
     ranked = [(u.id, 1.0 - i * 0.01) for i, u in enumerate(units)]
-    retriever = Retriever(Settings(), Units(units), None, None)  # type: ignore[arg-type]
-    oracle = Oracle(retriever)
-    oracle.wanted, oracle.factor = {"gold"}, 4.0
-    chosen = retriever._select("t", ranked, 2, boosts=Boosts(event=0.2))
-    assert [u.id for u, _ in chosen] == ["gold", "dated"]
-    oracle.factor = 0.0  # off: the retriever's own selection
-    chosen = retriever._select("t", ranked, 2, boosts=Boosts(event=0.2))
-    assert [u.id for u, _ in chosen] == ["dated", "u0"]
+    question = planned("When was the boat trip?", k_min=2, k_max=2, sibling_units=0, event_time_boost=0.2)
+    retriever = Gathered(Units(units), Candidates(ranked))
+    gold, own = answers(retriever, question, {"gold"}, [4.0, 0.0])  # type: ignore[arg-type]
+    assert [m.id for m in gold.memories] == ["gold", "dated"]
+    assert [m.id for m in own.memories] == ["dated", "u0"]  # depth 0: the retriever's own selection
+
+
+class Gathered:
+    """The retriever's steps around a plan and a ranking given in advance (no index, no model)."""
+
+    def __init__(self, lexical: Units, found: Candidates) -> None:
+        self.lexical, self.found = lexical, found
+
+    def plan(self, request: Plan) -> Plan:
+        return request
+
+    def gather(self, planned: Plan) -> Candidates:
+        return self.found
+
+    def select(self, planned: Plan, found: Candidates) -> Selection:
+        return select(self.lexical, planned, found)  # type: ignore[arg-type]
+
+    def render(self, planned: Plan, selection: Selection) -> QueryResult:
+        return render(planned, selection)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
@@ -66,7 +67,8 @@ def test_a_long_query_is_answered_from_bounded_store_expressions(
                 )
             ]
         )
-        retriever = Retriever(long_queries, lexical, NoVectors(), ZeroEmbedder())  # type: ignore[arg-type]
+        config = RetrievalConfig.from_settings(long_queries)
+        retriever = Retriever(config, lexical, NoVectors(), ZeroEmbedder())  # type: ignore[arg-type]
         result = retriever.query(QueryRequest(tenant_id="acme", query=LONG_QUERY))
     finally:
         lexical.close()

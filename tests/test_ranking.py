@@ -1,4 +1,4 @@
-"""Ranking rules of ``simplemem/processors/retrieval/retriever.py`` as pure functions (no store, no model)."""
+"""Ranking rules of the retrieval steps (search, boosts, select) as pure functions (no store, no model)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,18 @@ from datetime import UTC, datetime
 
 import pytest
 
-from simplemem.processors.retrieval.retriever import Boosts, asked_role, favour_within, fuse, fusion_weight
+from simplemem.processors.retrieval.boosts import Boosts
+from simplemem.processors.retrieval.config import RetrievalConfig
+from simplemem.processors.retrieval.gather import Candidates
+from simplemem.processors.retrieval.plan import Plan, fusion_weight, plan
+from simplemem.processors.retrieval.question import GATHER_CUES, asked_places, asked_role
+from simplemem.processors.retrieval.search import favour_within, fuse
+from simplemem.processors.retrieval.select import select
+from simplemem.processors.retrieval.siblings import sibling_order
 from simplemem.processors.stores.protocols import Hit
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
-from simplemem.schemas.settings import Settings
+from simplemem.schemas.query import QueryRequest
 
 
 def unit(
@@ -118,8 +125,14 @@ def test_a_memory_within_the_date_is_favoured_and_one_outside_still_competes() -
     assert dict(ranked)["inside"] == 0.55 + 0.4  # its better score of the two searches, boosted
 
 
+def planned(query: str, **config: object) -> Plan:
+    """The plan of ``query`` for a tenant that knows no person names, with these config changes."""
+    request = QueryRequest(tenant_id="t", query=query)
+    return plan(request, None, RetrievalConfig().with_(**config), lambda words: [])
+
+
 class Units:
-    """The one lexical-store call the selection makes: the units by id."""
+    """The one lexical-store call the selection makes (without siblings): the units by id."""
 
     def __init__(self, units: list[MemoryUnit]) -> None:
         self.units = {u.id: u for u in units}
@@ -129,24 +142,22 @@ class Units:
 
 
 def test_a_boost_reaches_a_memory_ranked_well_below_k() -> None:
-    """The selection reads ``SELECT_HEAD_FACTOR`` * k candidates: a dated memory ranked 8th of a
+    """The selection reads ``select_head_factor`` * k candidates: a dated memory ranked 8th of a
     question about time still makes a top 2."""
-    from simplemem.processors.retrieval.retriever import Retriever
-    from simplemem.schemas.settings import Settings
-
     units = [unit(f"u{i}", text=f"a different statement number {i} about topic {i}") for i in range(7)]
     units.append(unit("dated", "2026-02-28", text="the boat trip happened on the last day of February"))
     ranked = [(u.id, 1.0 - i * 0.01) for i, u in enumerate(units)]
-    retriever = Retriever(Settings(), Units(units), None, None)  # type: ignore[arg-type]
-    chosen = retriever._select("t", ranked, 2, boosts=Boosts(event=0.2))
+    question = planned("When was the boat trip?", k_min=2, k_max=2, sibling_units=0, event_time_boost=0.2)
+    chosen = select(Units(units), question, Candidates(ranked)).chosen  # type: ignore[arg-type]
     assert [u.id for u, _ in chosen] == ["dated", "u0"]
+    narrow = planned("When was the boat trip?", k_min=2, k_max=2, sibling_units=0, select_head_factor=3)
+    chosen = select(Units(units), narrow, Candidates(ranked)).chosen  # type: ignore[arg-type]
+    assert [u.id for u, _ in chosen] == ["u0", "u1"]  # ranked below the head read: not lifted
 
 
 def test_one_long_answer_does_not_fill_the_top_k() -> None:
     """Twelve statements of one message rank first; the top 5 still takes only three of them and
     reaches the other sessions' memories."""
-    from simplemem.processors.retrieval.retriever import Retriever
-    from simplemem.schemas.settings import Settings
 
     answer = [
         MemoryUnit.model_validate(
@@ -156,28 +167,23 @@ def test_one_long_answer_does_not_fill_the_top_k() -> None:
     ]
     others = [unit(f"o{i}", text=f"a fact from session {i}") for i in range(3)]
     ranked = [(u.id, 1.0 - i * 0.01) for i, u in enumerate([*answer, *others])]
-    retriever = Retriever(Settings(units_per_message=3), Units([*answer, *others]), None, None)  # type: ignore[arg-type]
-    chosen = [u.id for u, _ in retriever._select("t", ranked, 5)]
+    question = planned("What was the plan?", k_min=5, k_max=5, sibling_units=0, units_per_message=3)
+    chosen = [u.id for u, _ in select(Units([*answer, *others]), question, Candidates(ranked)).chosen]  # type: ignore[arg-type]
     assert chosen == ["a0", "a1", "a2", "o0", "o1"]
 
 
 def test_a_long_messages_siblings_are_those_sharing_a_word_with_the_question() -> None:
-    from simplemem.processors.retrieval.retriever import _sibling_order
-
     long = [
         unit(f"s{i}", text=f"item {i}: {w}")
         for i, w in enumerate(["museum pass", "hotel", "museum cafe", "train"] * 2)
     ]
-    order = [u.id for u in _sibling_order(long, {"museum"})]
+    order = [u.id for u in sibling_order(long, {"museum"}, 6)]
     assert order == ["s0", "s2", "s4", "s6"]
     short = [unit("b"), unit("a")]
-    assert [u.id for u in _sibling_order(short, {"nothing"})] == ["a", "b"]  # all, in order
+    assert [u.id for u in sibling_order(short, {"nothing"}, 6)] == ["a", "b"]  # all, in order
 
 
 def test_questions_that_count_or_order_gather_capped_mentions_per_message() -> None:
-    from simplemem.processors.retrieval.retriever import GATHER_CUES, Retriever
-    from simplemem.schemas.settings import Settings
-
     gathering = [
         "How many model kits have I bought?",
         "Which trip did I take first, Rome or Oslo?",
@@ -203,8 +209,10 @@ def test_questions_that_count_or_order_gather_capped_mentions_per_message() -> N
         for i in range(3)
     ]
     ranked = [(u.id, 1.0 - n * 0.01) for n, u in enumerate(units)]
-    retriever = Retriever(Settings(), Units(units), None, None)  # type: ignore[arg-type]
-    assert [u.id for u, _ in retriever._select("t", ranked, 9, per_message=1)] == ["a0", "b0", "c0"]
+    question = planned("How many kits did I buy?", k_max=9, gather_units_per_message=1)
+    assert question.k == 9 and question.gathers
+    chosen = select(Units(units), question, Candidates(ranked)).chosen  # type: ignore[arg-type]
+    assert [u.id for u, _ in chosen] == ["a0", "b0", "c0"]
 
 
 def test_a_vague_question_is_decided_by_meaning_not_by_the_common_word_it_shares() -> None:
@@ -228,15 +236,13 @@ def test_a_memory_without_a_vector_takes_part_of_its_bm25_share_for_its_cosine()
 
 
 def test_a_question_about_the_users_own_life_weighs_meaning_more() -> None:
-    s = Settings(semantic_weight=0.5, first_person_semantic_weight=0.8)
+    s = RetrievalConfig(semantic_weight=0.5, first_person_semantic_weight=0.8)
     assert fusion_weight(asked_role("I was thinking about rearranging my bedroom. Any tips?"), s) == 0.8
     assert fusion_weight(asked_role("What did Melanie paint?"), s) == 0.5
     assert fusion_weight(asked_role("Can you remind me of the hostel you recommended?"), s) == 0.5
 
 
 def test_the_list_place_a_question_about_an_answer_names_is_lifted() -> None:
-    from simplemem.processors.retrieval.retriever import asked_places
-
     lead = "Assistant, item {} ({}) of 3 of 'Venues in Portland': {}"
     units = {
         "first": unit("first", text=lead.format(1, "first", "Mississippi Studios"), role=Role.ASSISTANT),
@@ -252,6 +258,6 @@ def test_the_list_place_a_question_about_an_answer_names_is_lifted() -> None:
         ("Remind me what #1 was", "first"),
     ]:
         places = asked_places(question)
-        assert Boosts(places=places).apply(ranked, units)[0][0] == top, question
+        assert Boosts(places=places, place=0.3).apply(ranked, units)[0][0] == top, question
     assert asked_places("What was my first purchase?") == frozenset()
-    assert Boosts(places=frozenset({"7"})).apply(ranked, units) == ranked  # no such place
+    assert Boosts(places=frozenset({"7"}), place=0.3).apply(ranked, units) == ranked  # no such place

@@ -10,11 +10,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from bench.harness.kcat import kcat_publish
-from bench.harness.workers import WorkerProcess
 from simplemem.schemas.accounting import MessageOutcome
 from simplemem.schemas.settings import Settings, settings_for
 from tests.helpers import store_bytes
+from tests.helpers.kcat import kcat_publish
+from tests.helpers.workers import WorkerProcess
 from tests.services import drop_stream_env, require, stream_env
 from tests.test_streams import replay, wait_for
 

@@ -20,6 +20,12 @@ TURNS = [
 ]
 
 
+def tuned(rt, **changes):  # type: ignore[no-untyped-def]
+    """``rt`` with its retriever's config changed (validated)."""
+    rt.retriever.config = rt.retriever.config.with_(**changes)
+    return rt
+
+
 def ingest_turns(rt) -> None:  # type: ignore[no-untyped-def]
     report = IngestReport()
     events = [
@@ -42,9 +48,7 @@ def ingest_turns(rt) -> None:  # type: ignore[no-untyped-def]
 def test_siblings_follow_the_chosen_memory(tmp_path, settings, siblings: int) -> None:  # type: ignore[no-untyped-def]
     from simplemem.runtime import open_runtime
 
-    rt = open_runtime(
-        settings.model_copy(update={"k_min": 1, "k_max": 1, "sibling_units": siblings}), tmp_path
-    )
+    rt = tuned(open_runtime(settings, tmp_path), k_min=1, k_max=1, sibling_units=siblings)
     try:
         ingest_turns(rt)
         result = rt.retriever.query(QueryRequest(tenant_id="t", query="What did Joanna finish writing?"))
@@ -66,8 +70,7 @@ def test_a_date_that_matches_nothing_is_dropped_not_obeyed(tmp_path, settings, d
     way a date that matches nothing does not empty the answer."""
     from simplemem.runtime import open_runtime
 
-    update = {"k_min": 1, "sibling_units": 0, "date_boost": date_boost}
-    rt = open_runtime(settings.model_copy(update=update), tmp_path)
+    rt = tuned(open_runtime(settings, tmp_path), k_min=1, sibling_units=0, date_boost=date_boost)
     try:
         ingest_turns(rt)
         as_of = datetime(2026, 3, 2, tzinfo=UTC)
@@ -109,7 +112,7 @@ def test_a_person_named_in_the_query_favours_memories_without_excluding_the_rest
     from simplemem.processors.ingest.pipeline import Indexer
     from simplemem.runtime import open_runtime
 
-    rt = open_runtime(settings.model_copy(update={"k_min": 3, "k_max": 3, "sibling_units": 0}), tmp_path)
+    rt = tuned(open_runtime(settings, tmp_path), k_min=3, k_max=3, sibling_units=0)
     try:
         units = [
             fact("Sam's cousin Tomas is visiting from Lyon.", ["Sam", "Tomas"], 0),
@@ -140,7 +143,7 @@ def test_a_fact_said_twice_cites_both_messages(tmp_path, settings) -> None:  # t
     from simplemem.processors.ingest.pipeline import Indexer
     from simplemem.runtime import open_runtime
 
-    rt = open_runtime(settings.model_copy(update={"k_min": 3, "k_max": 3, "sibling_units": 0}), tmp_path)
+    rt = tuned(open_runtime(settings, tmp_path), k_min=3, k_max=3, sibling_units=0)
     try:
         units = [
             fact("Sam spends about two hours a day on coding exercises.", ["Sam"], 0),
@@ -174,8 +177,7 @@ def test_a_gathering_question_keeps_the_statement_after_a_mention(tmp_path, sett
             tenant_id="t", text=text, kind=MemoryKind.FACT, source_ids=[message], stated_at=stated
         )
 
-    update = {"gather_units_per_message": cap, "units_per_message": 3}
-    rt = open_runtime(settings.model_copy(update=update), tmp_path)
+    rt = tuned(open_runtime(settings, tmp_path), gather_units_per_message=cap, units_per_message=3)
     try:
         units = [
             said("Sam visited the Fushimi Inari shrine when Sam was in Japan in March.", "m0", 0),
@@ -243,10 +245,10 @@ def test_questions_whose_answer_is_spread_over_sessions_get_k_max(  # type: igno
     """A question for the things of a kind someone has ("What books has Joanna read?") and a request
     for advice ("Can you suggest a gift for Joanna?") get k_max, where a lookup naming her ("What did
     Joanna finish writing?") gets fewer."""
-    from simplemem.processors.retrieval import retriever
+    from simplemem.processors.retrieval import question
     from simplemem.runtime import open_runtime
 
-    pattern = getattr(retriever, cues)
+    pattern = getattr(question, cues)
     assert all(pattern.search(q) for q in wide)
     assert not any(pattern.search(q) for q in lookups)
     rt = open_runtime(settings, tmp_path)
@@ -254,6 +256,6 @@ def test_questions_whose_answer_is_spread_over_sessions_get_k_max(  # type: igno
         ingest_turns(rt)
         asked = rt.retriever.query(QueryRequest(tenant_id="t", query=wide[0]))
         lookup = rt.retriever.query(QueryRequest(tenant_id="t", query=lookups[0]))
-        assert asked.k == settings.k_max > lookup.k
+        assert asked.k == rt.retriever.config.k_max > lookup.k
     finally:
         rt.close()

@@ -14,9 +14,9 @@ import httpx
 import orjson
 import pytest
 
-from bench.harness.serving import ServeProcess
 from simplemem.schemas.settings import REPO_ROOT
 from tests.conftest import GOLDEN
+from tests.helpers.serving import ServeProcess
 from tests.service_server import ADMIN, LEGACY_TENANT, admin, key_for
 
 pytestmark = pytest.mark.slow

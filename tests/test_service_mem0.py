@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.harness.serving import ServeProcess
+from tests.helpers.serving import ServeProcess
 from tests.service_server import new_key
 
 pytestmark = pytest.mark.slow

@@ -16,13 +16,13 @@ import httpx
 import orjson
 import pytest
 
-from bench.harness.serving import ServeProcess
-from bench.harness.workers import WorkerProcess
 from simplemem.infra.errors import log_tail
 from simplemem.schemas.keys import SessionKey, tenant_key
 from simplemem.schemas.settings import REPO_ROOT, settings_for
 from simplemem.schemas.stream import DeletionRequest
 from tests.conftest import GOLDEN
+from tests.helpers.serving import ServeProcess
+from tests.helpers.workers import WorkerProcess
 from tests.services import drop_stream_env, require, stream_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -293,12 +293,12 @@ def test_a_store_that_refuses_a_write_dead_letters_the_turns_after_the_retries(
     wrapper gives up after its attempts and the turns become dead letters with the reason."""
     import time
 
-    from simplemem.processors.ingest.streaming import MemoryStage
+    from simplemem.processors.ingest.streaming import TurnMemorizer
     from simplemem.processors.stores.retry import StoreRetry
     from simplemem.runtime import open_runtime
     from simplemem.schemas.accounting import Outcome
     from simplemem.schemas.events import ChatEvent
-    from simplemem.schemas.stream import DeadLetterStage, SourceRef, StageRecord
+    from simplemem.schemas.stream import FailurePoint, ScrubbedRecord, SourceRef
     from tests.test_edits import FILLER, event
 
     rt = open_runtime(services_settings, tmp_path)
@@ -310,18 +310,18 @@ def test_a_store_that_refuses_a_write_dead_letters_the_turns_after_the_retries(
         ]
         messages = rt.pipeline.analyzer.analyze(events)
         records = [
-            StageRecord.turn(m, SourceRef(topic="turns", partition=0, offset=i))
+            ScrubbedRecord.turn(m, SourceRef(topic="turns", partition=0, offset=i))
             for i, m in enumerate(messages)
         ]
         client.indices.put_settings(index=index, body={"index.blocks.write": True})
         retry = StoreRetry(attempts=2, max_wait_seconds=0.1)
         started = time.monotonic()
-        result = MemoryStage(rt.pipeline, time.time).run(records, {}, retry)
+        result = TurnMemorizer(rt.pipeline, time.time).run(records, {}, retry)
         assert time.monotonic() - started < 60, "a refusal is not waited out like an outage"
         failed = [o for o in result.outcomes if o.outcome == Outcome.FAILED]
         assert failed and all("index" in (o.reason or "") for o in failed)
         assert {d.message_id for d in result.dead} == {o.message_id for o in failed}
-        assert {(d.stage, d.code) for d in result.dead} == {(DeadLetterStage.INDEX, "store_error")}
+        assert {(d.stage, d.code) for d in result.dead} == {(FailurePoint.INDEX, "store_error")}
         assert rt.lexical.count("refused") == 0
     finally:
         client.indices.put_settings(index=index, body={"index.blocks.write": None})

@@ -3,7 +3,6 @@ file): idempotent, tenant-scoped."""
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import time
 from collections.abc import Callable
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 from pymilvus import MilvusException
 
+from simplemem.processors.stores.file_format import StoreFormatError, check_format
 from simplemem.processors.stores.milvus_vectors import MilvusVectorStore
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_docs import (
@@ -24,61 +24,18 @@ from simplemem.processors.stores.sqlite_docs import (
     encode_doc,
     open_context,
 )
-from simplemem.processors.stores.sqlite_keys import unit_id, unit_key
-from simplemem.processors.stores.sqlite_lexical import _LATEST_VERSION as LATEST_VERSION
+from simplemem.processors.stores.sqlite_keys import unit_id
+from simplemem.processors.stores.sqlite_lexical import FORMAT_VERSION as LEXICAL_FORMAT
 from simplemem.processors.stores.sqlite_lexical import (
     SqliteLexicalStore,
-    _fts_values,
     context_hash,
-    tenant_token,
 )
-from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore, encoded
+from simplemem.processors.stores.sqlite_vectors import FORMAT_VERSION as VECTOR_FORMAT
+from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
 from tests.helpers import answer_units
 
 pytestmark = pytest.mark.slow
-
-
-def as_version_15(db: sqlite3.Connection) -> None:
-    """Rewrite a store file's units in version 15's layout: every status and event end written out,
-    a context's hash as 24 hex digits."""
-    db.execute(
-        "UPDATE units SET status = COALESCE(status, 'active'), event_end = COALESCE(event_end, event_start)"
-    )
-    db.create_function(
-        "hex_hash", 1, lambda text: hashlib.sha256(open_context(text).text.encode()).hexdigest()[:24]
-    )
-    db.execute("UPDATE contexts SET hash = hex_hash(text)")
-    db.execute("PRAGMA user_version=15")
-
-
-def as_version_13(db: sqlite3.Connection) -> None:
-    """Rewrite a store file's links in version 13's layout: every unit's own rows, none by context."""
-    as_version_15(db)
-    for table in ("sources", "quotes"):
-        db.execute(
-            f"INSERT INTO {table} SELECT l.tenant_id, l.source_id, u.rowid FROM context_{table} l "
-            "JOIN units u ON u.context = l.context"
-        )
-        db.execute(f"DROP TABLE context_{table}")
-    db.execute("PRAGMA user_version=13")
-
-
-def as_version_11(path: Path) -> None:
-    """Rewrite a closed store file in version 11's layout (the tenant's name and the id as text in
-    every table), where the tests of older files begin."""
-    db = sqlite3.connect(path)
-    as_version_13(db)
-    db.create_function("hex_id", 1, lambda key: key.hex() if isinstance(key, bytes) else key)
-    name = "(SELECT name FROM tenants t WHERE t.id = {}.tenant_id)"
-    for table in ("units", "names"):
-        db.execute(f"UPDATE {table} SET id = hex_id(id), tenant_id = {name.format(table)}")
-    for table in ("sources", "quotes"):
-        db.execute(f"UPDATE {table} SET tenant_id = {name.format(table)}")
-    db.execute("DROP TABLE tenants")
-    db.execute("PRAGMA user_version=11")
-    db.commit()
-    db.close()
 
 
 def unit(
@@ -158,43 +115,6 @@ def test_person_filter_matches_names_written_in_the_memory(tmp_path: Path) -> No
     store.close()
 
 
-@pytest.mark.parametrize("version", [1, 2])
-def test_lexical_store_rebuilds_an_older_fts_table(tmp_path: Path, version: int) -> None:
-    """Older files had no ``said`` column (and version 1 gave FTS rows their own rowids); opening one
-    rebuilds the FTS table, so search, delete and the name-in-text filter keep working (a delete must
-    leave no orphan FTS row)."""
-    path = tmp_path / "lex.sqlite"
-    store = SqliteLexicalStore(path)
-    a, b = unit("t1", "Jordan plays tennis"), unit("t1", "Jordan went skiing")
-    store.upsert([a, b])
-    store.close()
-    as_version_11(path)
-    db = sqlite3.connect(path)
-    by_id = {a.id: a, b.id: b}
-    rows = [
-        (rowid, tenant_token("t1"), by_id[uid].text, uid)
-        for rowid, uid in db.execute("SELECT rowid, id FROM units ORDER BY rowid")
-    ]
-    db.execute("DROP TABLE units_fts")
-    db.execute("CREATE VIRTUAL TABLE units_fts USING fts5(tenant, body, uid UNINDEXED)")
-    db.executemany(
-        "INSERT INTO units_fts (rowid, tenant, body, uid) VALUES (?,?,?,?)",
-        [(r[0] + (100 if version == 1 else 0), *r[1:]) for r in rows],
-    )
-    db.execute(f"PRAGMA user_version={version}")
-    db.commit()
-    db.close()
-    reopened = SqliteLexicalStore(path)
-    assert {h.id for h in reopened.search("t1", "tennis", 10, SymbolicFilter())} == {a.id}
-    assert reopened.ids_with_names("t1", [a.id, b.id], ["jordan"]) == {a.id, b.id}
-    reopened.delete("t1", [a.id])
-    assert reopened.search("t1", "tennis", 10, SymbolicFilter()) == []
-    reopened.close()
-    db = sqlite3.connect(path)
-    assert db.execute("SELECT rows FROM word_counts WHERE side = 'units'").fetchall() == [(1,)]
-    db.close()
-
-
 def test_milvus_lite_store_scoping_and_idempotence(tmp_path: Path) -> None:
     store = MilvusVectorStore(str(tmp_path / "vectors.db"), "units", 4)
     units = [unit("t1", "alpha"), unit("t1", "beta", "2026-03-01"), unit("t2", "gamma")]
@@ -238,24 +158,6 @@ def test_the_embedded_vector_store_is_exact_scoped_filtered_and_follows_each_wri
     assert [i for page in store.ids("t1", 1) for i in page] == [units[0].id]
     store.delete_tenant("t2")
     assert store.count("t2") == 0
-    store.close()
-
-
-def test_a_store_written_with_milvus_lite_is_copied_into_the_vector_file_and_the_old_file_removed(
-    tmp_path: Path,
-) -> None:
-    from simplemem.runtime import OLD_VECTOR_FILE, embedded_vectors
-
-    old = MilvusVectorStore(str(tmp_path / OLD_VECTOR_FILE), "units", 4)
-    units = [unit("t1", "alpha"), unit("t1", "beta", "2026-03-01"), unit("t2", "gamma")]
-    old.upsert(units, np.eye(4, dtype=np.float32)[:3])
-    old.close()
-    store = embedded_vectors(tmp_path, 4, "units")
-    assert not (tmp_path / OLD_VECTOR_FILE).exists()
-    assert store.count("t1") == 2 and store.count("t2") == 1
-    assert [h.id for h in store.search("t1", np.eye(4, dtype=np.float32)[1], 1, SymbolicFilter())] == [
-        units[1].id
-    ]
     store.close()
 
 
@@ -307,8 +209,7 @@ def test_known_names_match_whole_names_and_the_names_a_longer_candidate_begins(t
 
 
 def test_a_speakers_role_is_not_a_known_name(tmp_path: Path) -> None:
-    """A frontend that sends no names has "user" and "assistant" as speakers: not names to match; an
-    older file's rows of them are deleted when it is opened."""
+    """A frontend that sends no names has "user" and "assistant" as speakers: not names to match."""
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
     store.upsert(
@@ -318,16 +219,9 @@ def test_a_speakers_role_is_not_a_known_name(tmp_path: Path) -> None:
         ]
     )
     assert store.known_names("t1", ["user", "assistant", "kenji"]) == ["kenji"]
-    store.close()
-    as_version_11(path)
     db = sqlite3.connect(path)
-    db.executemany("INSERT INTO names VALUES ('t1', ?, 'x')", [("user",), ("assistant",)])
-    db.execute("PRAGMA user_version=6")
-    db.commit()
-    reopened = SqliteLexicalStore(path)
-    assert reopened.known_names("t1", ["user", "assistant", "kenji"]) == ["kenji"]
     assert db.execute("SELECT count(*) FROM names").fetchone()[0] == 1
-    reopened.close()
+    store.close()
     db.close()
 
 
@@ -415,47 +309,6 @@ def test_a_units_words_leave_the_index_when_it_is_deleted_edited_or_archived(tmp
     store.close()
 
 
-@pytest.mark.parametrize(
-    ("version", "index", "columns"),
-    [
-        (4, "contexts_fts", "tenant, body, tokenize = 'porter unicode61'"),
-        (5, "units_fts", "tenant, body, said, uid UNINDEXED"),
-        (7, "units_fts", "tenant, body, said, content = '', tokenize = 'porter unicode61'"),
-    ],
-)
-def test_an_index_with_a_copy_of_the_text_is_rebuilt_without(
-    tmp_path: Path, version: int, index: str, columns: str
-) -> None:
-    """Version 4 kept a copy of each context in its index, 5 of each unit's text, 7 indexed a unit's
-    text twice (``said``): each is rebuilt contentless with a unit's words once, and still searched
-    (names in a unit's text too) and emptied by a delete."""
-    path = tmp_path / "lex.sqlite"
-    store = SqliteLexicalStore(path)
-    theremin, *answer = [unit("t1", "Jordan bought a theremin"), *answer_units("t1", 2)]
-    store.upsert([theremin, *answer])
-    store.close()
-    as_version_11(path)
-    db = sqlite3.connect(path)
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-    assert not {"contexts_fts_content", "units_fts_content"} & tables
-    db.execute(f"DROP TABLE {index}")
-    db.execute(f"CREATE VIRTUAL TABLE {index} USING fts5({columns})")
-    db.execute(f"PRAGMA user_version={version}")
-    db.commit()
-    reopened = SqliteLexicalStore(path)
-    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master")}
-    assert not {"contexts_fts_content", "units_fts_content"} & tables
-    assert [h.id for h in reopened.search("t1", "theremin", 10, SymbolicFilter())] == [theremin.id]
-    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in answer}
-    assert reopened.ids_with_names("t1", [theremin.id, answer[0].id], ["jordan"]) == {theremin.id}
-    assert [r[1] for r in db.execute("PRAGMA table_info(units_fts)")] == ["body", "tenant"]
-    reopened.delete("t1", [u.id for u in (theremin, *answer)])
-    assert context_term_rows(db, "theremin", "units_fts") == 0
-    assert context_term_rows(db, "crampon") == 0
-    db.close()
-    reopened.close()
-
-
 def closed_store_with_an_answer(tmp_path: Path) -> tuple[Path, list[MemoryUnit]]:
     """A store file holding two statements of one answer, closed (to be edited as an older file)."""
     path = tmp_path / "lex.sqlite"
@@ -466,17 +319,12 @@ def closed_store_with_an_answer(tmp_path: Path) -> tuple[Path, list[MemoryUnit]]
     return path, units
 
 
-def test_contexts_are_stored_compressed_and_an_older_files_plain_ones_are_compressed(tmp_path: Path) -> None:
+def test_contexts_are_stored_compressed(tmp_path: Path) -> None:
     path, units = closed_store_with_an_answer(tmp_path)
-    as_version_11(path)
     db = sqlite3.connect(path)
     [(kind, size)] = db.execute("SELECT typeof(text), length(text) FROM contexts").fetchall()
     assert kind == "blob" and size < len(units[0].context or "")
-    db.execute("UPDATE contexts SET text=?", (units[0].context,))  # as version 8 and earlier kept it
-    db.execute("PRAGMA user_version=8")
-    db.commit()
     reopened = SqliteLexicalStore(path)
-    assert db.execute("SELECT typeof(text) FROM contexts").fetchall() == [("blob",)]
     assert [u.context for u in reopened.get("t1", [units[1].id])] == [units[1].context]
     reopened.delete("t1", [u.id for u in units])
     assert context_term_rows(db, "crampon") == 0
@@ -513,78 +361,6 @@ def closed_store_with_links(tmp_path: Path) -> tuple[Path, list[MemoryUnit], Mem
     return path, units, quoting
 
 
-def test_an_older_files_sources_and_quotes_by_unit_id_are_moved_to_rowids(tmp_path: Path) -> None:
-    """Version 9 and earlier named a unit by its id in ``sources`` and ``quotes``; opened, the rows
-    name it by rowid, and every lookup by message and every deletion works on them."""
-    path, units, quoting = closed_store_with_links(tmp_path)
-    as_version_11(path)
-    db = sqlite3.connect(path)
-    for table in ("sources", "quotes"):
-        db.execute(f"DROP TABLE {table}")
-        db.execute(
-            f"CREATE TABLE {table} (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, id TEXT NOT NULL)"
-        )
-        db.execute(f"CREATE INDEX {table}_by_source ON {table} (tenant_id, source_id)")
-        db.execute(f"CREATE INDEX {table}_by_id ON {table} (tenant_id, id)")
-    for u in units:
-        db.executemany("INSERT INTO sources VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.source_ids])
-        db.executemany("INSERT INTO quotes VALUES (?,?,?)", [(u.tenant_id, s, u.id) for s in u.context_ids])
-    db.execute("PRAGMA user_version=9")
-    db.commit()
-    reopened = SqliteLexicalStore(path)
-    assert [r[1] for r in db.execute("PRAGMA table_info(sources)")] == ["tenant_id", "source_id", "unit"]
-    assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
-    assert reopened.sources_with_units("t1", ["t1:answer", "t2:answer"]) == {"t1:answer"}
-    assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
-    assert reopened.units_quoting("t2", ["t1:question"]) == []
-    reopened.delete("t1", [u.id for u in units[:3]])
-    assert links_per_tenant(db, "sources") == [("t2", 1)]
-    assert links_per_tenant(db, "quotes") == []
-    reopened.close()
-    db.close()
-
-
-def test_a_version_10_files_context_hashes_and_indexed_link_tables_are_moved(tmp_path: Path) -> None:
-    """Version 10 named a unit's context by its hash (``ctx``, indexed with the tenant) and kept the
-    link tables as rowid tables with an index by message and one by unit; opened, a unit names its
-    context by rowid, the link tables are their own index, and reads, lookups and deletions work."""
-    path, units, quoting = closed_store_with_links(tmp_path)
-    as_version_11(path)
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE units ADD COLUMN ctx TEXT")
-    db.execute("UPDATE units SET ctx = (SELECT hash FROM contexts c WHERE c.rowid = units.context)")
-    db.execute("DROP INDEX units_by_context")
-    db.execute("ALTER TABLE units DROP COLUMN context")
-    db.execute("CREATE INDEX units_by_ctx ON units (tenant_id, ctx)")
-    for table in ("sources", "quotes"):
-        db.execute(f"ALTER TABLE {table} RENAME TO new_{table}")
-        db.execute(
-            f"CREATE TABLE {table} (tenant_id TEXT NOT NULL, source_id TEXT NOT NULL, unit INTEGER NOT NULL)"
-        )
-        db.execute(f"CREATE INDEX {table}_by_source ON {table} (tenant_id, source_id)")
-        db.execute(f"CREATE INDEX {table}_by_unit ON {table} (unit)")
-        db.execute(f"INSERT INTO {table} SELECT * FROM new_{table}")
-        db.execute(f"DROP TABLE new_{table}")
-    db.execute("PRAGMA user_version=10")
-    db.commit()
-    reopened = SqliteLexicalStore(path)
-    assert "ctx" not in {r[1] for r in db.execute("PRAGMA table_info(units)")}
-    assert {r[1] for r in db.execute("PRAGMA index_list(sources)")} == {"sqlite_autoindex_sources_1"}
-    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {
-        u.id for u in units[:2]
-    }
-    assert [u.context for u in reopened.get("t1", [quoting.id])] == [quoting.context]
-    assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
-    assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
-    reopened.delete("t1", [u.id for u in units[:3]])
-    assert links_per_tenant(db, "sources") == [("t2", 1)]
-    assert links_per_tenant(db, "quotes") == []
-    assert db.execute("SELECT tenant_id FROM contexts").fetchall() == [("t2",)]
-    assert [u.context for u in reopened.get("t2", [units[3].id])] == [units[3].context]
-    reopened.close()
-    db.close()
-
-
 def test_a_tenants_first_write_rolled_back_gives_its_number_to_no_one_else(tmp_path: Path) -> None:
     """A new tenant's first write fails and rolls back, taking its new number with it; its next
     write and another new tenant's must not end up with the same number (each would read the
@@ -603,23 +379,18 @@ def test_a_tenants_first_write_rolled_back_gives_its_number_to_no_one_else(tmp_p
     store.close()
 
 
-def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(tmp_path: Path) -> None:
-    """Version 11 held the tenant's name and the 32-digit id as text in every unit, name and link
-    row; opened, they hold the tenant's number and the id's 16 bytes (an id of another shape stays
-    text), rowids are kept, and every read, lookup and delete finds the same units per tenant."""
+def test_rows_hold_the_tenants_number_and_the_ids_bytes(tmp_path: Path) -> None:
+    """Every unit, name and link row holds the tenant's number and a 32-digit id's 16 bytes (an id
+    of another shape stays text), and every read, lookup and delete finds the same units per tenant."""
     path, units, quoting = closed_store_with_links(tmp_path)
     caller = unit("t2", "Jordan rents a kayak").model_copy(update={"id": "mem0-kayak"}, deep=True)
-    store = SqliteLexicalStore(path)
-    store.upsert([caller])
-    store.close()
-    as_version_11(path)
-    db = sqlite3.connect(path)
-    rowids = dict(db.execute("SELECT id, rowid FROM units").fetchall())
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
+    reopened.upsert([caller])
+    db = sqlite3.connect(path)
     assert dict(db.execute("SELECT name, id FROM tenants").fetchall()).keys() == {"t1", "t2"}
-    assert {(type(key), rowid) for key, rowid in db.execute("SELECT id, rowid FROM units")} == {
-        (bytes if uid != caller.id else str, rowids[uid]) for uid in rowids
+    assert {(type(key), unit_id(key) == caller.id) for (key,) in db.execute("SELECT id FROM units")} == {
+        (bytes, False),
+        (str, True),
     }
     for table in ("units", "names", "sources", "quotes"):
         assert {t for (t,) in db.execute(f"SELECT DISTINCT typeof(tenant_id) FROM {table}")} <= {"integer"}
@@ -640,86 +411,6 @@ def test_a_version_11_files_tenant_names_and_text_ids_become_numbers_and_bytes(t
     assert reopened.tenants() == ["t2"] and [u.id for u in reopened.page("t2", 0, 10)] == [units[3].id]
     assert db.execute("SELECT count(*) FROM names WHERE typeof(id) = 'text'").fetchone()[0] == 0
     reopened.close()
-    db.close()
-
-
-def test_a_version_12_files_indexes_are_rebuilt_with_the_body_first(tmp_path: Path) -> None:
-    """Version 12 listed the tenant's token before the body in both FTS indexes; opened, each is
-    rebuilt body first with the words of every active unit and context of every tenant (an archived
-    unit's are left out), searched per tenant as before and emptied by deletes."""
-    path, units, quoting = closed_store_with_links(tmp_path)
-    archived = unit("t1", "Jordan tunes the glockenspiel").model_copy(
-        update={"status": MemoryStatus.ARCHIVED}
-    )
-    store = SqliteLexicalStore(path)
-    store.upsert([archived])
-    store.close()
-    db = sqlite3.connect(path)
-    rowid = dict(db.execute("SELECT id, rowid FROM units").fetchall())
-    contexts = db.execute("SELECT rowid, tenant_id, text FROM contexts").fetchall()
-    for index in ("units_fts", "contexts_fts"):
-        db.execute(f"DROP TABLE {index}")
-        db.execute(
-            f"CREATE VIRTUAL TABLE {index} USING fts5(tenant, body, content = '', tokenize = 'porter')"
-        )
-    for u in units:  # the active ones, as version 12 indexed them
-        db.execute(
-            "INSERT INTO units_fts (rowid, tenant, body) VALUES (?,?,?)",
-            (rowid[unit_key(u.id)], *_fts_values(u)),
-        )
-    for row, tenant, text in contexts:
-        db.execute(
-            "INSERT INTO contexts_fts (rowid, tenant, body) VALUES (?,?,?)",
-            (row, tenant_token(tenant), open_context(text).text),  # type: ignore[union-attr]
-        )
-    db.execute("PRAGMA user_version=12")
-    db.commit()
-    reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
-    for index in ("units_fts", "contexts_fts"):
-        assert [r[1] for r in db.execute(f"PRAGMA table_info({index})")] == ["body", "tenant"]
-    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {
-        u.id for u in units[:2]
-    }
-    # words of a unit's own text, not of its context: found through the rebuilt units index alone
-    assert {h.id for h in reopened.search("t1", "suggested", 10, SymbolicFilter())} == {
-        u.id for u in units[:2]
-    }
-    assert [h.id for h in reopened.search("t2", "suggested", 10, SymbolicFilter())] == [units[3].id]
-    assert [h.id for h in reopened.search("t1", "Jordan", 10, SymbolicFilter())] == [quoting.id]
-    assert context_term_rows(db, "glockenspiel", "units_fts") == 0
-    assert context_term_rows(db, "crampon") == 2  # t1's answer and t2's
-    reopened.delete("t1", [u.id for u in units[:3]])
-    reopened.delete("t2", [units[3].id])
-    assert context_term_rows(db, "crampon") == 0
-    assert context_term_rows(db, "option", "units_fts") == context_term_rows(db, "cedar", "units_fts") == 0
-    for index in ("units_fts", "contexts_fts"):
-        db.execute(f"INSERT INTO {index} ({index}) VALUES ('integrity-check')")
-    reopened.close()
-    db.close()
-
-
-def test_an_older_file_with_contexts_in_every_unit_is_upgraded(tmp_path: Path) -> None:
-    import orjson
-
-    path, units = closed_store_with_an_answer(tmp_path)
-    as_version_11(path)
-    db = sqlite3.connect(path)  # version 3: the context in each document, no contexts table
-    for u in units:
-        db.execute("UPDATE units SET doc=? WHERE id=?", (orjson.dumps(u.model_dump(mode="json")), u.id))
-    db.execute("DROP INDEX units_by_context")
-    db.execute("ALTER TABLE units DROP COLUMN context")
-    db.execute("DELETE FROM contexts")
-    db.execute("DROP TABLE contexts_fts")
-    db.execute("PRAGMA user_version=3")
-    db.commit()
-    db.close()
-    reopened = SqliteLexicalStore(path)
-    assert {h.id for h in reopened.search("t1", "crampons", 10, SymbolicFilter())} == {u.id for u in units}
-    assert [u.context for u in reopened.get("t1", [units[1].id])] == [units[1].context]
-    reopened.close()
-    db = sqlite3.connect(path)
-    assert db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 1
     db.close()
 
 
@@ -875,31 +566,20 @@ def test_one_unit_id_in_two_tenants_is_two_vectors(tmp_path: Path) -> None:
     store.close()
 
 
-def test_an_older_vector_files_rows_get_tenant_numbers_and_id_bytes(tmp_path: Path) -> None:
-    """A vector file written before version 1 held the tenant's name and the id as text; opened, its
-    rows hold the tenant's number and the id's 16 bytes (a caller's id stays text), an active status
-    and a one-day span's end are NULL (version 2), and every read, search and delete finds the same
-    rows per tenant."""
+def test_vector_rows_hold_the_tenants_number_the_ids_bytes_and_null_common_values(tmp_path: Path) -> None:
+    """A vector row holds the tenant's number and a 32-digit id's 16 bytes (a caller's id stays text),
+    NULL for an active status and a one-day span's end, and every read, search and delete finds the
+    same rows per tenant."""
     path = tmp_path / "vectors.sqlite"
-    db = sqlite3.connect(path)
-    db.execute(
-        "CREATE TABLE vectors (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, status TEXT NOT NULL, "
-        "event_start INTEGER NOT NULL, event_end INTEGER NOT NULL, stated_at REAL NOT NULL, vec BLOB NOT NULL)"
-    )
-    db.execute("CREATE INDEX vectors_tenant ON vectors(tenant_id, stated_at)")
     units = [
         unit("t1", "alpha"),
         unit("t2", "beta"),
         unit("t2", "gamma").model_copy(update={"id": "mem0-gamma"}),
     ]
     eye = np.eye(4, dtype=np.float32)
-    db.executemany(
-        "INSERT INTO vectors VALUES (?,?,?,?,?,?,?)",
-        [(u.id, u.tenant_id, "active", 0, 0, 0.0, encoded(eye[i])) for i, u in enumerate(units)],
-    )
-    db.commit()
     store = SqliteVectorStore(path, 4)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    store.upsert(units, eye[:3])
+    db = sqlite3.connect(path)
     assert db.execute("SELECT DISTINCT status, event_end FROM vectors").fetchall() == [(None, None)]
     assert sorted(db.execute("SELECT typeof(id), typeof(tenant_id) FROM vectors")) == [
         ("blob", "integer"),
@@ -915,6 +595,40 @@ def test_an_older_vector_files_rows_get_tenant_numbers_and_id_bytes(tmp_path: Pa
     assert (store.count("t1"), store.count("t2")) == (1, 1)
     store.close()
     db.close()
+
+
+def set_version(path: Path, version: int) -> None:
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version={version}")
+    db.commit()
+    db.close()
+
+
+@pytest.mark.parametrize("kind", ["lexical", "vectors"])
+@pytest.mark.parametrize("offset", [-1, 1])
+def test_a_file_of_another_format_is_refused_with_how_to_rebuild_it(
+    tmp_path: Path, kind: str, offset: int
+) -> None:
+    """A file written in an older (or newer) format is refused on open, unchanged, with a message
+    that says how to rebuild the store; a new file is made in this format and opens again."""
+
+    def open_store(path: Path) -> SqliteLexicalStore | SqliteVectorStore:
+        return SqliteLexicalStore(path) if kind == "lexical" else SqliteVectorStore(path, 4)
+
+    version = LEXICAL_FORMAT if kind == "lexical" else VECTOR_FORMAT
+    path = tmp_path / f"{kind}.sqlite"
+    open_store(path).close()
+    open_store(path).close()  # this format: opens again
+    set_version(path, version + offset)
+    before = path.read_bytes()
+    with pytest.raises(StoreFormatError) as refused:
+        open_store(path)
+    message = str(refused.value)
+    assert str(path) in message and f"format {version + offset}" in message
+    assert "simplemem ingest" in message and "simplemem replay" in message
+    assert path.read_bytes() == before
+    with pytest.raises(StoreFormatError):  # the check a command makes before it loads a model
+        check_format(path, version)
 
 
 def test_about_any_decides_as_the_stores_name_index() -> None:
@@ -995,32 +709,6 @@ def test_two_messages_of_the_same_text_share_a_context_not_their_links(tmp_path:
     db.close()
 
 
-def test_a_version_13_files_links_move_to_their_contexts(tmp_path: Path) -> None:
-    """Version 13 linked every unit to its messages by its own rows; opened, a unit with a context is
-    linked through it (one row for a message's statements), the others keep theirs, and every lookup
-    and delete works on them."""
-    path, units, quoting = closed_store_with_links(tmp_path)
-    lone = unit("t1", "Jordan owns a red kayak")
-    store = SqliteLexicalStore(path)
-    store.upsert([lone])
-    store.close()
-    db = sqlite3.connect(path)
-    as_version_13(db)
-    db.commit()
-    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 5
-    reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
-    assert db.execute("SELECT count(*) FROM sources").fetchone()[0] == 1
-    assert sorted(links_per_tenant(db, "sources")) == [("t1", 3), ("t2", 1)]
-    assert {u.id for u in reopened.units_from_sources("t1", ["t1:answer"])} == {u.id for u in units[:2]}
-    assert [u.id for u in reopened.units_from_sources("t1", lone.source_ids)] == [lone.id]
-    assert [u.id for u in reopened.units_quoting("t1", ["t1:question"])] == [quoting.id]
-    reopened.delete("t1", [u.id for u in units[:3]] + [lone.id])
-    assert links_per_tenant(db, "sources") == [("t2", 1)] and links_per_tenant(db, "quotes") == []
-    reopened.close()
-    db.close()
-
-
 @pytest.mark.parametrize("topic", ["trail", None, "boots"])
 def test_a_documents_keywords_are_kept_as_the_places_of_their_words(
     tmp_path: Path, topic: str | None
@@ -1050,10 +738,9 @@ def test_a_query_word_the_index_splits_in_two_finds_both_halves(tmp_path: Path) 
     store.close()
 
 
-def test_a_version_15_files_common_values_become_null(tmp_path: Path) -> None:
-    """Version 15 wrote every unit's status and event end, and a context's hash as 24 hex digits;
-    opened, an active status and a one-day span's end are NULL (no byte), another status or span
-    stays, the filters read both alike, and a hash is the 8 bytes a new write of the context finds."""
+def test_the_values_nearly_every_unit_holds_are_stored_as_null(tmp_path: Path) -> None:
+    """An active status and a one-day span's end are NULL (no byte), another status or span is
+    written, the filters read both alike, and a context is found again by its hash."""
     path = tmp_path / "lex.sqlite"
     store = SqliteLexicalStore(path)
     today = unit("t1", "Ana plays tennis")
@@ -1063,10 +750,7 @@ def test_a_version_15_files_common_values_become_null(tmp_path: Path) -> None:
     store.upsert([today, week, gone, *said])
     store.close()
     db = sqlite3.connect(path)
-    as_version_15(db)
-    db.commit()
     reopened = SqliteLexicalStore(path)
-    assert db.execute("PRAGMA user_version").fetchone()[0] == LATEST_VERSION
     rows = {unit_id(k): (s, e) for k, s, e in db.execute("SELECT id, status, event_end FROM units")}
     assert rows == {
         **{u.id: (None, None) for u in said},

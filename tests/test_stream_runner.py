@@ -40,7 +40,7 @@ class Log:
         return Batch(list(items), ack)
 
 
-class RecordingStage:
+class RecordingStep:
     """Outputs each value; its state write is logged; a value "bad" fails the stage."""
 
     def __init__(self, log: Log, gate: asyncio.Event | None = None) -> None:
@@ -71,7 +71,7 @@ async def from_list(batches: list[Batch]) -> AsyncIterator[Batch]:
 
 def test_outputs_are_delivered_then_state_written_then_the_batch_acknowledged() -> None:
     log = Log()
-    runner = AgentRunner(RecordingStage(log), log.deliver, overlap=True)
+    runner = AgentRunner(RecordingStep(log), log.deliver, overlap=True)
     asyncio.run(runner.run(from_list([log.batch(item(0), item(1)), log.batch(item(2))])))
     assert log.events == [
         "deliver ok",
@@ -86,7 +86,7 @@ def test_outputs_are_delivered_then_state_written_then_the_batch_acknowledged() 
 
 def test_a_poison_record_becomes_a_dead_letter_and_the_rest_goes_on() -> None:
     log = Log()
-    runner = AgentRunner(RecordingStage(log), log.deliver)
+    runner = AgentRunner(RecordingStep(log), log.deliver)
     batches = [log.batch(item(0), item(1, b"bad"), item(2)), log.batch(item(3))]
     asyncio.run(runner.run(from_list(batches)))
     assert log.events == [
@@ -108,7 +108,7 @@ def test_a_batch_cut_short_by_shutdown_is_neither_stored_nor_acknowledged() -> N
     gate = asyncio.Event()  # never set: the stage waits (a store outage) until cancelled
 
     async def scenario() -> None:
-        runner = AgentRunner(RecordingStage(log, gate), log.deliver, overlap=True)
+        runner = AgentRunner(RecordingStep(log, gate), log.deliver, overlap=True)
         task = asyncio.ensure_future(runner.run(from_list([log.batch(item(0)), log.batch(item(1))])))
         await asyncio.sleep(0.05)
         task.cancel()
@@ -135,7 +135,7 @@ def test_a_batch_whose_partition_went_to_another_worker_writes_no_state_and_is_n
                 ownership.assigned([("turns", 1)])
 
         gate = asyncio.Event()
-        runner = AgentRunner(RecordingStage(log, gate), deliver)
+        runner = AgentRunner(RecordingStep(log, gate), deliver)
         batch = log.batch(item(0))
         batch.still_ours = partial(ownership.holds, ownership.stamp([tp]))
         task = asyncio.ensure_future(runner.run(from_list([batch, log.batch(item(1))])))
@@ -322,7 +322,7 @@ def test_a_pause_check_waits_while_the_sessions_turns_are_still_to_scrub() -> No
     sessions.put(key, _state(pending=True))
     assert not backlog.behind(0, 40), "nothing scrubbed since the start: not held"
     log = Log()
-    runner = AgentRunner(RecordingStage(log), log.deliver, done=backlog.done)
+    runner = AgentRunner(RecordingStep(log), log.deliver, done=backlog.done)
     asyncio.run(runner.run(from_list([log.batch(item(10), item(11), item(30, partition=1))])))
     assert backlog.finished == {0: 11, 1: 30}
     assert backlog.behind(0, 40) and not backlog.behind(0, 12) and not backlog.behind(0, None)
@@ -335,7 +335,7 @@ def test_a_pause_check_waits_while_the_sessions_turns_are_still_to_scrub() -> No
 def test_the_runner_counts_the_batches_in_flight() -> None:
     """What the re-read of skipped records asks before it touches a partition: an agent at work."""
     log, gate = Log(), asyncio.Event()
-    runner = AgentRunner(RecordingStage(log, gate), log.deliver, overlap=True)
+    runner = AgentRunner(RecordingStep(log, gate), log.deliver, overlap=True)
 
     async def scenario() -> list[int]:
         seen = []

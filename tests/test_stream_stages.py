@@ -15,13 +15,13 @@ from simplemem.processors.ingest.admission import FORGOTTEN_REASON
 from simplemem.processors.ingest.analysis import MessageAnalyzer, ThreadPreparer
 from simplemem.processors.ingest.decompose import OfflineDecomposer
 from simplemem.processors.ingest.pipeline import Pipeline
-from simplemem.processors.ingest.streaming import MemoryStage, ScrubStage, SessionState
+from simplemem.processors.ingest.streaming import SessionState, TurnMemorizer, TurnScrubber
 from simplemem.processors.stores.tombstones import SqliteTombstones
 from simplemem.schemas.accounting import Outcome
 from simplemem.schemas.events import ChatEvent
 from simplemem.schemas.keys import SessionKey
 from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import DeadLetterStage, DeletionRequest, SourceRef, StageRecord
+from simplemem.schemas.stream import DeletionRequest, FailurePoint, ScrubbedRecord, SourceRef
 from simplemem.schemas.window import AnalyzedMessage
 from tests.helpers import message
 from tests.test_accounting import RecordingIndexer
@@ -44,15 +44,15 @@ class Clock:
         return self.now
 
 
-def stage(indexer: RecordingIndexer | None = None, clock: Callable[[], float] | None = None) -> MemoryStage:
+def stage(indexer: RecordingIndexer | None = None, clock: Callable[[], float] | None = None) -> TurnMemorizer:
     settings = Settings(session_idle_seconds=60, pause_seconds=20)
     pipeline = Pipeline(settings, NoVectors(), OfflineDecomposer(), indexer or RecordingIndexer())  # type: ignore[arg-type]
-    return MemoryStage(pipeline, clock or Clock())
+    return TurnMemorizer(pipeline, clock or Clock())
 
 
-def turn(i: int, session: str = "s1", partition: int = 0) -> StageRecord:
+def turn(i: int, session: str = "s1", partition: int = 0) -> ScrubbedRecord:
     m = message(i, session=session, entities=[f"thing{i}"], embedding=[1.0, float(i)])
-    return StageRecord(
+    return ScrubbedRecord(
         tenant_id=m.tenant_id,
         session_id=m.session_id,
         message=m,
@@ -101,8 +101,8 @@ def test_an_idle_check_closes_a_silent_session_only() -> None:
     memory = stage(clock=clock)
     r1 = memory.run([turn(0), turn(1), turn(0, session="s2")], {}, direct)
 
-    def check(after: float) -> StageRecord:
-        return StageRecord.idle_check(S1, 1000.0 + after)
+    def check(after: float) -> ScrubbedRecord:
+        return ScrubbedRecord.idle_check(S1, 1000.0 + after)
 
     early = memory.run([check(10)], r1.states, direct)
     assert early.windows == [] and early.states[S1].buffer is not None
@@ -120,16 +120,16 @@ def test_an_idle_check_closes_a_silent_session_only() -> None:
 def test_silences_are_read_from_the_records_so_a_replay_cuts_the_same_windows() -> None:
     """After a crash the batch comes again later and faster: the pause the first run saw between a
     turn and its idle check is the one between their stamps, whatever the clock says now."""
-    records = [stamped(turn(0), 100.0), stamped(turn(1), 101.0), StageRecord.idle_check(S1, 130.0)]
+    records = [stamped(turn(0), 100.0), stamped(turn(1), 101.0), ScrubbedRecord.idle_check(S1, 130.0)]
     first = stage(clock=lambda: 130.0).run(records, {}, direct)
     replayed = stage(clock=lambda: 5000.0).run(records, {}, direct)
     decided = [o.message_id for o in first.outcomes]
     assert decided == ["s1:m0", "s1:m1"] == [o.message_id for o in replayed.outcomes]
-    too_soon = [stamped(turn(0), 100.0), stamped(turn(1), 125.0), StageRecord.idle_check(S1, 130.0)]
+    too_soon = [stamped(turn(0), 100.0), stamped(turn(1), 125.0), ScrubbedRecord.idle_check(S1, 130.0)]
     assert stage(clock=lambda: 5000.0).run(too_soon, {}, direct).outcomes == [], "5 s of silence is no pause"
 
 
-def stamped(record: StageRecord, at: float) -> StageRecord:
+def stamped(record: ScrubbedRecord, at: float) -> ScrubbedRecord:
     return record.model_copy(update={"scrubbed_at": at})
 
 
@@ -139,7 +139,7 @@ def test_a_closed_session_keeps_only_its_position_until_a_turn_reopens_it() -> N
     r1 = memory.run([turn(0), turn(1)], {}, direct)
     assert r1.states[S1].closed_at is None
     clock.now += 61
-    closed = memory.run([StageRecord.idle_check(S1, clock.now)], r1.states, direct).states[S1]
+    closed = memory.run([ScrubbedRecord.idle_check(S1, clock.now)], r1.states, direct).states[S1]
     assert closed.closed_at == clock.now and closed.history.vectors == [] and closed.history.entities == []
     assert closed.source_offset == 1, "a replay of the applied turns is still skipped"
     replayed = memory.run([turn(1)], {S1: closed}, direct)
@@ -168,7 +168,7 @@ def test_a_dead_letter_quotes_at_most_its_share_of_a_huge_record() -> None:
     settings = Settings()
     huge = b"{" + b"x" * 900_000
     source = SourceRef(topic="turns", partition=0, offset=7)
-    letter = raw_dead_letter(DeadLetterStage.VALIDATE, "invalid_json", "e" * 10**6, source, huge, settings)
+    letter = raw_dead_letter(FailurePoint.VALIDATE, "invalid_json", "e" * 10**6, source, huge, settings)
     assert letter.truncated and letter.original_size == len(huge)
     assert base64.b64decode(letter.original or "") == huge[: settings.dlq_original_bytes]
     assert len(dumps(letter)) < DLQ_RECORD_BYTES
@@ -180,7 +180,7 @@ def test_an_index_failure_dead_letters_each_turn_with_its_position() -> None:
     assert {o.outcome for o in result.outcomes} == {Outcome.FAILED}
     assert len(result.dead) == 10 and result.units == []
     dead = {d.message_id: d for d in result.dead}
-    assert dead["s1:m7"].stage == DeadLetterStage.INDEX and dead["s1:m7"].code == "store_error"
+    assert dead["s1:m7"].stage == FailurePoint.INDEX and dead["s1:m7"].code == "store_error"
     assert dead["s1:m7"].source == SourceRef(topic="turns", partition=0, offset=7)
     assert "store down" in dead["s1:m7"].reason
 
@@ -193,7 +193,7 @@ def test_state_round_trips_through_its_table_encoding() -> None:
 
 
 @pytest.fixture(scope="module")
-def scrub(nlp, scrubber) -> ScrubStage:  # type: ignore[no-untyped-def]
+def scrub(nlp, scrubber) -> TurnScrubber:  # type: ignore[no-untyped-def]
     from simplemem.processors.ingest.analysis import NlpPreparer
     from simplemem.processors.retrieval.buffer import InMemoryBuffer
 
@@ -202,10 +202,10 @@ def scrub(nlp, scrubber) -> ScrubStage:  # type: ignore[no-untyped-def]
             m.embedding = [1.0, 0.0]
         return messages
 
-    return ScrubStage(Settings(), NlpPreparer(nlp, scrubber), embed, InMemoryBuffer(20, 3600, 100))
+    return TurnScrubber(Settings(), NlpPreparer(nlp, scrubber), embed, InMemoryBuffer(20, 3600, 100))
 
 
-def test_scrub_dead_letters_bad_input_with_its_bytes_and_passes_the_rest(scrub: ScrubStage) -> None:
+def test_scrub_dead_letters_bad_input_with_its_bytes_and_passes_the_rest(scrub: TurnScrubber) -> None:
     good = orjson.dumps(
         {
             "tenant_id": "t1",
@@ -264,7 +264,7 @@ class PickyPreparer:
 
 
 def test_a_message_that_breaks_the_analysis_costs_only_itself() -> None:
-    scrub = ScrubStage(Settings(), PickyPreparer(), lambda messages: list(messages))  # type: ignore[arg-type]
+    scrub = TurnScrubber(Settings(), PickyPreparer(), lambda messages: list(messages))  # type: ignore[arg-type]
     raw = [
         orjson.dumps({**EVENT, "message_id": f"m{i}", "text": text})
         for i, text in enumerate(["fine", "boom", "also fine"])
@@ -272,7 +272,7 @@ def test_a_message_that_breaks_the_analysis_costs_only_itself() -> None:
     result = scrub.run([(SourceRef(topic="turns", partition=0, offset=i), r) for i, r in enumerate(raw)])
     assert [r.message.message_id for r in result.records if r.message] == ["m0", "m2"]
     assert [(d.stage, d.message_id, d.source.offset) for d in result.dead] == [
-        (DeadLetterStage.ANALYZE, "m1", 1)
+        (FailurePoint.ANALYZE, "m1", 1)
     ]
     assert [(o.message_id, o.outcome) for o in result.failed] == [("m1", Outcome.FAILED)]
 
@@ -292,7 +292,7 @@ def test_both_drivers_drop_forgotten_turns_and_fail_a_broken_one_alone(tmp_path:
     stones.add(DeletionRequest(tenant_id="t1", message_ids=["m2"], requested_at=datetime.now(UTC)))
     texts = ["fine", "boom", "forgotten", "also fine"]
     raw = [orjson.dumps({**EVENT, "message_id": f"m{i}", "text": text}) for i, text in enumerate(texts)]
-    scrub = ScrubStage(Settings(), PickyPreparer(), lambda m: list(m), tombstones=stones)  # type: ignore[arg-type]
+    scrub = TurnScrubber(Settings(), PickyPreparer(), lambda m: list(m), tombstones=stones)  # type: ignore[arg-type]
     streamed = scrub.run([(SourceRef(topic="turns", partition=0, offset=i), r) for i, r in enumerate(raw)])
     analyzer = MessageAnalyzer(ThreadPreparer(PickyPreparer()), NoSentences())  # type: ignore[arg-type]
     pipeline = Pipeline(Settings(), analyzer, OfflineDecomposer(), RecordingIndexer(), tombstones=stones)  # type: ignore[arg-type]

@@ -21,14 +21,14 @@ from typing import Any
 import orjson
 import pytest
 
-from bench.harness.kcat import kcat_publish
-from bench.harness.workers import WorkerProcess
 from simplemem.infra.errors import log_tail
 from simplemem.schemas.accounting import MessageOutcome
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryRequest
 from simplemem.schemas.settings import Settings, settings_for
 from simplemem.schemas.stream import DeadLetter
+from tests.helpers.kcat import kcat_publish
+from tests.helpers.workers import WorkerProcess
 from tests.services import delete_topics, drop_stream_env, require, running_worker, stream_env
 
 pytestmark = pytest.mark.integration

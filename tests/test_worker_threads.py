@@ -16,8 +16,9 @@ from simplemem.processors.ingest.streaming import MemoryResult
 from simplemem.processors.lifecycle.consolidate import ConsolidationRun
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.stream import ConsolidationAction, ConsolidationDecision, DeletionRequest
+from simplemem.streams.lifecycle_steps import ConsolidateStep, ForgetStep
 from simplemem.streams.runner import Output
-from simplemem.streams.worker import ConsolidateStep, ForgetStep, MemorizeStep, SessionTable, Worker
+from simplemem.streams.worker import MemorizeStep, SessionTable, Worker
 
 WAIT = 5.0  # seconds: far longer than any of these steps takes when it is not blocked
 
@@ -65,7 +66,7 @@ def blocked_worker() -> tuple[Worker, BlockedConsolidation]:
     worker = Worker(Settings())
     runtime = BlockedConsolidation()
     worker.__dict__["runtime"] = runtime  # the cached properties, filled in before first use
-    worker.__dict__["memory_stage"] = EmptyMemoryStage()
+    worker.__dict__["turn_memorizer"] = EmptyMemoryStage()
     return worker, runtime
 
 

@@ -26,14 +26,17 @@ from simplemem.api.keys import KeyStore, new_key
 from simplemem.api.limits_asgi import body_limit
 from simplemem.api.metrics import ServiceMetrics
 from simplemem.api.quotas import Quota, Quotas
+from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.schemas.api import (
     MAX_PAGE_OFFSET,
     Accepted,
     EventError,
     EventsAccepted,
+    FeedbackAnswer,
     FeedbackBody,
     FeedbackRecord,
     KeyCreate,
+    KeyCreated,
     MemoryPage,
     QueryBody,
 )
@@ -201,13 +204,13 @@ async def post_query(body: QueryBody, caller: CallerDep, service: ServiceDep) ->
     return result.to_json()
 
 
-@memory_routes.post("/v1/feedback")
-async def post_feedback(body: FeedbackBody, caller: CallerDep, service: ServiceDep) -> dict[str, object]:
+@memory_routes.post("/v1/feedback", response_model=FeedbackAnswer)
+async def post_feedback(body: FeedbackBody, caller: CallerDep, service: ServiceDep) -> FeedbackAnswer:
     """Log a wrong answer as a classifier miss and answer again at ``k_max``."""
     tenant = tenant_of(caller)
     request = service.query_request(tenant, QueryBody(query=body.query, as_of=body.as_of))
     service.take(Quota.QUERY, tenant)
-    k_max = service.settings.k_max
+    k_max = RetrievalConfig.from_settings(service.settings).k_max
     retry = await anyio.to_thread.run_sync(service.backend.query, request, QueryFilters(k=k_max))
     scrubbed = await anyio.to_thread.run_sync(service.backend.scrub, body.query)
     record = FeedbackRecord(
@@ -221,7 +224,7 @@ async def post_feedback(body: FeedbackBody, caller: CallerDep, service: ServiceD
         logged_at=datetime.now(UTC),
     )
     await anyio.to_thread.run_sync(service.feedback.add, record)
-    return {"logged": True, "retry": retry.to_json()}
+    return FeedbackAnswer(logged=True, retry=retry)
 
 
 @memory_routes.get("/v1/memories", response_model=MemoryPage)
@@ -274,13 +277,13 @@ async def delete_tenant(tenant_id: str, caller: CallerDep, service: ServiceDep) 
     return accepted
 
 
-@key_routes.post("/v1/admin/keys", status_code=status.HTTP_201_CREATED)
-async def create_key(body: KeyCreate, caller: CallerDep, service: ServiceDep) -> dict[str, str]:
+@key_routes.post("/v1/admin/keys", status_code=status.HTTP_201_CREATED, response_model=KeyCreated)
+async def create_key(body: KeyCreate, caller: CallerDep, service: ServiceDep) -> KeyCreated:
     """A new key for a tenant (admin); the key is shown only in this answer."""
     require_admin(caller)
     key, record = new_key(body.tenant_id)
     await anyio.to_thread.run_sync(service.keys.add, record)
-    return {"key_id": record.key_id, "tenant_id": record.tenant_id, "key": key}
+    return KeyCreated(key_id=record.key_id, tenant_id=record.tenant_id, key=key)
 
 
 @key_routes.get("/v1/admin/keys")

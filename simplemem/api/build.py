@@ -15,6 +15,7 @@ from simplemem.api.forgetting import CallForgetter
 from simplemem.api.keys import open_key_store
 from simplemem.api.mcp_server import mount_mcp
 from simplemem.api.mem0 import mount_mem0
+from simplemem.api.mem0_legacy import mount_mem0_legacy
 from simplemem.api.metrics import ServiceMetrics
 from simplemem.api.quotas import Quotas
 from simplemem.runtime import Runtime
@@ -40,5 +41,6 @@ def build_service(rt: Runtime) -> Service:
 def build_app(rt: Runtime) -> FastAPI:
     """The whole app: the API, the mem0-compatible routes and the MCP server."""
     service = build_service(rt)
-    extras: list[Any] = [mount_mem0(service, open_directory(rt.settings, rt.store_dir)), mount_mcp(service)]
+    directory = open_directory(rt.settings, rt.store_dir)
+    extras: list[Any] = [mount_mem0(service, directory), mount_mem0_legacy, mount_mcp(service)]
     return create_app(service, extras)

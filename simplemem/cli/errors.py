@@ -10,6 +10,7 @@ from typing import ParamSpec, TypeVar
 import typer
 
 from simplemem.cli.console import err
+from simplemem.processors.stores.file_format import StoreFormatError
 from simplemem.schemas.accounting import IngestReport, Outcome
 
 P = ParamSpec("P")
@@ -25,6 +26,7 @@ class ExitCode(IntEnum):
     INCOMPLETE = 3  # ingest: some lines rejected or some messages failed; the rest is stored
     NOTHING_INGESTED = 4  # ingest: no events, every line rejected, or every message failed
     STORE_BUSY = 5  # another process is using the embedded store: try again when it is done
+    STORE_FORMAT = 6  # the embedded store's files are in another format: rebuild the store
 
 
 class CliError(Exception):
@@ -56,6 +58,8 @@ def one_line_errors(command: Callable[P, R]) -> Callable[P, R]:
             return command(*args, **kwargs)
         except CliError as exc:
             raise fail(exc.message, exc.code) from None
+        except StoreFormatError as exc:
+            raise fail(str(exc), ExitCode.STORE_FORMAT) from None
 
     return run
 

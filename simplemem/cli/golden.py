@@ -13,21 +13,38 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import orjson
 import typer
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from simplemem.cli.console import out, plain
 from simplemem.cli.errors import CliError, one_line_errors
 from simplemem.schemas.settings import Settings, get_settings
 
+if TYPE_CHECKING:  # the client (httpx) is imported when the check runs, not with every command
+    from simplemem.client import Client
+
 DEFAULT_FILE = Path(__file__).resolve().parent / "data" / "golden.json"  # the project's own set
 REQUEST_TIMEOUT_SECONDS = 60.0
 POLL_SECONDS = 2.0
 PERCENTILES = (50, 95, 99)
+
+
+class GoldenSettings(BaseSettings):
+    """The check's own settings (not the service's): ``SIMPLEMEM_GOLDEN_MIN_FOUND``,
+    ``SIMPLEMEM_GOLDEN_WAIT_SECONDS``."""
+
+    model_config = SettingsConfigDict(env_prefix="SIMPLEMEM_GOLDEN_", extra="ignore", frozen=True)
+
+    min_found: float = Field(
+        0.9, ge=0.0, le=1.0, description="the check fails below this share of found strings"
+    )
+    wait_seconds: float = Field(300.0, gt=0, description="how long it waits for the facts to be queryable")
 
 
 def spellings(iso_day: str) -> re.Pattern[str]:
@@ -53,35 +70,16 @@ class Round:
     misses: list[tuple[str, str]] = field(default_factory=list)
 
 
-class Api:
-    def __init__(self, url: str, key: str) -> None:
-        import httpx
-
-        self._http = httpx.Client(base_url=url.rstrip("/"), timeout=REQUEST_TIMEOUT_SECONDS)
-        self._admin = {"Authorization": f"Bearer {key}"}
-
-    def call(self, method: str, path: str, key: str | None = None, body: Any = None) -> Any:
-        headers = {"Authorization": f"Bearer {key}"} if key else self._admin
-        response = self._http.request(method, path, headers=headers, json=body)
-        if response.status_code >= 400:
-            raise CliError(f"{method} {path}: {response.status_code} {response.text[:300]}")
-        return response.json()
-
-    def close(self) -> None:
-        self._http.close()
-
-
-def ask_all(api: Api, key: str, queries: list[dict[str, Any]]) -> Round:
+def ask_all(memory: Client, queries: list[dict[str, Any]]) -> Round:
     result = Round()
     for q in queries:
-        body = {"id": q.get("id"), "query": q["query"], "as_of": q.get("as_of")}
         start = time.perf_counter()
-        answer = api.call("POST", "/v1/query", key, body)
+        answer = memory.query(q["query"], as_of=_time(q.get("as_of")), id=q.get("id"))
         result.latencies_ms.append((time.perf_counter() - start) * 1000)
-        dumped = orjson.dumps(answer).decode()
+        dumped = answer.model_dump_json()
         for expected in q.get("expected", []):
             result.expected += 1
-            if found_in(answer["context"], expected):
+            if found_in(answer.context, expected):
                 result.found += 1
             else:
                 result.misses.append((q["query"], expected))
@@ -89,12 +87,16 @@ def ask_all(api: Api, key: str, queries: list[dict[str, Any]]) -> Round:
     return result
 
 
-def other_tenant_leaks(api: Api, key: str, queries: list[dict[str, Any]]) -> list[str]:
+def _time(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def other_tenant_leaks(memory: Client, queries: list[dict[str, Any]]) -> list[str]:
     """Questions for which a tenant that stored nothing gets something back."""
     leaks = []
     for q in queries:
-        answer = api.call("POST", "/v1/query", key, {"query": q["query"], "as_of": q.get("as_of")})
-        if answer["memories"] or answer["context"]:
+        answer = memory.query(q["query"], as_of=_time(q.get("as_of")))
+        if answer.memories or answer.context:
             leaks.append(f"another tenant saw memories for {q['query']!r}")
     return leaks
 
@@ -106,31 +108,37 @@ def ended_sessions(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [dict(e, ends_session=True) if last[e["session_id"]] == i else e for i, e in enumerate(events)]
 
 
-def check(api: Api, golden: dict[str, Any], settings: Settings) -> Round:
+def check(url: str, admin_key: str, golden: dict[str, Any], settings: Settings, wait_seconds: float) -> Round:
+    from simplemem.client import Client
+
     scratch = f"golden-check-{uuid.uuid4().hex[:12]}"
     other = f"golden-other-{uuid.uuid4().hex[:12]}"
+    admin = Client(url, admin_key, timeout=REQUEST_TIMEOUT_SECONDS)
     try:
-        key = api.call("POST", "/v1/admin/keys", body={"tenant_id": scratch})["key"]
-        other_key = api.call("POST", "/v1/admin/keys", body={"tenant_id": other})["key"]
-        events = ended_sessions([dict(e, tenant_id=scratch) for e in golden["events"]])
-        step = settings.api_max_batch_events
-        rejected = []
-        for i in range(0, len(events), step):
-            rejected += api.call("POST", "/v1/events", key, {"events": events[i : i + step]})["rejected"]
-        if rejected:
-            raise CliError(f"{len(rejected)} golden events rejected: {rejected[0]['reason']}")
-        queries = golden["queries"]
-        deadline = time.monotonic() + settings.golden_wait_seconds
-        while True:  # the facts are queryable once every expected string is found, or time is up
-            result = ask_all(api, key, queries)
-            if result.found == result.expected or time.monotonic() > deadline:
-                break
-            time.sleep(POLL_SECONDS)
-        result.leaks += other_tenant_leaks(api, other_key, queries)
-        return result
+        key, other_key = admin.create_key(scratch).key, admin.create_key(other).key
+        with (
+            Client(
+                url, key, timeout=REQUEST_TIMEOUT_SECONDS, batch_size=settings.api_max_batch_events
+            ) as memory,
+            Client(url, other_key, timeout=REQUEST_TIMEOUT_SECONDS) as stranger,
+        ):
+            events = ended_sessions([dict(e, tenant_id=scratch) for e in golden["events"]])
+            rejected = memory.send(events).rejected
+            if rejected:
+                raise CliError(f"{len(rejected)} golden events rejected: {rejected[0].reason}")
+            queries = golden["queries"]
+            deadline = time.monotonic() + wait_seconds
+            while True:  # the facts are queryable once every expected string is found, or time is up
+                result = ask_all(memory, queries)
+                if result.found == result.expected or time.monotonic() > deadline:
+                    break
+                time.sleep(POLL_SECONDS)
+            result.leaks += other_tenant_leaks(stranger, queries)
+            return result
     finally:
         for tenant in (scratch, other):
-            api.call("DELETE", f"/v1/tenants/{tenant}")
+            admin.forget_tenant(tenant)
+        admin.close()
 
 
 def percentile(values: list[float], pct: int) -> float:
@@ -148,16 +156,17 @@ def golden(
     file: Annotated[Path, typer.Argument(help="golden facts JSON {events, queries}")] = DEFAULT_FILE,
 ) -> None:
     """Check a deployment against the golden facts; exit 1 below the threshold or on a leak."""
-    settings = get_settings()
+    settings, own = get_settings(), GoldenSettings()
     try:
         data = orjson.loads(file.read_bytes())
     except (OSError, orjson.JSONDecodeError) as exc:
         raise CliError(f"cannot read {file}: {exc}") from None
-    api = Api(url, key)
+    from simplemem.client import ServiceError
+
     try:
-        result = check(api, data, settings)
-    finally:
-        api.close()
+        result = check(url, key, data, settings, own.wait_seconds)
+    except ServiceError as exc:
+        raise CliError(str(exc)) from None
     share = result.found / result.expected if result.expected else 1.0
     lat = ", ".join(f"p{p} {percentile(result.latencies_ms, p):.0f} ms" for p in PERCENTILES)
     out.print(
@@ -167,7 +176,7 @@ def golden(
         plain(f"  missing {expected!r} for {query!r}")
     for leak in result.leaks:
         plain(f"  leak: {leak}")
-    if share < settings.golden_min_found or result.leaks:
+    if share < own.min_found or result.leaks:
         raise typer.Exit(1)
 
 

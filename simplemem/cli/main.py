@@ -9,6 +9,8 @@ from pydantic import ValidationError
 
 from simplemem.cli import consolidate, demo, forget, golden, infra, memory, reconcile, serve, streams
 from simplemem.cli.errors import ExitCode, error_line
+from simplemem.cli.golden import GoldenSettings
+from simplemem.infra.settings import InfraSettings
 from simplemem.processors.ingest.embedding import missing_backend
 from simplemem.schemas.events import describe_errors
 from simplemem.schemas.settings import Settings
@@ -27,6 +29,8 @@ for group in (memory, demo, streams, infra, forget, consolidate, reconcile, serv
 def main() -> None:  # pragma: no cover
     try:
         settings = Settings()
+        InfraSettings()
+        GoldenSettings()
     except ValidationError as exc:
         error_line(f"invalid SIMPLEMEM_* settings: {describe_errors(exc)}")
         raise SystemExit(ExitCode.USAGE) from None

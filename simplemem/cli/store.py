@@ -72,7 +72,7 @@ def _acquire(fd: int, store: Path) -> None:
 @contextmanager
 def open_store(settings: Settings, store: Path | None, holder: str, *, create: bool) -> Iterator[Runtime]:
     """The runtime on ``store`` (default: the configured one), open and locked until the block ends."""
-    from simplemem.runtime import open_runtime, store_exists
+    from simplemem.runtime import check_store_format, open_runtime, store_exists
 
     folder = Path(store or settings.store)
     with ExitStack() as stack:
@@ -86,6 +86,7 @@ def open_store(settings: Settings, store: Path | None, holder: str, *, create: b
                 stack.enter_context(store_lock(folder, holder))
             except OSError as exc:
                 raise CliError(f"cannot use {folder} as a store: {exc.strerror or exc}") from None
+            check_store_format(folder)  # before any model loads
         quiet_libraries()
         rt = open_runtime(settings, folder)
         stack.callback(rt.close)

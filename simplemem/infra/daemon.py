@@ -22,7 +22,8 @@ from typing import Any, ClassVar, Literal
 from simplemem.infra import process
 from simplemem.infra.errors import InfraError
 from simplemem.infra.install import file_lock
-from simplemem.schemas.settings import LOCAL_HOST, Settings
+from simplemem.infra.settings import InfraSettings
+from simplemem.schemas.settings import LOCAL_HOST
 
 State = Literal["running", "stopped", "unhealthy"]
 
@@ -59,7 +60,7 @@ def port_open(port: int, timeout: float = 0.5) -> bool:
 class Service(ABC):
     name: ClassVar[str]
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: InfraSettings) -> None:
         self.settings = settings
         self.root = settings.service_dir(self.name)
         self.data_dir = self.root / "data"

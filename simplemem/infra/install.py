@@ -3,7 +3,7 @@
 These machines reach package registries only (no Docker engine, no download of a prebuilt server), so
 every service is assembled from registry packages by the launcher itself, and a fresh machine needs no
 setup step beyond ``simplemem infra up``. Whatever is slow to fetch (jars, the Milvus venv) is cached
-outside the repo (``Settings.infra_cache_dir``, and Maven's own ``~/.m2``), so only the first run on a
+outside the repo (``InfraSettings.infra_cache_dir``, and Maven's own ``~/.m2``), so only the first run on a
 machine downloads. Installs of one thing by concurrent launchers are serialised by file locks.
 """
 
@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from simplemem.infra.errors import InfraError, log_tail
-from simplemem.schemas.settings import Settings
+from simplemem.infra.settings import InfraSettings
 
 log = logging.getLogger("simplemem.infra.install")
 
@@ -87,10 +87,10 @@ def ensure_java(log_path: Path, need_compiler: bool = False) -> str:
     return java
 
 
-def ensure_kcat(settings: Settings | None = None) -> str:
+def ensure_kcat(settings: InfraSettings | None = None) -> str:
     """The `kcat` command (a Kafka client that is not ours, for tests and operators); from Debian."""
     if shutil.which("kcat") is None:
-        settings = settings or Settings()
+        settings = settings or InfraSettings()
         apt_install(["kcat"], settings.service_dir("kafka") / "kcat-install.log")
     kcat = shutil.which("kcat")
     if kcat is None:
@@ -98,7 +98,7 @@ def ensure_kcat(settings: Settings | None = None) -> str:
     return kcat
 
 
-def maven_libs(pom: Path, prefix: str, settings: Settings, log_path: Path) -> Path:
+def maven_libs(pom: Path, prefix: str, settings: InfraSettings, log_path: Path) -> Path:
     """The runtime jars of `pom` in a cache folder keyed by the pom's hash (Maven downloads them once).
 
     One folder per service: Kafka's and OpenSearch's jackson, netty and log4j versions differ, and a

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from simplemem.infra.daemon import Launch, Service, port_open
 from simplemem.infra.install import ensure_java, maven_libs, run_logged
-from simplemem.schemas.settings import LOCAL_HOST, Settings
+from simplemem.infra.settings import InfraSettings
+from simplemem.schemas.settings import LOCAL_HOST
 
 log = logging.getLogger("simplemem.infra.kafka")
 
@@ -85,7 +86,7 @@ class Kafka(Service):
     name = "kafka"
     POM = Path(__file__).resolve().parent / "kafka" / "pom.xml"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: InfraSettings) -> None:
         super().__init__(settings)
         self.config_dir = self.root / "config"
         self.libs: Path | None = None

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from simplemem.infra.daemon import Launch, Service, port_open
 from simplemem.infra.install import file_lock, run_logged, uv_command
-from simplemem.schemas.settings import LOCAL_HOST, Settings
+from simplemem.infra.settings import InfraSettings
+from simplemem.schemas.settings import LOCAL_HOST
 
 log = logging.getLogger("simplemem.infra.milvus")
 
@@ -35,7 +36,7 @@ class Milvus(Service):
     name = "milvus"
     RUNNER = Path(__file__).resolve().parent / "milvus" / "server.py"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: InfraSettings) -> None:
         super().__init__(settings)
         self.python: str | None = None
 

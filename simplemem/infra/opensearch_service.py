@@ -12,7 +12,8 @@ from pathlib import Path
 
 from simplemem.infra.daemon import Launch, Service
 from simplemem.infra.install import ensure_java, maven_libs
-from simplemem.schemas.settings import LOCAL_HOST, Settings
+from simplemem.infra.settings import InfraSettings
+from simplemem.schemas.settings import LOCAL_HOST
 
 SOURCE = Path(__file__).resolve().parent / "opensearch"
 
@@ -33,7 +34,7 @@ class OpenSearch(Service):
     POM = SOURCE / "pom.xml"
     MAIN = SOURCE / "OpenSearchNode.java"
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: InfraSettings) -> None:
         super().__init__(settings)
         self.home = self.root / "home"
         self.libs: Path | None = None

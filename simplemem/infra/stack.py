@@ -8,7 +8,7 @@
 
 What is common to them (folders, pid files, starting and stopping one) is in ``daemon.py``, process
 supervision in ``process.py``, installers in ``install.py``. Settings are fields of
-``simplemem.schemas.settings.Settings`` (ports, ``infra_dir``, heaps, timeouts).
+:class:`simplemem.infra.settings.InfraSettings` (ports, ``infra_dir``, heaps, timeouts).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from simplemem.infra.kafka_service import Kafka, kafka_metadata
 from simplemem.infra.milvus_service import Milvus
 from simplemem.infra.opensearch_service import OpenSearch
 from simplemem.infra.redis_service import Redis
-from simplemem.schemas.settings import Settings
+from simplemem.infra.settings import InfraSettings
 
 __all__ = [
     "SERVICE_CLASSES",
@@ -47,7 +47,7 @@ SERVICE_CLASSES: dict[str, type[Service]] = {cls.name: cls for cls in (Kafka, Op
 SERVICE_NAMES: tuple[str, ...] = tuple(SERVICE_CLASSES)
 
 
-def select(names: Sequence[str] | None, settings: Settings) -> list[Service]:
+def select(names: Sequence[str] | None, settings: InfraSettings) -> list[Service]:
     """The named services (default: all) in the registry's order, each once; unknown names are an error."""
     chosen = list(names) if names else list(SERVICE_CLASSES)
     unknown = [n for n in chosen if n not in SERVICE_CLASSES]
@@ -64,7 +64,7 @@ class _Starting:
     launched_now: bool  # False: it was already running (maybe still starting) before this `up`
 
 
-def up(names: list[str] | None = None, settings: Settings | None = None) -> list[ServiceStatus]:
+def up(names: list[str] | None = None, settings: InfraSettings | None = None) -> list[ServiceStatus]:
     """Starts the named services (default: all) and waits until each one answers a real request.
 
     A service that is already running (by its pid file) is left alone, only waited for. Each other one
@@ -72,7 +72,7 @@ def up(names: list[str] | None = None, settings: Settings | None = None) -> list
     `infra_ready_timeout` seconds (the services start in parallel). Raises InfraError naming every
     service that failed and its log file; one that started but never became ready is stopped again.
     """
-    settings = settings or Settings()
+    settings = settings or InfraSettings()
     waiting: list[_Starting] = []
     errors: list[str] = []
     for svc in select(names, settings):
@@ -101,7 +101,7 @@ def up(names: list[str] | None = None, settings: Settings | None = None) -> list
     return status(names, settings)
 
 
-def _finished(item: _Starting, settings: Settings, errors: list[str]) -> bool:
+def _finished(item: _Starting, settings: InfraSettings, errors: list[str]) -> bool:
     """Whether a starting service is ready, or failed (what went wrong is added to `errors`)."""
     svc = item.svc
     if svc.probe(timeout=2.0):
@@ -124,9 +124,9 @@ def _finished(item: _Starting, settings: Settings, errors: list[str]) -> bool:
     return True
 
 
-def down(names: list[str] | None = None, settings: Settings | None = None) -> list[ServiceStatus]:
+def down(names: list[str] | None = None, settings: InfraSettings | None = None) -> list[ServiceStatus]:
     """Stops what `up` started (by pid file): SIGTERM, then SIGKILL after `infra_stop_grace` seconds."""
-    settings = settings or Settings()
+    settings = settings or InfraSettings()
     for svc in reversed(select(names, settings)):
         if svc.root.exists():
             began = time.monotonic()
@@ -136,8 +136,8 @@ def down(names: list[str] | None = None, settings: Settings | None = None) -> li
     return status(names, settings)
 
 
-def status(names: list[str] | None = None, settings: Settings | None = None) -> list[ServiceStatus]:
+def status(names: list[str] | None = None, settings: InfraSettings | None = None) -> list[ServiceStatus]:
     """Each service: `running` (its process is alive and answers), `unhealthy` (alive, not answering)
     or `stopped` (no live process recorded by `up`)."""
-    settings = settings or Settings()
+    settings = settings or InfraSettings()
     return [svc.status() for svc in select(names, settings)]

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from simplemem.schemas.keys import TenantId
 from simplemem.schemas.memory import MemoryUnit
-from simplemem.schemas.query import QueryFilters
+from simplemem.schemas.query import QueryFilters, QueryResult
 from simplemem.schemas.timebounds import BoundedTime
 
 
@@ -35,6 +35,15 @@ class KeyCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tenant_id: TenantId
+
+
+class KeyCreated(KeyCreate):
+    """``POST /v1/admin/keys``: the new key, shown only in this answer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    key_id: str
+    key: str
 
 
 class EventsAccepted(BaseModel):
@@ -69,6 +78,13 @@ class FeedbackBody(BaseModel):
     complexity: float | None = Field(None, ge=0.0, le=1.0, description="as the wrong answer reported it")
     k: int | None = Field(None, ge=1, description="as the wrong answer reported it")
     note: str | None = Field(None, max_length=500)
+
+
+class FeedbackAnswer(BaseModel):
+    """``POST /v1/feedback``: the miss is logged, and the question answered again at ``k_max``."""
+
+    logged: bool
+    retry: QueryResult
 
 
 class FeedbackRecord(BaseModel):

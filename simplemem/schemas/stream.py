@@ -1,6 +1,6 @@
 """The records on the internal and output topics (besides the chat event and the memory unit).
 
-``simplemem.scrubbed`` carries :class:`StageRecord` (a scrubbed turn, or an idle check for a
+``simplemem.scrubbed`` carries :class:`ScrubbedRecord` (a scrubbed turn, or an idle check for a
 session), ``simplemem.dlq`` carries :class:`DeadLetter`, ``simplemem.outcomes`` carries
 :class:`simplemem.schemas.accounting.MessageOutcome`, ``simplemem.deletions`` carries :class:`DeletionRequest`.
 """
@@ -24,7 +24,7 @@ class SourceRef(BaseModel):
     offset: int
 
 
-class StageRecord(BaseModel):
+class ScrubbedRecord(BaseModel):
     """One item for the memory stage, keyed by its session (:class:`SessionKey`) like its turn."""
 
     tenant_id: str
@@ -50,7 +50,7 @@ class StageRecord(BaseModel):
         return SessionKey(self.tenant_id, self.session_id)
 
     @classmethod
-    def turn(cls, message: AnalyzedMessage, source: SourceRef, at: float | None = None) -> StageRecord:
+    def turn(cls, message: AnalyzedMessage, source: SourceRef, at: float | None = None) -> ScrubbedRecord:
         return cls(
             tenant_id=message.tenant_id,
             session_id=message.session_id,
@@ -60,14 +60,17 @@ class StageRecord(BaseModel):
         )
 
     @classmethod
-    def idle_check(cls, key: SessionKey, at: float) -> StageRecord:
+    def idle_check(cls, key: SessionKey, at: float) -> ScrubbedRecord:
         return cls(tenant_id=key.tenant_id, session_id=key.session_id, idle_check_at=at)
 
 
-class DeadLetterStage(StrEnum):
+class FailurePoint(StrEnum):
+    """Where a dead letter's record failed. On the wire and in ``simplemem dlq --stage`` it keeps its
+    first name, ``stage``."""
+
     VALIDATE = "validate"
     ANALYZE = "analyze"
-    MEMORIZE = "memorize"  # a record the memory stage could not read or process
+    MEMORIZE = "memorize"  # a record the memorize step could not read or process
     DECOMPOSE = "decompose"
     INDEX = "index"
     FORGET = "forget"  # a deletion request the forget agent could not read
@@ -77,7 +80,7 @@ class DeadLetterStage(StrEnum):
 class DeadLetter(BaseModel):
     """A turn that could not be processed: why, where it was, and (for bad input) its exact bytes."""
 
-    stage: DeadLetterStage
+    stage: FailurePoint  # where it failed (the field's name is the wire format's)
     code: str = Field(description="reason class, for metrics and filters (invalid_json, store_error, ...)")
     reason: str
     source: SourceRef = Field(description="the turn's topic/partition/offset (re-read by `dlq replay`)")

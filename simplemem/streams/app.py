@@ -1,15 +1,17 @@
-"""The Faust app: four agents, one table, four timers and ``/metrics``. Only wiring lives here.
+"""The Faust app: four agents, one table, five timers and ``/metrics``. Only wiring lives here.
 
 ``turns`` -> **scrub** (validate, PII scrub, spaCy, MiniLM, recent-turn buffer) -> ``scrubbed`` ->
 **memorize** (windows, entropy, decomposition, indexing) -> stores, ``units``, ``outcomes``; bad input
 and failed turns -> ``dlq``. ``deletions`` -> **forget** (the right to be forgotten: every store,
 tombstones on ``units`` and ``outcomes``). ``consolidate`` -> **consolidate** (stage 2 per tenant:
 its decisions to ``consolidation`` and ``units``, then the stores). The timers: consolidation requests,
-idle sessions, segment rolls for the erasure deadline, and the consumer lag (with the stall check).
+idle sessions, segment rolls for the erasure deadline, the store drift gauges, and the consumer lag
+(with the stall check).
 The parts: :mod:`simplemem.streams.batching` (batches the agent acknowledges),
 :mod:`simplemem.streams.gaps` (records Faust skipped, one guard per agent), :mod:`simplemem.streams.runner` (the order:
 outputs acknowledged, then state, then the batch; poison records become dead letters) and
-:mod:`simplemem.streams.worker` (the two stages and the sessions table).
+:mod:`simplemem.streams.worker` and :mod:`simplemem.streams.lifecycle_steps` (the four steps and the sessions
+table).
 
 The ``sessions`` table (changelog-backed) holds each session's open window and entropy history, keyed
 by the session's encoded :class:`simplemem.schemas.keys.SessionKey` and partitioned like ``scrubbed``, so a
@@ -36,20 +38,19 @@ from simplemem.processors.stores.retry import WriteCancelled
 from simplemem.schemas.codec import dumps
 from simplemem.schemas.keys import SessionKey, tenant_key
 from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import ConsolidationRequest, StageRecord
+from simplemem.schemas.stream import ConsolidationRequest, ScrubbedRecord
 from simplemem.streams import diagnostics, metrics
 from simplemem.streams.backlog import ScrubBacklog
 from simplemem.streams.batching import Batcher
 from simplemem.streams.erasure import roll_markers
 from simplemem.streams.gaps import GapGuard, Hole
 from simplemem.streams.kafka_io import committed_offsets, end_offsets, session_partition
+from simplemem.streams.lifecycle_steps import ConsolidateStep, ForgetStep
 from simplemem.streams.ownership import Ownership
 from simplemem.streams.runner import AgentRunner, Output
 from simplemem.streams.stall import StallWatch
 from simplemem.streams.topics import MAX_RECORD_BYTES, compacted
 from simplemem.streams.worker import (
-    ConsolidateStep,
-    ForgetStep,
     MemorizeStep,
     ScrubStep,
     SessionTable,
@@ -164,7 +165,7 @@ class Parts:
     sessions: SessionTable
     ownership: Ownership
     guards: list[GapGuard] = field(default_factory=list)  # one per agent, reset at each rebalance
-    backlog: ScrubBacklog = field(default_factory=ScrubBacklog)  # the idle timer's view of the scrub stage
+    backlog: ScrubBacklog = field(default_factory=ScrubBacklog)  # the idle timer's view of the scrub step
     readers: dict[str, tuple[AgentRunner[Any], Batcher]] = field(default_factory=dict)  # by source topic
     seeded: bool = False  # the table's sessions known to the idle timer since the last rebalance
 
@@ -311,7 +312,7 @@ def _idle_sessions_timer(parts: Parts) -> None:
         now = time.time()
         due = sessions.idle(now, settings.pause_seconds, settings.wall_clock_idle_seconds, _scrubbing(parts))
         for key in due:
-            record = StageRecord.idle_check(key, now)
+            record = ScrubbedRecord.idle_check(key, now)
             await parts.topics["scrubbed"].send(key=key.encode(), value=dumps(record), force=True)
         metrics.SESSIONS_REMOVED.inc(sessions.expire(now, settings.session_state_grace_seconds))
         metrics.SESSIONS.set(len(sessions))
@@ -353,7 +354,7 @@ def _drift_timer(parts: Parts) -> None:
         """Per-tenant unit counts of the two stores, compared off the event loop."""
         try:
             units, tenants = await asyncio.to_thread(parts.worker.store_drift)
-        except Exception as exc:  # a store outage: the stages' retries report it
+        except Exception as exc:  # a store outage: the steps' retries report it
             log.warning("store drift not checked: %s", exc)
             return
         metrics.STORE_DRIFT_UNITS.set(units)

@@ -16,7 +16,7 @@ import orjson
 from simplemem.schemas.codec import dumps
 from simplemem.schemas.keys import SessionKey, turn_key
 from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import DeletionRequest, StageRecord
+from simplemem.schemas.stream import DeletionRequest, ScrubbedRecord
 from simplemem.streams.kafka_io import iter_topic, session_partition
 from simplemem.streams.runner import Output
 
@@ -33,14 +33,14 @@ def roll_markers(settings: Settings) -> list[Output]:
     return [(topic, ROLL_KEY, None, p) for topic in COMPACTED for p in range(settings.topic_partitions)]
 
 
-def turn_output(record: StageRecord, settings: Settings) -> Output:
+def turn_output(record: ScrubbedRecord, settings: Settings) -> Output:
     """A scrubbed turn as the scrub stage sends it: keyed by the turn, beside its session."""
     assert record.message is not None, "idle checks are sent by the timer, keyed by their session"
     key = turn_key(record.tenant_id, record.message.message_id)
     return (SCRUBBED, key, dumps(record), session_partition(record.session_key, settings.topic_partitions))
 
 
-def turn_tombstones(records: Iterable[StageRecord], settings: Settings) -> list[Output]:
+def turn_tombstones(records: Iterable[ScrubbedRecord], settings: Settings) -> list[Output]:
     """Tombstones for turns the memorize stage dropped as forgotten (in flight when the request came)."""
     out: list[Output] = []
     for r in records:

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from simplemem.schemas.keys import SessionKey
 from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import StageRecord
+from simplemem.schemas.stream import ScrubbedRecord
 from simplemem.schemas.window import AnalyzedMessage
 from simplemem.streams.kafka_io import iter_topic
 
@@ -33,7 +33,7 @@ def tenant_history(settings: Settings, tenant_id: str, count: HistoryCount) -> I
         if record.value is None:
             continue
         try:
-            stage = StageRecord.model_validate_json(record.value)
+            stage = ScrubbedRecord.model_validate_json(record.value)
         except ValidationError:
             continue  # not a stage record (it was dead-lettered when it was first read)
         if stage.tenant_id != tenant_id or stage.message is None or stage.source is None:

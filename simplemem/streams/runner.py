@@ -1,11 +1,11 @@
-"""How an agent works through its batches, whatever the stage: the order that makes replays safe.
+"""How an agent works through its batches, whatever its step: the order that makes replays safe.
 
-For each batch: the stage computes (``prepare`` then ``finish``), its outputs are delivered and
+For each batch: the step computes (``prepare`` then ``finish``), its outputs are delivered and
 acknowledged by Kafka, then its state is written (``Handled.commit``), and only then is the batch
 acknowledged (its offsets may be committed). A crash anywhere before the acknowledgement replays
-the batch; the stages skip what they had applied.
+the batch; the steps skip what they had applied.
 
-A record that makes the stage fail (a poison record: unparseable, too large to forward, a bug on
+A record that makes the step fail (a poison record: unparseable, too large to forward, a bug on
 one input) must not stop the partition: the batch is then redone one record at a time and each
 record that still fails becomes a dead letter, so the rest goes on. Shutdown (cancellation, or a
 store wait cancelled by :class:`simplemem.processors.stores.retry.WriteCancelled`) is never treated as a poison
@@ -48,14 +48,14 @@ class Batch:
 
 @dataclass
 class Handled:
-    """What a stage made of some records: outputs to deliver, then the state write to run."""
+    """What a step made of some records: outputs to deliver, then the state write to run."""
 
     outputs: list[Output] = field(default_factory=list)
     commit: Callable[[], None] = lambda: None
 
 
-class Stage(Protocol[P]):
-    """A stream stage as the runner drives it (both halves run off the event loop)."""
+class BatchStep(Protocol[P]):
+    """What an agent does with its batches, as the runner drives it (both halves run off the event loop)."""
 
     async def prepare(self, items: list[Item]) -> P:
         """The first half; may run while the previous batch's ``finish`` is delivered."""
@@ -64,22 +64,22 @@ class Stage(Protocol[P]):
     async def finish(self, prepared: P) -> Handled: ...
 
     def poison(self, item: Item, error: BaseException) -> list[Output]:
-        """The dead letter (and failed outcome) for a record the stage cannot process."""
+        """The dead letter (and failed outcome) for a record the step cannot process."""
         ...
 
 
 class AgentRunner(Generic[P]):
-    """Drives a :class:`Stage` over batches. ``overlap``: prepare batch N+1 while N is finished."""
+    """Drives a :class:`BatchStep` over batches. ``overlap``: prepare batch N+1 while N is finished."""
 
     def __init__(
         self,
-        stage: Stage[P],
+        step: BatchStep[P],
         deliver: Deliver,
         *,
         overlap: bool = False,
         done: Callable[[list[Item]], None] = lambda items: None,
     ) -> None:
-        self.stage = stage
+        self.step = step
         self.deliver = deliver
         self.overlap = overlap
         self.done = done  # told of each batch once it is acknowledged
@@ -94,7 +94,7 @@ class AgentRunner(Generic[P]):
                 self.in_flight += 1
                 prepared: P | Exception
                 try:
-                    prepared = await self.stage.prepare(batch.items)
+                    prepared = await self.step.prepare(batch.items)
                 except Exception as exc:  # redone record by record in complete()
                     prepared = exc
                 if previous is not None:
@@ -121,7 +121,7 @@ class AgentRunner(Generic[P]):
         try:
             if isinstance(prepared, Exception):
                 raise prepared
-            handled = await self.stage.finish(prepared)
+            handled = await self.step.finish(prepared)
             if not await self._still_ours(batch):
                 return
             await self.deliver(handled.outputs)
@@ -151,7 +151,7 @@ class AgentRunner(Generic[P]):
         letters. False if the partitions were lost on the way (the rest is left to the new owner)."""
         for item in batch.items:
             try:
-                handled = await self.stage.finish(await self.stage.prepare([item]))
+                handled = await self.step.finish(await self.step.prepare([item]))
                 if not await self._still_ours(batch):
                     return False
                 await self.deliver(handled.outputs)
@@ -160,7 +160,7 @@ class AgentRunner(Generic[P]):
                     return False
                 log.warning("record %s is a dead letter: %s", item.source, exc)
                 self.poisoned += 1
-                await self.deliver(self.stage.poison(item, exc))
+                await self.deliver(self.step.poison(item, exc))
                 continue
             if not await self._still_ours(batch):
                 return False

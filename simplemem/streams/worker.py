@@ -1,7 +1,8 @@
-"""A worker's components and its four stream stages (scrub, memorize, forget, consolidate) as the agent runner drives them.
+"""A worker's components and its scrub and memorize steps as the agent runner drives them (the forget and
+consolidate steps: :mod:`simplemem.streams.lifecycle_steps`).
 
 :class:`ScrubStep` (turns -> scrubbed) and :class:`MemorizeStep` (scrubbed -> stores, units,
-outcomes) turn records into outputs and a state write (:class:`simplemem.streams.runner.Handled`); the stage
+outcomes) turn records into outputs and a state write (:class:`simplemem.streams.runner.Handled`); the
 logic itself is :mod:`simplemem.processors.ingest.streaming`. Heavy work runs on one thread pool per half, so spaCy,
 MiniLM and the store writes overlap and the event loop stays free.
 """
@@ -14,7 +15,7 @@ import time
 from collections.abc import Callable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from functools import cached_property, partial
+from functools import cached_property
 from typing import Any, TypeVar
 
 import orjson
@@ -23,33 +24,29 @@ from pydantic import ValidationError
 from simplemem.processors.ingest.admission import failed_outcome
 from simplemem.processors.ingest.streaming import (
     MemoryResult,
-    MemoryStage,
     ScrubResult,
-    ScrubStage,
     SessionState,
+    TurnMemorizer,
+    TurnScrubber,
     raw_dead_letter,
 )
-from simplemem.processors.lifecycle.consolidate import ConsolidationRun
-from simplemem.processors.lifecycle.forget import ForgetResult
 from simplemem.processors.stores.retry import StoreRetry
 from simplemem.processors.stores.tombstones import RetriedTombstones
 from simplemem.runtime import Runtime, open_runtime
 from simplemem.schemas.accounting import MessageOutcome, Outcome
 from simplemem.schemas.codec import dumps
-from simplemem.schemas.keys import SessionKey, check_id, message_key, tenant_key
+from simplemem.schemas.keys import SessionKey, check_id, message_key
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.stream import (
-    ConsolidationRequest,
     DeadLetter,
-    DeadLetterStage,
-    DeletionRequest,
+    FailurePoint,
+    ScrubbedRecord,
     SourceRef,
-    StageRecord,
 )
 from simplemem.streams import metrics
-from simplemem.streams.erasure import request_tombstones, turn_output, turn_tombstones
+from simplemem.streams.erasure import turn_output, turn_tombstones
 from simplemem.streams.gaps import Item
-from simplemem.streams.runner import Deliver, Handled, Output
+from simplemem.streams.runner import Handled, Output
 
 T = TypeVar("T")
 
@@ -78,21 +75,21 @@ class Worker:
 
     @cached_property
     def tombstones(self) -> RetriedTombstones:
-        """The stages' tombstone look-ups wait out a Redis outage like their writes do."""
+        """The steps' tombstone look-ups wait out a Redis outage like their writes do."""
         return RetriedTombstones(self.runtime.tombstones, self.retry)
 
     @cached_property
-    def scrub_stage(self) -> ScrubStage:
+    def turn_scrubber(self) -> TurnScrubber:
         rt = self.runtime
-        return ScrubStage(
+        return TurnScrubber(
             self.settings, rt.nlp_preparer, rt.pipeline.analyzer.embed, rt.buffer, self.tombstones
         )
 
     @cached_property
-    def memory_stage(self) -> MemoryStage:
+    def turn_memorizer(self) -> TurnMemorizer:
         pipeline = self.runtime.pipeline
         pipeline.tombstones = self.tombstones
-        return MemoryStage(pipeline, time.time)
+        return TurnMemorizer(pipeline, time.time)
 
     def write(self, call: Callable[[], None]) -> None:
         """One store write, timed, retried through outages (cancelled at shutdown)."""
@@ -101,8 +98,8 @@ class Worker:
         metrics.STORE_WRITE_SECONDS.observe(time.perf_counter() - start)
 
     def warm_up(self) -> None:
-        self.scrub_stage.run([])
-        self.memory_stage.pipeline.warm_up()
+        self.turn_scrubber.run([])
+        self.turn_memorizer.pipeline.warm_up()
         self.runtime.embedder.encode(["warm up"])
 
     def seed_tombstones(self) -> int:
@@ -192,13 +189,13 @@ def dead_letter_outputs(dead: list[DeadLetter], failed: list[MessageOutcome]) ->
 
 
 def _ids_of(raw: bytes) -> tuple[str, str | None, str] | None:
-    """(tenant, session, message) of a raw turn or stage record, when it names valid ones."""
+    """(tenant, session, message) of a raw turn or scrubbed record, when it names valid ones."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
         return None
     if isinstance(data, dict) and isinstance(data.get("message"), dict):
-        data = data["message"]  # a stage record: its turn
+        data = data["message"]  # a scrubbed record: its turn
     if not isinstance(data, dict):
         return None
     tenant, session, message = data.get("tenant_id"), data.get("session_id"), data.get("message_id")
@@ -214,20 +211,20 @@ def _ids_of(raw: bytes) -> tuple[str, str | None, str] | None:
 
 def poison_outputs(
     item: Item,
-    stage: DeadLetterStage,
+    point: FailurePoint,
     error: BaseException,
     settings: Settings,
     source: SourceRef | None = None,
 ) -> list[Output]:
-    """A record a stage cannot process: its dead letter and, when it names its turn, that turn's
+    """A record a step cannot process: its dead letter and, when it names its turn, that turn's
     failed outcome (every accepted turn is accounted for). Raw input (no ``source`` given: the
-    record is the turn) is quoted, capped; a stage record is not: ``source`` points at its turn."""
+    record is the turn) is quoted, capped; a scrubbed record is not: ``source`` points at its turn."""
     reason = f"{type(error).__name__}: {error}"
     if source is None:
-        letter = raw_dead_letter(stage, "internal_error", reason, item.source, item.value, settings)
+        letter = raw_dead_letter(point, "internal_error", reason, item.source, item.value, settings)
     else:
         letter = DeadLetter(
-            stage=stage,
+            stage=point,
             code="internal_error",
             reason=reason[: settings.dlq_reason_chars],
             source=source,
@@ -256,7 +253,7 @@ class ScrubStep:
 
     def _scrub(self, raw: list[Any]) -> ScrubResult:
         with metrics.STAGE_SECONDS.labels("scrub").time():
-            return self.worker.scrub_stage.prepare(raw)
+            return self.worker.turn_scrubber.prepare(raw)
 
     async def finish(self, prepared: ScrubResult) -> Handled:
         result = await self.worker.in_thread(self.worker.embed_pool, self._embed, prepared)
@@ -266,10 +263,10 @@ class ScrubStep:
 
     def _embed(self, prepared: ScrubResult) -> ScrubResult:
         with metrics.STAGE_SECONDS.labels("embed").time():
-            return self.worker.scrub_stage.finish(prepared, self.worker.write)
+            return self.worker.turn_scrubber.finish(prepared, self.worker.write)
 
     def poison(self, item: Item, error: BaseException) -> list[Output]:
-        return poison_outputs(item, DeadLetterStage.ANALYZE, error, self.worker.settings)
+        return poison_outputs(item, FailurePoint.ANALYZE, error, self.worker.settings)
 
 
 class SessionTable:
@@ -353,13 +350,13 @@ class MemorizeStep:
         self.worker = worker
         self.sessions = sessions
 
-    async def prepare(self, items: list[Item]) -> list[StageRecord]:
+    async def prepare(self, items: list[Item]) -> list[ScrubbedRecord]:
         metrics.STAGE_RECORDS.labels("memorize").inc(len(items))
-        # A tombstone (a forgotten turn's erasure) is for Kafka's cleaner, not for this stage.
+        # A tombstone (a forgotten turn's erasure) is for Kafka's cleaner, not for this step.
         live = [i for i in items if i.value]  # (an Item's value is b"" for a tombstone)
-        return [StageRecord.model_validate_json(i.value) for i in live]  # a bad one: found one by one
+        return [ScrubbedRecord.model_validate_json(i.value) for i in live]  # a bad one: found one by one
 
-    async def finish(self, records: list[StageRecord]) -> Handled:
+    async def finish(self, records: list[ScrubbedRecord]) -> Handled:
         states = {}
         for key in {r.session_key for r in records}:
             state = self.sessions.get(key)
@@ -380,132 +377,17 @@ class MemorizeStep:
 
         return Handled([*units, *outcomes], commit)
 
-    def _memorize(self, records: list[StageRecord], states: dict[SessionKey, SessionState]) -> MemoryResult:
+    def _memorize(
+        self, records: list[ScrubbedRecord], states: dict[SessionKey, SessionState]
+    ) -> MemoryResult:
         with metrics.STAGE_SECONDS.labels("memorize").time():
-            return self.worker.memory_stage.run(records, states, self.worker.write)
+            return self.worker.turn_memorizer.run(records, states, self.worker.write)
 
     def poison(self, item: Item, error: BaseException) -> list[Output]:
-        """A stage record holds no raw input: its dead letter points at its turn, when it names one
+        """A scrubbed record holds no raw input: its dead letter points at its turn, when it names one
         (``dlq replay`` re-reads the turn there), and quotes nothing."""
         try:
-            source = StageRecord.model_validate_json(item.value).source or item.source
+            source = ScrubbedRecord.model_validate_json(item.value).source or item.source
         except ValidationError:
             source = item.source
-        return poison_outputs(item, DeadLetterStage.MEMORIZE, error, self.worker.settings, source)
-
-
-class ForgetStep:
-    """deletions -> stores: each request carried out on every store (:mod:`simplemem.processors.lifecycle.forget`), on
-    the memorize thread (so this worker never indexes and forgets at once); then the units topic
-    gets a tombstone per deleted memory and the rewritten ones, the outcomes and scrubbed topics a
-    tombstone per forgotten message (:mod:`simplemem.streams.erasure`). The request itself stays on its topic:
-    the durable record (ids only)."""
-
-    def __init__(self, worker: Worker) -> None:
-        self.worker = worker
-
-    async def prepare(self, items: list[Item]) -> list[DeletionRequest]:
-        metrics.STAGE_RECORDS.labels("forget").inc(len(items))
-        return [DeletionRequest.model_validate_json(i.value) for i in items]  # a bad one: one by one
-
-    async def finish(self, requests: list[DeletionRequest]) -> Handled:
-        results = await self.worker.in_thread(self.worker.memory_pool, self._forget, requests)
-        out: list[Output] = []
-        for request, result in zip(requests, results, strict=True):
-            out += [("units", uid.encode(), None) for uid in result.deleted]
-            out += [("units", u.id.encode(), dumps(u)) for u in result.written]
-            out += [("outcomes", message_key(request.tenant_id, m), None) for m in request.message_ids]
-            out += await asyncio.to_thread(request_tombstones, request, self.worker.settings)
-            out += [("consolidation", tenant_key(request.tenant_id), dumps(d)) for d in result.decisions]
-            metrics.FORGET_SECONDS.observe(result.record.seconds)
-        return Handled(out)
-
-    def _forget(self, requests: list[DeletionRequest]) -> list[ForgetResult]:
-        with self.worker.consolidation_lock:
-            return [self._forget_one(r) for r in requests]
-
-    def _forget_one(self, request: DeletionRequest) -> ForgetResult:
-        """Retried through a store outage like any write (forgetting twice changes nothing more)."""
-        done: list[ForgetResult] = []
-        self.worker.write(lambda: done.append(self.worker.runtime.forget(request)))
-        return done[-1]
-
-    def poison(self, item: Item, error: BaseException) -> list[Output]:
-        reason = f"{type(error).__name__}: {error}"
-        letter = raw_dead_letter(
-            DeadLetterStage.FORGET, "invalid_request", reason, item.source, item.value, self.worker.settings
-        )
-        return dead_letter_outputs([letter], [])
-
-
-class ConsolidateStep:
-    """consolidate -> stores: stage 2 for each requested tenant (once per batch), on a thread of its
-    own (forgetting waits for it, indexing does not).
-
-    Plan, publish, apply: the run is planned without writing, its decisions, abstracts, archived
-    originals and supersession pointers are delivered to the consolidation and units topics
-    (absorbed abstracts as tombstones), and only then written to the stores. Applied first, a run
-    cut short (a worker killed, a store outage mid-run) left memories in the stores that the units
-    topic never heard of: a second run finds the originals archived and makes nothing to publish.
-    Planned first, a second run plans the same again (or, with new memories, a larger abstract that
-    absorbs the first one at the next run)."""
-
-    def __init__(self, worker: Worker, deliver: Deliver) -> None:
-        self.worker = worker
-        self.deliver = deliver
-
-    async def prepare(self, items: list[Item]) -> list[str]:
-        metrics.STAGE_RECORDS.labels("consolidate").inc(len(items))
-        requests = [ConsolidationRequest.model_validate_json(i.value) for i in items]
-        return list(dict.fromkeys(r.tenant_id for r in requests))
-
-    async def finish(self, tenants: list[str]) -> Handled:
-        worker = self.worker
-        await worker.in_thread(worker.consolidate_pool, worker.consolidation_lock.acquire)
-        try:
-            runs = await worker.in_thread(worker.consolidate_pool, self._plan, tenants)
-            await self.deliver(self._outputs(tenants, runs))
-            await worker.in_thread(worker.consolidate_pool, self._apply, tenants, runs)
-        finally:
-            worker.consolidation_lock.release()
-        for run in runs:
-            metrics.ABSTRACTS.inc(len(run.decisions))
-            metrics.LLM_FALLBACKS.labels("summary").inc(run.summary_fallbacks)
-            metrics.LLM_FALLBACKS.labels("update_judge").inc(run.update_fallbacks)
-        return Handled([])  # delivered above, before the stores were written
-
-    @staticmethod
-    def _outputs(tenants: list[str], runs: list[ConsolidationRun]) -> list[Output]:
-        out: list[Output] = []
-        for tenant, run in zip(tenants, runs, strict=True):
-            out += [("consolidation", tenant_key(tenant), dumps(d)) for d in run.decisions]
-            out += [("units", u.id.encode(), dumps(u)) for u in [*run.written, *run.updated]]
-            out += [("units", uid.encode(), None) for uid in run.deleted]
-        return out
-
-    def _plan(self, tenants: list[str]) -> list[ConsolidationRun]:
-        """Retried through a store outage like any write (planning writes nothing)."""
-        runs: list[ConsolidationRun] = []
-        for tenant in tenants:
-            self.worker.write(partial(self._plan_one, tenant, runs))
-        return runs
-
-    def _plan_one(self, tenant: str, runs: list[ConsolidationRun]) -> None:
-        runs.append(self.worker.runtime.consolidate(tenant, apply=False))
-
-    def _apply(self, tenants: list[str], runs: list[ConsolidationRun]) -> None:
-        """Retried through a store outage (applying twice changes nothing more)."""
-        for tenant, run in zip(tenants, runs, strict=True):
-            self.worker.write(partial(self.worker.runtime.apply_consolidation, tenant, run))
-
-    def poison(self, item: Item, error: BaseException) -> list[Output]:
-        reason = f"{type(error).__name__}: {error}"
-        letter = raw_dead_letter(
-            DeadLetterStage.CONSOLIDATE,
-            "consolidation_error",
-            reason,
-            item.source,
-            item.value,
-            self.worker.settings,
-        )
-        return dead_letter_outputs([letter], [])
+        return poison_outputs(item, FailurePoint.MEMORIZE, error, self.worker.settings, source)

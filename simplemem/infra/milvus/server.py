@@ -29,12 +29,12 @@ COMPONENTS = ("rootCoord", "proxy", "queryCoord", "queryNode", "indexNode", "dat
 HOST = "127.0.0.1"
 # Milvus's garbage collector, for a server that runs minutes at a time (a test run, a bench): with its
 # defaults (a pass every hour, a dropped collection's files kept 3 h) no pass ever came, and the files
-# of the collections the tests and benches drop piled up (4.4 GB in this project's data folder).
+# of the collections the tests and benches drop piled up in the data folder.
 GARBAGE_COLLECTION = {"dataCoord.gc.interval": 60, "dataCoord.gc.dropTolerance": 60}
 # The folders of its local object store (``localStorage.path``) that the collector lists at every pass.
 # On local storage it deletes files but leaves their folders: a dropped collection's index builds stayed
-# as empty trees, each one "removed" again at every pass (about 20 ms of a core each: 410 of them made
-# every pass 8 s of a full core), and 29,000 empty segment folders made each listing 0.45 s.
+# as empty trees, each one "removed" again at every pass, and the empty segment folders slowed every
+# listing: after a few test runs a pass took seconds of a full core.
 OBJECT_FOLDERS = ("insert_log", "delta_log", "stats_log", "index_files")
 # While the server runs, an empty tree is removed once nothing in it changed for this long: a folder the
 # server has just made for a file it is about to write is never taken.
@@ -53,7 +53,7 @@ def components_with_ip(template_text: str) -> list[str]:
     return found
 
 
-def main() -> int:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data-dir", required=True, help="Milvus data, config, logs and unpacked binaries")
     parser.add_argument("--port", type=int, default=19530, help="the gRPC/HTTP port clients use")
@@ -64,16 +64,15 @@ def main() -> int:
         help="comma-separated ports of other services: never given to a component",
     )
     parser.add_argument("--stop-grace", type=float, default=20.0)
-    args = parser.parse_args()
+    return parser.parse_args()
 
-    from milvus import default_server  # the PyPI package `milvus`, not pymilvus
 
-    server = default_server
-    # Milvus gives each internal component (and its metrics server) the first port that binds, counting
-    # up from the component's default. Two fixes to how the package tests a port: SO_REUSEADDR, as the
-    # server's own listeners have (otherwise a port left in TIME_WAIT by the previous run's health checks
-    # looks taken, and 9091 moves to Kafka's 9092), and the other services' ports are never handed out.
-    avoid = {int(p) for p in args.avoid_ports.split(",") if p.strip()}
+def _port_binder(avoid: set[int]) -> Callable[[int], socket.socket | None]:
+    """Milvus gives each internal component (and its metrics server) the first port that binds, counting
+    up from the component's default. Two fixes to how the package tests a port: SO_REUSEADDR, as the
+    server's own listeners have (otherwise a port left in TIME_WAIT by the previous run's health checks
+    looks taken, and 9091 moves to Kafka's 9092), and the other services' ports (``avoid``) are never
+    handed out."""
 
     def try_bind_port(port: int) -> socket.socket | None:
         if port in avoid:
@@ -88,6 +87,14 @@ def main() -> int:
             return None
         return sock
 
+    return try_bind_port
+
+
+def _configure(server: Any, args: argparse.Namespace) -> Path:
+    """Bind the server to loopback on the asked ports, with the garbage collection this project needs;
+    returns its local storage folder, whose empty trees are pruned now (the server is not running yet:
+    every one of them)."""
+    try_bind_port = _port_binder({int(p) for p in args.avoid_ports.split(",") if p.strip()})
     server.config.try_bind_port = try_bind_port
     server.webservice_port = args.metrics_port
     # `update` (not `set`): a port in the explicit configs must bind or the start fails, instead of
@@ -100,10 +107,18 @@ def main() -> int:
     pin_embedded_etcd(server.config, args.data_dir, try_bind_port)
     server.config.resolve_storage()  # sets local_storage_dir (start() does it again)
     storage = Path(server.config.get("local_storage_dir"))
-    pruned = prune_empty_trees(storage, min_age=0.0)  # the server is not running yet: every empty tree
+    pruned = prune_empty_trees(storage, min_age=0.0)
     if pruned:
         print(f"milvus server: removed {pruned} empty folders of its local storage", flush=True)
+    return storage
 
+
+def main() -> int:
+    args = _arguments()
+    from milvus import default_server  # the PyPI package `milvus`, not pymilvus
+
+    server = default_server
+    storage = _configure(server, args)
     stopping = False
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:

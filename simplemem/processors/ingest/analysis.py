@@ -4,8 +4,8 @@ The work has two halves: :class:`NlpPreparer` (spaCy, Presidio, code split, stat
 :class:`AnalyzedMessage` without vectors (already scrubbed: it may travel on a topic), and
 :meth:`MessageAnalyzer.embed` (MiniLM) fills the vectors in. In a batch run the first half runs on a
 helper thread for the next batch while the second embeds the current one; in the streams they are
-two agents. (Running spaCy in a child process instead was measured: no faster
-on 2 cores, since MiniLM needs both, and 15 s slower to start.)
+two agents. (spaCy in a child process instead is no faster on a small machine, where MiniLM needs
+the other cores, and slower to start.)
 """
 
 from __future__ import annotations
@@ -37,12 +37,11 @@ class NlpPreparer:
     """The NLP half, in-process.
 
     A long assistant answer (over ``long_answer_chars``, the length from which it has one vector:
-    ``assistant_vector_chars``) is analysed without spaCy's network: no entity recognizer (three
-    quarters of spaCy's time on such answers) and tags from a lexicon tagger
+    ``assistant_vector_chars``) is analysed without spaCy's network: no entity recognizer (most of
+    spaCy's time on such answers) and tags from a lexicon tagger
     (:func:`~simplemem.processors.language.lexicon_tags.lexicon_tag`) instead of the network under
-    spaCy's tagger, which was most of what remained. Long answers are 86% of an assistant history's
-    characters; on the 60 LongMemEval histories this took ingestion from 57 to 88 turns/s and its peak
-    RSS from 1.6 to 0.9 GB, with the same evidence recall. What NER would add there goes unused or
+    spaCy's tagger, which was most of what remained. Long answers are most of an assistant history's
+    characters, so this is most of ingestion's time and memory, for the same recall. What NER would add there goes unused or
     nearly: those statements are found by their words, the PII recognizers are patterns and cue
     words, and the tags still mark proper nouns (entity novelty counts them). The user's messages
     and short answers keep the whole pipeline: persons, places and named things of what the user
@@ -187,9 +186,9 @@ def answer_head(message: AnalyzedMessage, limit: int) -> str | None:
     """What stands for a long assistant answer in vector search: its first informative sentences, up
     to ``limit`` characters (whole sentences, at least one). None for a user's message, a short answer
     or ``limit`` 0: those are embedded statement by statement. Most of an assistant history's text is
-    the assistant's (87% of the characters of the LongMemEval histories) and what is asked of it later
+    the assistant's and what is asked of it later
     names its words ("the hotel you recommended in Tokyo"): its statements are found by BM25, its topic
-    by this one vector, at a fifth of the embedding work."""
+    by this one vector, at a fraction of the embedding work."""
     if not limit or message.role != Role.ASSISTANT or len(message.prose) <= limit:
         return None
     head: list[str] = []

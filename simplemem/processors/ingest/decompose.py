@@ -20,13 +20,13 @@ Code blocks bypass all of this and are stored verbatim as ``kind=code``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from simplemem.processors.ingest.embedding import unit_mean
-from simplemem.processors.language.coref import PeopleTracker, ner_persons, pronoun_gender, taken_persons
+from simplemem.processors.ingest.pronouns import ReferentAt, rewrite_pronouns, unique_names
+from simplemem.processors.language.coref import PeopleTracker, ner_persons, taken_persons
 from simplemem.processors.language.structure import item_marker, label_lead
 from simplemem.processors.language.temporal import Anchor, find_anchors
 from simplemem.processors.language.tense import past_at
@@ -34,24 +34,9 @@ from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage, Sentence, Token, Window
 
-FIRST_PERSON = {"i", "me", "myself"}
-FIRST_POSSESSIVE = {"my", "mine"}
-SECOND_PERSON = {"you", "yourself"}
-SECOND_POSSESSIVE = {"your", "yours"}
-THIRD_SUBJECT = {"he", "she", "him", "himself", "herself"}
-THIRD_POSSESSIVE = {"his", "hers"}
 # "we", "us", "our": whose group depends on the speaker, so a memory saying them names its speaker
 # ("sam_k: we're moving to render, priti got a better deal"), whoever else it names.
 FIRST_PLURAL = re.compile(r"\b(we|us|our|ours|ourselves)\b", re.I)  # "we're": the apostrophe ends the word
-# "you" in these fixed phrases is not the addressee.
-GENERIC_YOU = re.compile(
-    r"\b(you know|thank you|see you|you too|you never know|if you ask me|mind you)\b", re.I
-)
-# A contraction on a rewritten pronoun, spelled out for a third-person singular name.
-CONTRACTIONS = {"'m": "is", "'ve": "has", "'re": "is", "'ll": "will", "'s": "is"}
-PERFECT_AFTER_S = frozenset({"been", "got", "gotten", "had"})  # "she's been": "has", not "is"
-IRREGULAR_3RD = {"am": "is", "are": "is", "have": "has", "do": "does", "'m": "is", "'re": "is", "'ve": "has"}
-
 PHATIC = frozenset(
     """ok okay k kk sure cool great nice awesome amazing wow lol haha hahaha hehe yes yeah yep yup no nope
     thanks thank thx ty you u so much very really good got it sounds noted will do of course right exactly
@@ -82,18 +67,6 @@ class Decomposition:
     units: list[DraftUnit] = field(default_factory=list)
     units_per_message: dict[str, int] = field(default_factory=dict)
     fallbacks: int = 0
-
-
-def third_person(verb: str) -> str:
-    """English present-tense agreement for a verb after a rewritten "I"/"you" subject."""
-    low = verb.lower()
-    if low in IRREGULAR_3RD:
-        return IRREGULAR_3RD[low]
-    if low.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return verb + "es"
-    if len(low) > 1 and low.endswith("y") and low[-2] not in "aeiou":
-        return verb[:-1] + "ies"
-    return verb + "s"
 
 
 def is_small_talk(sentence: Sentence, names: set[str]) -> bool:
@@ -244,7 +217,7 @@ class OfflineDecomposer:
         asked: tuple[str, str] | None = None,
     ) -> DraftUnit:
         tokens = [t for sentence in group for t in sentence.tokens]
-        own_people = _unique([*(name for _, name in taken_persons(tokens)), *mentioned])
+        own_people = unique_names([*(name for _, name in taken_persons(tokens)), *mentioned])
         parts, used_names, anchors = [], [], []
         for sentence, number in zip(group, numbers, strict=True):
             anchored, found = anchor_tokens(sentence.tokens, message.ts)
@@ -255,7 +228,7 @@ class OfflineDecomposer:
             used_names += used
             anchors += found
         text = " ".join(parts)
-        persons = _unique([message.speaker, *used_names, *own_people])
+        persons = unique_names([message.speaker, *used_names, *own_people])
         where = group[-1].part
         if where is not None:  # "assistant, item 3 (third) of 5 of 'Hotels near the slopes': ..."
             text = f"{message.speaker}, {where}: {' '.join(item_marker(p) for p in parts)}"
@@ -271,7 +244,7 @@ class OfflineDecomposer:
             kind=MemoryKind.FACT,
             event_time=anchors[0].value if anchors else None,
             persons=persons,
-            entities=_unique([s for s, _ in spans]),
+            entities=unique_names([s for s, _ in spans]),
             keywords=keywords,
             topic=keywords[0] if keywords else None,
             location=location,
@@ -316,8 +289,7 @@ def _embedded_by_head(message: AnalyzedMessage) -> bool:
 def _without_carried_leads(message: AnalyzedMessage, groups: list[list[Sentence]]) -> list[list[Sentence]]:
     """A long answer's statements but the lines that only introduce a list ("Here are some hotels in
     Aspen:") whose items carry them whole in their labels ("item 2 of 3 of 'Here are some hotels in
-    Aspen'"): 10,714 of the 239,082 LongMemEval units were such lines, each a memory of its own,
-    mostly words of no use alone ("Other Recommendations:"). The lead stays in the message's text (the context) and
+    Aspen'"): each would be a memory of its own, mostly words of no use alone ("Other Recommendations:"). The lead stays in the message's text (the context) and
     in its vector, which is of the message's head."""
     following = dict(zip(map(id, message.sentences), message.sentences[1:], strict=False))
     return [g for g in groups if not (len(g) == 1 and _lead_carried(g[0], following.get(id(g[0]))))]
@@ -329,9 +301,6 @@ def _lead_carried(sentence: Sentence, following: Sentence | None) -> bool:
         return False
     lead = sentence.text.strip()
     return lead.endswith(":") and label_lead(following.part) == lead.rstrip(":").strip()
-
-
-ReferentAt = Callable[[str, int], str | None]
 
 
 @dataclass
@@ -389,11 +358,9 @@ def _numeric_fragment(sentence: Sentence) -> bool:
 
 
 # A long answer's list item is one statement up to this many characters (its sentences): what the
-# assistant enumerated is recalled by item ("the second hotel"), and one memory an item was 208,432
-# units for 228,368 on the 60 LongMemEval histories (x4.6 -> x4.5 on disk), retrieval as before.
-# A paragraph's sentences join up to a shorter length: up to 400 characters (186,717 units, x4.3)
-# the longer statements crowded a user's statement out of a context (answer words 0.693 -> 0.673);
-# up to 200, 200,383 units (x4.4) and answer words 0.691.
+# assistant enumerated is recalled by item ("the second hotel"), with fewer memories than one a
+# sentence. A paragraph's sentences join up to a shorter length: longer statements crowd a user's
+# statement out of a context's budget.
 ITEM_STATEMENT_CHARS = 400
 PARAGRAPH_STATEMENT_CHARS = 200
 
@@ -475,7 +442,7 @@ def _said_in(message: AnalyzedMessage) -> dict[str, Any]:
 
 
 def _keywords(tokens: list[Token]) -> list[str]:
-    return _unique(
+    return unique_names(
         [t.text.lower() for t in tokens if t.pos in KEYWORD_POS and t.text.lower() not in STOP_KEYWORDS]
     )[:MAX_KEYWORDS]
 
@@ -501,105 +468,3 @@ def _addressee(speakers: list[str], idx: int) -> str | None:
         if speakers[j] != me:
             return speakers[j]
     return None
-
-
-def _unique(items: list[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for item in items:
-        key = item.lower()
-        if item and key not in seen:
-            seen.add(key)
-            out.append(item)
-    return out
-
-
-def _spelled_out(clitic: str, following: Token | None) -> str:
-    """A contraction after a name: "'d" is "had" before a past participle, else "would"."""
-    if clitic == "'d":
-        return "had" if following is not None and following[3] == "VBN" else "would"
-    if clitic == "'s" and following is not None and following[0].lower() in PERFECT_AFTER_S:
-        return "has"
-    return CONTRACTIONS[clitic]
-
-
-def _possessive_mine(tokens: list[Token], i: int) -> bool:
-    """Whether "mine" tagged as a noun is the pronoun ("The blue car is mine."; the lexicon tags
-    every "mine" a noun), not the noun ("an abandoned mine shaft", "a gold mine")."""
-    if tokens[i][0].lower() != "mine":
-        return False
-    before = tokens[i - 1][3] if i else ""
-    after = tokens[i + 1][3] if i + 1 < len(tokens) else ""
-    noun_phrase = ("DT", "JJ", "NN", "PRP$", "VBN", "CD")
-    return not before.startswith(noun_phrase) and not after.startswith(("NN", "JJ"))
-
-
-# Verbs whose object is followed by a bare infinitive ("help you organize", "let you know").
-OBJECT_THEN_BARE_VERB = frozenset(
-    "help helps helped helping let lets letting make makes made making watch watches hear hears".split()
-)
-
-
-def rewrite_pronouns(
-    tokens: list[Token],
-    text: str,
-    speaker: str,
-    addressee: str | None,
-    referent: ReferentAt | None = None,
-) -> tuple[str, list[str]]:
-    """Replace first/second/third person pronouns with names; return the text and the names used."""
-    generic_you = bool(GENERIC_YOU.search(text))
-    out: list[str] = []
-    used: list[str] = []
-    agree_next = False
-    replaced_before = False
-    for i, (word, ws, _pos, tag, _ent) in enumerate(tokens):
-        low = word.lower().replace("’", "'")
-        if replaced_before and (low in CONTRACTIONS or low == "'d"):
-            following = next((t for t in tokens[i + 1 :] if t.tag not in ("RB", "RBR", "RBS")), None)
-            out[-1] = out[-1].rstrip() + " "
-            out.append(_spelled_out(low, following) + ws)
-            agree_next = replaced_before = False
-            continue
-        replacement: str | None = None
-        subject = False
-        gender = pronoun_gender(low)
-        if tag in ("PRP", "PRP$") or low == "my" or _possessive_mine(tokens, i):
-            if low in FIRST_PERSON:
-                replacement, subject = speaker, low == "i"
-            elif low in FIRST_POSSESSIVE:
-                replacement = f"{speaker}'s"
-            elif addressee and not generic_you and low in SECOND_PERSON:
-                nxt = tokens[i + 1][3] if i + 1 < len(tokens) else ""
-                # after "help", "let"... or a modal, "you" is no subject the next verb agrees with
-                # ("can help you organize", "Could you please tell"): nothing to conjugate then
-                before = tokens[i - 1] if i else None
-                bare_verb_next = before is not None and (
-                    before[3] == "MD" or before[0].lower() in OBJECT_THEN_BARE_VERB
-                )
-                subject = (nxt in ("VBP", "MD", "RB") or (low == "you" and i == 0)) and not bare_verb_next
-                replacement = addressee
-            elif addressee and not generic_you and low in SECOND_POSSESSIVE:
-                replacement = f"{addressee}'s"
-            elif gender and referent is not None:
-                name = referent(gender, i)
-                if name and (low in THIRD_SUBJECT or (low == "her" and tag == "PRP")):
-                    replacement = name
-                elif name and (low in THIRD_POSSESSIVE or (low == "her" and tag == "PRP$")):
-                    replacement = f"{name}'s"
-        replaced_before = replacement is not None
-        if replacement is not None:
-            used.append(replacement.removesuffix("'s"))
-            out.append(replacement + ws)
-            agree_next = subject
-            continue
-        if agree_next:
-            if tag == "VBP":
-                out.append(third_person(word) + ws)
-                agree_next = False
-                continue
-            if tag not in ("RB",):
-                agree_next = False
-        out.append(word + ws)
-    rewritten = "".join(out).strip()
-    return rewritten, _unique(used)

@@ -106,8 +106,8 @@ class EntropyFilter:
         # Only the new messages are judged (the context part is already in the history), but at least
         # ``judged_messages`` of the window's last ones: a window a pause or a complete exchange cut
         # short (one turn) is judged on the same stretch of conversation as a full one. Judged alone,
-        # one turn that names nothing new scored below the threshold more often than not (LoCoMo with a
-        # pause after every turn: 58% of the turns filtered, against 9% in full windows).
+        # one turn that names nothing new scores below the threshold more often than not, and most
+        # turns would be filtered.
         window_entities = {e for m in judged for e in named_things(m)}
         seen = {e for ents in history.entities for e in ents}
         novelty = len(window_entities - seen) / len(window_entities) if window_entities else 0.0
@@ -129,8 +129,8 @@ class EntropyFilter:
 
     def judged(self, window: Window) -> list[AnalyzedMessage]:
         """The window's new messages, or, for a window a pause cut short, its last
-        ``judged_messages``. (A session's last window keeps its own: measured on LoCoMo, judging it
-        on more lost 0.005 answer recall.)"""
+        ``judged_messages``. (A session's last window keeps its own: it follows a full one, whose
+        messages the history holds already.)"""
         new = window.new_messages
         if window.reason != CloseReason.PAUSE or len(new) >= self.judged_messages:
             return new

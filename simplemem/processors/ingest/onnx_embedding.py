@@ -1,13 +1,12 @@
-"""MiniLM through ONNX Runtime with int8 weights: the same model, about 1.6x the throughput of torch
-bf16 on one core, which is what lets the embedder and spaCy share a 2-core machine.
+"""MiniLM through ONNX Runtime with int8 weights: the same model at a higher throughput than torch on
+one core, which is what lets the embedder and spaCy share a small machine.
 
 The int8 file is derived once per machine from the shipped weights (the fp32 graph written from
 ``model.safetensors`` by ``simplemem/processors/ingest/onnx_graph.py``, no torch, then ``onnxruntime`` dynamic
 quantization, per-channel) and cached under a key of the source files, that builder and the tool
-versions; nothing comes from a model hub. Vectors agree with the fp32 torch model to a mean
-cosine of 0.991 (minimum 0.966) on the 5,522 informative LoCoMo sentences (measured once, when this
-backend was adopted); ``tests/test_onnx_embedding.py`` checks mean > 0.98 and minimum > 0.95 on ten
-sentences of its own.
+versions; nothing comes from a model hub. Vectors stay close to the fp32 torch model's:
+``tests/test_onnx_embedding.py`` checks mean > 0.98 and minimum > 0.95 cosine on ten sentences of
+its own.
 """
 
 from __future__ import annotations
@@ -127,9 +126,7 @@ class OnnxMiniLMEmbedder:
         """Texts tokenized once, sorted by their word pieces and run in small batches padded to their
         longest: int8 MiniLM on one core is bound by the padded positions, and ONNX Runtime quantizes
         a batch's activations with one scale, so a short batch also keeps each vector nearer fp32.
-        On an assistant history's texts this is 1.75x the speed of 32 rows sorted by characters.
-        A text repeated in the call is embedded once (a scrubbed list repeats its lines: 17% of
-        an assistant history's texts)."""
+        A text repeated in the call is embedded once (a scrubbed list repeats its lines)."""
         distinct = list(dict.fromkeys(texts))
         if len(distinct) < len(texts):
             rows_of = {t: i for i, t in enumerate(distinct)}

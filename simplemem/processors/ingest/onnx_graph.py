@@ -153,7 +153,7 @@ def encoder_layer(
 
 
 def bert_encoder(model_dir: Path) -> onnx.ModelProto:
-    """The whole encoder as an ONNX model, weights embedded (about 90 MB for MiniLM-L6)."""
+    """The whole encoder as an ONNX model, weights embedded (the model's whole size)."""
     from safetensors.numpy import load_file
 
     shape = BertShape.read(model_dir)

@@ -185,8 +185,8 @@ class Pipeline:
     def with_known_names(self, window: Window) -> Window:
         """``window`` with the persons' names that the tenant's memory holds among its lower-case words:
         "my friend Kenji" said in April makes the "he" of "we should take kenji out for dinner, he
-        earned it", said a week later, resolvable. One store read per window decomposed (about 3 ms
-        against OpenSearch), not the query service's names cache: what a window's units say must not
+        earned it", said a week later, resolvable. One store read per window decomposed, not the
+        query service's names cache: what a window's units say must not
         depend on when it was decomposed, so both modes write the same units. A store that cannot
         answer leaves the window as it is (its units keep more pronouns; a replay rewrites them)."""
         words = sorted(name_words(m.sentences for m in window.messages))
@@ -452,7 +452,7 @@ class Pipeline:
             windows.extend(self.sessions.add(message, now))
         self.run_windows(windows, report)
         # A session that ended in this batch has had its last windows judged: its history goes now,
-        # not at the end of the input (an ingest of 60 histories kept 2,900 sessions' vectors: 5.5 GB).
+        # not at the end of the input (a long ingest would keep every session's vectors until then).
         self.sessions.forget_closed()
 
 

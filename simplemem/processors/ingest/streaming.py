@@ -1,9 +1,9 @@
-"""The two stream stages as plain functions over batches: no Kafka here, the Faust agents call them.
+"""What the stream does to turns, as plain classes over batches: no Kafka here, the Faust agents call them.
 
-* :class:`ScrubStage` (turns -> scrubbed): validate, PII-scrub, analyse with spaCy, embed with
-  MiniLM and push to the recent-turn buffer: a turn is queryable as soon as this stage is done.
-  Invalid input becomes a dead letter with its exact bytes; nothing after this stage sees the raw text.
-* :class:`MemoryStage` (scrubbed -> stores): windows and entropy history kept per session in a
+* :class:`TurnScrubber` (turns -> scrubbed): validate, PII-scrub, analyse with spaCy, embed with
+  MiniLM and push to the recent-turn buffer: a turn is queryable as soon as it is done.
+  Invalid input becomes a dead letter with its exact bytes; nothing after it sees the raw text.
+* :class:`TurnMemorizer` (scrubbed -> stores): windows and entropy history kept per session in a
   :class:`SessionState` (a Faust table holds it), decomposition, indexing. Returns what to publish
   (units, outcomes, dead letters) and the sessions' next states.
 
@@ -34,7 +34,7 @@ from simplemem.schemas.events import ChatEvent, EventRejected, parse_event
 from simplemem.schemas.keys import SessionKey
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.settings import Settings
-from simplemem.schemas.stream import DeadLetter, DeadLetterStage, SourceRef, StageRecord
+from simplemem.schemas.stream import DeadLetter, FailurePoint, ScrubbedRecord, SourceRef
 from simplemem.schemas.window import AnalyzedMessage, Window
 
 log = logging.getLogger(__name__)
@@ -48,13 +48,13 @@ def _now() -> datetime:
 
 @dataclass
 class ScrubResult:
-    records: list[StageRecord] = field(default_factory=list)
+    records: list[ScrubbedRecord] = field(default_factory=list)
     dead: list[DeadLetter] = field(default_factory=list)
     failed: list[MessageOutcome] = field(default_factory=list)
     forgotten: int = 0  # turns dropped because they were forgotten (a replay of the turns topic)
 
 
-class ScrubStage:
+class TurnScrubber:
     def __init__(
         self,
         settings: Settings,
@@ -89,9 +89,7 @@ class ScrubStage:
                 )
             except EventRejected as exc:
                 out.dead.append(
-                    raw_dead_letter(
-                        DeadLetterStage.VALIDATE, exc.code, exc.reason, source, raw, self.settings
-                    )
+                    raw_dead_letter(FailurePoint.VALIDATE, exc.code, exc.reason, source, raw, self.settings)
                 )
                 continue
             accepted.append((source, event))
@@ -102,7 +100,7 @@ class ScrubStage:
         at = self.clock()
         for (source, _), message in zip(accepted, self._prepare(accepted, out), strict=True):
             if message is not None:
-                out.records.append(StageRecord.turn(message, source, at))
+                out.records.append(ScrubbedRecord.turn(message, source, at))
         return out
 
     def finish(self, prepared: ScrubResult, write: Write = lambda call: call()) -> ScrubResult:
@@ -124,7 +122,7 @@ class ScrubStage:
         for (source, event), result in zip(accepted, results, strict=True):
             if isinstance(result, MessageOutcome):
                 reason = result.reason or ""
-                out.dead.append(_dead_turn(DeadLetterStage.ANALYZE, "analysis_error", reason, source, event))
+                out.dead.append(_dead_turn(FailurePoint.ANALYZE, "analysis_error", reason, source, event))
                 out.failed.append(result)
                 messages.append(None)
             else:
@@ -164,11 +162,11 @@ class MemoryResult:
     turns: int = 0
     duplicates: int = 0
     forgotten: int = 0
-    forgotten_records: list[StageRecord] = field(default_factory=list)  # their history is erased too
+    forgotten_records: list[ScrubbedRecord] = field(default_factory=list)  # their history is erased too
     windows: list[WindowResult] = field(default_factory=list)
 
 
-class MemoryStage:
+class TurnMemorizer:
     def __init__(self, pipeline: Pipeline, clock: Callable[[], float]) -> None:
         self.pipeline = pipeline
         self.windower = pipeline.windower
@@ -177,7 +175,7 @@ class MemoryStage:
         self.clock = clock
 
     def run(
-        self, records: Sequence[StageRecord], states: dict[SessionKey, SessionState], write: Write
+        self, records: Sequence[ScrubbedRecord], states: dict[SessionKey, SessionState], write: Write
     ) -> MemoryResult:
         """Apply a batch to the sessions' states; every store write goes through ``write``."""
         result = MemoryResult(states=dict(states))
@@ -199,9 +197,9 @@ class MemoryStage:
         self._collect(judged, result)
         return result
 
-    def _fresh_turns(self, records: Sequence[StageRecord], result: MemoryResult) -> list[StageRecord]:
+    def _fresh_turns(self, records: Sequence[ScrubbedRecord], result: MemoryResult) -> list[ScrubbedRecord]:
         """The batch's turns not applied before (a restart or an upstream replay re-sends some)."""
-        fresh: list[StageRecord] = []
+        fresh: list[ScrubbedRecord] = []
         last: dict[SessionKey, SourceRef] = {}
         for record in records:
             if record.message is None or record.source is None:
@@ -218,7 +216,7 @@ class MemoryStage:
             fresh.append(record)
         return fresh
 
-    def _not_forgotten(self, fresh: list[StageRecord], result: MemoryResult) -> list[StageRecord]:
+    def _not_forgotten(self, fresh: list[ScrubbedRecord], result: MemoryResult) -> list[ScrubbedRecord]:
         """Turns forgotten after they were scrubbed (or replayed from the scrubbed topic) never
         reach a window."""
         kept, result.forgotten_records = split_forgotten(
@@ -229,7 +227,9 @@ class MemoryStage:
         result.forgotten = len(result.forgotten_records)
         return kept
 
-    def _window(self, records: Sequence[StageRecord], fresh: set[int], result: MemoryResult) -> list[Window]:
+    def _window(
+        self, records: Sequence[ScrubbedRecord], fresh: set[int], result: MemoryResult
+    ) -> list[Window]:
         """Advance each session's open window; idle checks close the windows of silent sessions.
         Silences are measured between the records' own times (the clock only for records written
         without one), so a batch replayed after a crash cuts the windows the first run cut."""
@@ -284,21 +284,21 @@ class MemoryStage:
                 source = sources.pop(m.message_id, None) or SourceRef(topic="", partition=-1, offset=-1)
                 outcome = failed.get(m.message_id)
                 if outcome is not None:
-                    stage = DeadLetterStage.DECOMPOSE if r.error else DeadLetterStage.INDEX
+                    point = FailurePoint.DECOMPOSE if r.error else FailurePoint.INDEX
                     code = "decomposition_error" if r.error else "store_error"
-                    result.dead.append(_dead_turn(stage, code, outcome.reason or "", source, m))
+                    result.dead.append(_dead_turn(point, code, outcome.reason or "", source, m))
             result.states[key] = state.model_copy(update={"sources": sources})
 
 
 def _dead_turn(
-    stage: DeadLetterStage,
+    point: FailurePoint,
     code: str,
     reason: str,
     source: SourceRef,
     message: ChatEvent | AnalyzedMessage,
 ) -> DeadLetter:
     return DeadLetter(
-        stage=stage,
+        stage=point,
         code=code,
         reason=reason,
         source=source,
@@ -310,13 +310,13 @@ def _dead_turn(
 
 
 def raw_dead_letter(
-    stage: DeadLetterStage, code: str, reason: str, source: SourceRef, raw: bytes, settings: Settings
+    point: FailurePoint, code: str, reason: str, source: SourceRef, raw: bytes, settings: Settings
 ) -> DeadLetter:
     """A dead letter quoting raw input, at most ``dlq_original_bytes`` of it (so it always fits its
     topic; the whole record stays readable at ``source`` while the turns topic retains it)."""
     cap = settings.dlq_original_bytes
     return DeadLetter(
-        stage=stage,
+        stage=point,
         code=code,
         reason=reason[: settings.dlq_reason_chars],
         source=source,

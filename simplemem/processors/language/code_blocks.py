@@ -11,9 +11,9 @@ _FENCE = re.compile(r"```[^\n`]*\n?(?P<body>[\s\S]*?)```")
 _SIGNATURE = re.compile(
     r"^\s*(?:async\s+)?(?:def|function|func|fn|class|public|private|static)\s+\w+\s*[\(<:{]"
 )
-# An indented line that opens with a list marker is a nested item, not code: on the 60 LongMemEval
-# histories 2,916 of the 3,370 "code" blocks were an answer's tab-indented sub-lists (ingredients,
-# options), cut out of the prose, away from their item and its label.
+# An indented line that opens with a list marker is a nested item, not code: most "code" blocks of
+# assistant answers would otherwise be tab-indented sub-lists (ingredients, options), cut out of the
+# prose, away from their item and its label.
 _NESTED_ITEM = r"(?!" + ITEM_MARKER + r"\s)"
 _CODE_LINE = re.compile(
     r"^(?:\s{4,}|\t)" + _NESTED_ITEM + r"\S"  # indented block line

@@ -1,15 +1,15 @@
 """Fine part-of-speech tags from a lexicon and rules, for text where spaCy's tagger costs too much.
 
 spaCy's small model tags a word from a convolutional network over its neighbours (``tok2vec``): on
-long assistant answers, which are most of an assistant history's words, that network was three
-quarters of the ingestion's NLP time. :func:`lexicon_tag` gives the same Penn Treebank tags from the
+long assistant answers, which are most of an assistant history's words, that network was most
+of the ingestion's NLP time. :func:`lexicon_tag` gives the same Penn Treebank tags from the
 Brill-style tagger that TextBlob ships (Pattern's lexicon of 94,000 words with their usual tag,
-suffix rules for unknown words and contextual rules), about fifteen times cheaper, then writes them
+suffix rules for unknown words and contextual rules), far cheaper, then writes them
 in spaCy's conventions (punctuation classes, list markers, "'s") so that the stages that read tags
 need no second path.
 
-Measured against spaCy's tagger on LongMemEval assistant answers: the same fine tag for 84% of the
-tokens, the same coarse class for 88%. Where they differ, mostly a verb in its base form read as a
+It agrees with spaCy's tagger on most tokens of assistant answers (``tests/test_lexicon_tags.py``
+checks the cases it must get right). Where they differ, mostly a verb in its base form read as a
 noun ("use", "share") and a capitalised heading word read as a common noun: a statement keeps its
 words either way (BM25 finds it by them); its keywords and its verb agreement after a rewritten
 "I"/"you" can differ.

@@ -127,9 +127,9 @@ MAX_TRAILING_ASIDE_TOKENS = 24
 @Language.component("trailing_parentheses")
 def trailing_parentheses(doc: Doc) -> Doc:
     """A parenthesis after a finished sentence ("... a long battery life. ($30-$50)") belongs to that
-    sentence. The rule-based sentencizer left the "(" on it and started a sentence inside: on the 60
-    LongMemEval histories 654 statements ended in "(", their price or size lost as a verbless fragment
-    or given to the next list item. What follows the ")" on the line starts a sentence; a longer
+    sentence. The rule-based sentencizer left the "(" on it and started a sentence inside: the
+    statement ended in "(", its price or size lost as a verbless fragment or given to the next list
+    item. What follows the ")" on the line starts a sentence; a longer
     aside is a sentence of its own, its "(" with it."""
     if "(" not in doc_text(doc):
         return doc
@@ -213,8 +213,8 @@ def make_abbreviation_periods(nlp: Language, name: str) -> AbbreviationPeriods:
 @lru_cache(maxsize=2)
 def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
     """The pipeline with numpy's BLAS under its layers: thinc's own BLIS wheels select their
-    generic (non-SIMD) kernels on x86-64, and OpenBLAS makes the same pipeline about 1.6x faster on
-    one thread, with identical tags and entities on LoCoMo. ``blas_threads`` caps OpenBLAS for the
+    generic (non-SIMD) kernels on x86-64, and OpenBLAS makes the same pipeline faster on one thread,
+    with identical tags and entities. ``blas_threads`` caps OpenBLAS for the
     whole process (more threads spin on these small matrices, and MiniLM has the other core)."""
     from thinc.api import NumpyOps, set_current_ops
     from threadpoolctl import threadpool_limits

@@ -26,7 +26,6 @@ offline summariser (a deletion must not wait for a model).
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,10 +52,6 @@ def _days(unit: MemoryUnit) -> float:
 def _unit(v: Vector) -> Vector:
     norm = float(np.linalg.norm(v))
     return v / norm if norm > 0 else v
-
-
-def affinity(cosine: float, days_apart: float, beta: float, lam: float) -> float:
-    return beta * cosine + (1 - beta) * math.exp(-lam * abs(days_apart))
 
 
 @dataclass(frozen=True)

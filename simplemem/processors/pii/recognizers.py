@@ -63,8 +63,8 @@ REPLACED = (
 
 
 # What every value of an entity holds, whichever recognizer finds it: a text without it is not given to
-# that entity's recognizers. (A regex pass per recognizer over every message was 8% of the NLP
-# thread's time on LoCoMo's chat, whose messages mostly hold no digit.) Passport numbers are
+# that entity's recognizers (a regex pass per recognizer over every chat message, which mostly holds
+# no digit, is time the NLP thread needs). Passport numbers are
 # found with at least five digits, IP addresses hold a digit or (IPv6) a colon.
 _DIGIT = re.compile(r"\d")
 DIGIT_VALUED = frozenset(
@@ -153,8 +153,7 @@ def phone_segments(text: str) -> list[tuple[int, int]]:
 
 class ChatPhoneRecognizer(PhoneRecognizer):
     """The phonenumbers matcher runs over the text once per region, and a long answer is mostly
-    words: it reads only the segments around digit runs (:func:`phone_segments`; 6% of the
-    ingestion's time on long assistant answers went to matching whole texts)."""
+    words: it reads only the segments around digit runs (:func:`phone_segments`), not whole texts."""
 
     def analyze(
         self, text: str, entities: list[str], nlp_artifacts: NlpArtifacts | None = None

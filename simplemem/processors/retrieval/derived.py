@@ -1,6 +1,6 @@
 """The derived memory a question gets before its statements (coarse to fine).
 
-A question's kind decides which derived lines it reads (``processors/lifecycle/derived.py`` says how
+A question's form decides which derived lines it reads (``processors/lifecycle/derived.py`` says how
 they are made) and what share of the context's budget they may take; the statements fill the rest.
 
 - **order** ("in what order did I ...", "what came first", "the sequence of ...") and **summary**
@@ -39,7 +39,7 @@ from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFil
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 
-class QuestionKind(StrEnum):
+class QuestionForm(StrEnum):
     LOOKUP = "lookup"
     LIST = "list"
     ORDER = "order"
@@ -84,19 +84,19 @@ _HISTORY = re.compile(
 )
 
 
-def question_kind(query: str) -> QuestionKind:
-    """The question's kind by its form (see the module for the limits); the first rule that holds."""
+def question_form(query: str) -> QuestionForm:
+    """The question's form (see the module for the limits); the first rule that holds."""
     for kind, rule in (
-        (QuestionKind.ORDER, _ORDER),
-        (QuestionKind.SUMMARY, _SUMMARY),
-        (QuestionKind.DURATION, _DURATION),
-        (QuestionKind.LIST, _LIST),
-        (QuestionKind.ADVICE, _ADVICE),
-        (QuestionKind.HISTORY, _HISTORY),
+        (QuestionForm.ORDER, _ORDER),
+        (QuestionForm.SUMMARY, _SUMMARY),
+        (QuestionForm.DURATION, _DURATION),
+        (QuestionForm.LIST, _LIST),
+        (QuestionForm.ADVICE, _ADVICE),
+        (QuestionForm.HISTORY, _HISTORY),
     ):
         if rule.search(query):
             return kind
-    return QuestionKind.LOOKUP
+    return QuestionForm.LOOKUP
 
 
 # Where a question lists what it asks about: "the key features, the timeline, security enhancements and
@@ -131,7 +131,7 @@ class Level:
 
 
 @dataclass(frozen=True)
-class Plan:
+class DerivedPlan:
     """The levels a question reads, and the share of the context's tokens they may take together."""
 
     levels: tuple[Level, ...]
@@ -155,16 +155,16 @@ _ADVICE_LEVELS = (
     # what the user asked before on the subject tailors advice as much as what they said they like
     replace(_TIMELINE, lines=3, request_words=16, min_cosine=0.4, diverse=False),
 )
-PLANS: dict[QuestionKind, Plan] = {
-    QuestionKind.ORDER: Plan((_INSTRUCTIONS, replace(_TIMELINE, lines=24, request_words=16)), 0.9),
-    QuestionKind.SUMMARY: Plan((_INSTRUCTIONS, _TIMELINE), 0.85),
-    QuestionKind.HISTORY: Plan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
-    QuestionKind.LIST: Plan((_INSTRUCTIONS, replace(_TIMELINE, lines=8)), 0.35),
-    QuestionKind.ADVICE: Plan(_ADVICE_LEVELS, 0.35),
+PLANS: dict[QuestionForm, DerivedPlan] = {
+    QuestionForm.ORDER: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=24, request_words=16)), 0.9),
+    QuestionForm.SUMMARY: DerivedPlan((_INSTRUCTIONS, _TIMELINE), 0.85),
+    QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=8)), 0.35),
+    QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
     # a lookup reads what the user said about themselves and the exchanges closest in meaning: a
     # question that rephrases what was asked ("how did you recommend pacing the requests?" for an
     # exchange about rate limits) finds the exchange, with the answer's messages
-    QuestionKind.LOOKUP: Plan(
+    QuestionForm.LOOKUP: DerivedPlan(
         (
             _INSTRUCTIONS,
             Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35),
@@ -172,7 +172,7 @@ PLANS: dict[QuestionKind, Plan] = {
         ),
         0.35,
     ),
-    QuestionKind.DURATION: Plan((_INSTRUCTIONS,), 0.15),
+    QuestionForm.DURATION: DerivedPlan((_INSTRUCTIONS,), 0.15),
 }
 POOL = 40  # candidates each index returns before fusion
 RANK_CONSTANT = 60  # reciprocal-rank fusion's constant
@@ -268,6 +268,6 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     return [(units[uid], fused[uid]) for uid in top if uid in units]
 
 
-def gather_derived(search: Searches, plan: Plan) -> list[tuple[MemoryUnit, float]]:
+def gather_derived(search: Searches, plan: DerivedPlan) -> list[tuple[MemoryUnit, float]]:
     """Every level of ``plan``, in order."""
     return [found for level in plan.levels for found in gather_level(search, level)]

@@ -136,8 +136,8 @@ class MilvusVectorStore:
         # Delete-then-insert rather than upsert: against a Milvus 2.3 server, upsert into a collection
         # with a partition key reports success and stores nothing. Ids are deterministic, so a replay
         # rewrites the same rows: idempotent either way. The delete is by primary key alone: Milvus
-        # applies it directly (a few ms), where an expression that also names the tenant costs a
-        # strongly consistent query first (~0.3 s a call on the server). It stays tenant-scoped: a
+        # applies it directly, where an expression that also names the tenant costs a strongly
+        # consistent query first, far slower on the server. It stays tenant-scoped: a
         # unit's id is a hash that includes its tenant id (simplemem.schemas.memory.memory_id).
         with self._lock:
             self._loaded(lambda: self.client.delete(self.collection, ids=[unit.id for unit in units]))

@@ -100,10 +100,13 @@ class VectorStore(Protocol):
     def close(self) -> None: ...
 
 
-class LexicalStore(Protocol):
-    """BM25 text search plus the symbolic fields and the units themselves (the document store)."""
+# The lexical store's operations, one small protocol per concern (as Graphiti splits its operation
+# interfaces): a component asks for the concerns it uses, and each backend (SQLite, OpenSearch) keeps
+# one module per concern. ``LexicalStore`` is all of them.
 
-    def upsert(self, units: Sequence[MemoryUnit]) -> None: ...
+
+class LexicalSearch(Protocol):
+    """BM25 text search under the symbolic filter."""
 
     def search(
         self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter, *, read: bool = False
@@ -112,10 +115,30 @@ class LexicalStore(Protocol):
         matches' units in the same request (``Hit.unit``); one that reads locally may leave it out."""
         ...
 
+
+class UnitDocuments(Protocol):
+    """The units themselves (the document store): written, read, deleted."""
+
+    def upsert(self, units: Sequence[MemoryUnit]) -> None: ...
+
     def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
         """The units by id, in the order asked; ``with_context=False`` leaves out their message
         (``MemoryUnit.context``): a query never shows it, and a long answer's is kilobytes."""
         ...
+
+    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
+        """All the tenant's units (active and archived), ``batch`` at a time: bounded memory."""
+        ...
+
+    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
+        """The tenant's units (any status) in the order they were stated, ``limit`` from ``offset``."""
+        ...
+
+    def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
+
+
+class PersonNames(Protocol):
+    """The persons the memories are about (the symbolic filter's names)."""
 
     def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]: ...
 
@@ -125,6 +148,10 @@ class LexicalStore(Protocol):
         ...
 
     def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]: ...
+
+
+class Provenance(Protocol):
+    """Which messages a unit comes from and quotes (siblings, forgetting)."""
 
     def units_from_sources(
         self, tenant_id: str, source_ids: Sequence[str], *, with_context: bool = True
@@ -138,15 +165,9 @@ class LexicalStore(Protocol):
         """Units whose context quotes one of these messages (``MemoryUnit.context_ids``)."""
         ...
 
-    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
-        """All the tenant's units (active and archived), ``batch`` at a time: bounded memory."""
-        ...
 
-    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
-        """The tenant's units (any status) in the order they were stated, ``limit`` from ``offset``."""
-        ...
-
-    def delete(self, tenant_id: str, ids: Sequence[str]) -> None: ...
+class StoreAdmin(Protocol):
+    """An operator's view of the store: tenants, sizes, compaction, closing."""
 
     def tenants(self) -> list[str]:
         """Every tenant with a memory (an operator's listing: ``simplemem consolidate``)."""
@@ -159,6 +180,10 @@ class LexicalStore(Protocol):
     def count(self, tenant_id: str) -> int: ...
 
     def close(self) -> None: ...
+
+
+class LexicalStore(LexicalSearch, UnitDocuments, PersonNames, Provenance, StoreAdmin, Protocol):
+    """BM25 text search plus the symbolic fields and the units themselves (the document store)."""
 
 
 def names_matching(names: Sequence[str], candidates: Sequence[str]) -> list[str]:
@@ -212,8 +237,7 @@ def index_names(unit: MemoryUnit) -> list[str]:
     Only persons: entity labels from a small NER model are too unstable ("LGBTQ" is an ORG in one
     sentence and nothing in the next) to be a hard constraint; entities still count through BM25.
     A speaker called by its role ("user", "assistant": a frontend that sends no name) is not a name:
-    it is on nearly every unit of such a tenant (306,928 of the 336,774 names rows of the 60
-    LongMemEval histories), and the known names a window's lower-case words are matched against
+    it is on nearly every unit of such a tenant, and the known names a window's lower-case words are matched against
     (``Pipeline.with_known_names``) took the word "user" for one.
     """
     return sorted(set(_name_keys(unit)))

@@ -14,12 +14,12 @@ import orjson
 
 from simplemem.schemas.memory import MemoryUnit
 
-DOC_COMPRESSION = 6  # zlib level: 9 saves nothing more on unit documents, 1 about 1%
+DOC_COMPRESSION = 6  # zlib level: documents this short gain next to nothing from a higher one
 
 
 # A unit document is a few hundred bytes: zlib alone spends most of them on the field names. Deflate
-# primed with this dictionary (the names and frequent values) makes it 20% smaller; its id and tenant
-# are in their own columns and left out (30% in all on an assistant history). Documents written with
+# primed with this dictionary (the names and frequent values) writes them as references; its id and
+# tenant are in their own columns and left out. Documents written with
 # it start with DICT_DOC. Never change these bytes: the documents already written need them as they
 # are (another dictionary would need another first byte).
 DOC_DICTIONARY = (
@@ -31,14 +31,13 @@ DOC_DICTIONARY = (
 )
 DICT_DOC = b"\x02"
 # A unit with a context is deflated with its context before that dictionary: a statement's words are
-# mostly its message's, and deflate writes them as references into it (on the 60 LongMemEval
-# histories 227 B a unit became 153 B). Reading such a document needs its context's text.
+# mostly its message's, and deflate writes them as references into it. Reading such a document needs
+# its context's text.
 CONTEXT_DOC = b"\x03"
 # The second dictionary (documents written since file version 16, first bytes DICT_DOC_2 and
 # CONTEXT_DOC_2): the first, then what the store's own documents repeat, nearest last: the fields in
 # the order a document writes them with the speakers coreference names, the end of a document, the
-# opening of a statement and of a long answer's list item (74 -> 58 B a document on the 60 LongMemEval
-# histories). Never change these bytes either.
+# opening of a statement and of a long answer's list item. Never change these bytes either.
 DOC_DICTIONARY_2 = DOC_DICTIONARY + (
     b'"persons":["User","Assistant"],"keywords":["],"persons":["User"],"keywords":["],'
     b'"persons":["Assistant","User"],"keywords":["],"persons":["Assistant"],"keywords":[],'
@@ -69,9 +68,8 @@ _DICTIONARIES = {
 # session, from which messages, whom it names). What it holds is read from the message or describes
 # it, so forgetting one statement leaves nothing in it that the message's text, kept for the others,
 # does not; it leaves with the context. The documents of the statements are deflated with it too and
-# write those fields as references into it: on the 60 LongMemEval histories the date and session
-# alone were 47 of a document's 153 B (the message's six fields alone in the header: 89 B a
-# document; all but the own words: 74 B). A stored context with a header opens with HEADED_CONTEXT
+# write those fields as references into it (the date and session alone are a large part of a short
+# document). A stored context with a header opens with HEADED_CONTEXT
 # (a zlib stream never does), then the header's length in two bytes, then header and text deflated
 # as one.
 HEADED_CONTEXT = b"\x01"
@@ -104,10 +102,9 @@ def _fields(unit: MemoryUnit) -> dict[str, object]:
     return unit.model_dump(mode="json", exclude={"context", "id", "tenant_id"}, exclude_defaults=True)
 
 
-# A keyword is a word of its unit's text (99% of them on the 60 LongMemEval histories) and the topic
-# its first keyword (96%): a document names such a keyword by its word's place in the lowered text
+# A keyword is nearly always a word of its unit's text and the topic its first keyword: a document names such a keyword by its word's place in the lowered text
 # (``"keywords":[3,7]``) and leaves out a topic that is the first keyword. A document whose keywords
-# hold no number is as older documents were (its topic, if any, written out): 88 -> 74 B a document.
+# hold no number is as older documents were (its topic, if any, written out).
 # Never change how the words are split: the documents written read their keywords back by it.
 _WORD = re.compile(r"\w+")
 
@@ -165,7 +162,7 @@ def encode_doc(unit: MemoryUnit, context: StoredContext | None = None, *, editio
 
 def stored_context(text: str, header: bytes = b"") -> bytes:
     """A context as ``contexts`` keeps it: compressed (the message prose of a long answer is most of
-    what the store holds of it; 2.5 to 3 times smaller), with its header if it has one."""
+    what the store holds of it), with its header if it has one."""
     body = zlib.compress(header + text.encode("utf-8"), DOC_COMPRESSION)
     return HEADED_CONTEXT + len(header).to_bytes(2, "big") + body if header else body
 

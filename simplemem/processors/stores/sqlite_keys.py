@@ -1,7 +1,6 @@
 """How the embedded SQLite files key their rows compactly: a tenant by its number in the file's
 ``tenants`` table (its name once), a unit id of 32 hex digits (each id the pipeline makes) by its 16
-bytes. On the 60 LongMemEval histories a name of 13 characters and an id of 32 in every row and
-index entry were 28 MB of the two files."""
+bytes: a name and an id in every row and index entry would be a large share of the two files."""
 
 from __future__ import annotations
 
@@ -10,9 +9,8 @@ import sqlite3
 
 TENANTS_TABLE = "CREATE TABLE IF NOT EXISTS tenants (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"
 NO_TENANT = 0  # the number of a tenant that never wrote to the file: no row has it
-# A new file's pages are 16 KB, not 4: a page wastes less on rows that do not fill it (the 60
-# LongMemEval histories: 2.1 MB less in the lexical file, as fast to write and read). An existing file
-# keeps its own.
+# A new file's pages are 16 KB, not 4: a page wastes less on rows that do not fill it, and the file
+# is as fast to write and read.
 PAGE_SIZE = 16384
 
 _HEX_ID = re.compile(r"[0-9a-f]{32}")
@@ -57,24 +55,3 @@ class TenantNumbers:
         if not self._db.in_transaction:
             self._known[name] = int(row[0])
         return int(row[0])
-
-    def number_all(self, tables: tuple[str, ...]) -> None:
-        """An upgrade's first step: number every tenant named in ``tables``' ``tenant_id`` column, and
-        make :func:`unit_key` callable in SQL for the rows' move (:func:`remake_table`)."""
-        self._db.create_function("unit_key", 1, unit_key, deterministic=True)
-        union = " UNION ".join(f"SELECT tenant_id FROM {t}" for t in tables)
-        self._db.execute(f"INSERT OR IGNORE INTO tenants (name) {union}")
-
-
-def remake_table(
-    db: sqlite3.Connection, table: str, old_indexes: tuple[str, ...], ddl: str, insert: str
-) -> None:
-    """Make ``table`` anew by ``ddl`` (statements split by ";"), filled by ``INSERT`` + ``insert``
-    (which reads ``old_{table}``, the table as it was, renamed, its ``old_indexes`` dropped)."""
-    db.execute(f"ALTER TABLE {table} RENAME TO old_{table}")
-    for index in old_indexes:
-        db.execute(f"DROP INDEX IF EXISTS {index}")
-    for statement in ddl.split(";"):
-        db.execute(statement)
-    db.execute("INSERT " + insert.format(table=table))
-    db.execute(f"DROP TABLE old_{table}")

@@ -1,15 +1,14 @@
 """The embedded vector store: each unit's vector in a SQLite file, searched exactly, one tenant at a time.
 
-Milvus Lite (the embedded store before) scans every row of the file for each search, whatever the
-tenant filter says: 43 ms a search at 45,600 units on this 2-core machine, growing with the store. Here
-a search scores the tenant's rows that pass the filter (the constraints the Milvus expression carries)
+A search scores the tenant's rows that pass the filter (the constraints the Milvus expression carries)
 with one matrix product, over arrays kept in memory until the tenant's next write: its cost follows
-the tenant's memory, not the store's. (An embedded store is one process's: no other writer to miss.)
-Vectors are stored as int8, each scaled by its largest component (384 bytes for MiniLM's 384
-dimensions, half of float16; a unit vector's cosine with its stored copy is about 0.9999), and scored
-in float32 after normalising. Rows written as float16 before are told by their length and read as
-such. A row holds its tenant's number and its id's bytes (:mod:`sqlite_keys`; file version 1: a file
-written before is moved once on open). The service mode keeps Milvus, which scales across machines.
+the tenant's memory, not the store's (Milvus Lite, the embedded store before, scanned every row of its
+file for each search, whatever the tenant). An embedded store is one process's: no other writer to
+miss. Vectors are stored as int8, each scaled by its largest component (a byte a dimension, half of
+float16, for a direction kept to about four decimals of cosine), and scored in float32 after
+normalising. Rows written as float16 before are told by their length and read as such. A row holds its
+tenant's number and its id's bytes (:mod:`sqlite_keys`). The service mode keeps Milvus, which scales
+across machines.
 """
 
 from __future__ import annotations
@@ -25,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from simplemem.processors.stores.file_format import open_format
 from simplemem.processors.stores.private import private_file
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range, search_status
 from simplemem.processors.stores.sqlite_keys import (
@@ -32,7 +32,6 @@ from simplemem.processors.stores.sqlite_keys import (
     TENANTS_TABLE,
     TenantNumbers,
     null_if,
-    remake_table,
     unit_id,
     unit_key,
 )
@@ -42,13 +41,11 @@ STORED = np.int8
 OLDER = np.float16  # rows written before int8: twice the bytes of a dimension
 CACHE_ROWS = 250_000  # rows kept in memory as arrays: about 390 MB of 384-d float32 vectors
 
-_NUMBERED_TENANTS_VERSION = 1
-_NULL_DEFAULTS_VERSION = 2
+FORMAT_VERSION = 2  # the file format this code reads and writes (``PRAGMA user_version``)
 # Keyed by tenant then id: the key is the one index (a tenant's rows are found by its range), and an
 # id another tenant also has is another row. A rowid table: rows arrive in no key order, and a table
-# that is its own index (``WITHOUT ROWID``) left its pages emptier: 29.4 MB against 27.0 on the 60
-# LongMemEval histories.
-# Since version 2 an active status and a one-day span's end are NULL, no byte (as in the lexical file).
+# that is its own index (``WITHOUT ROWID``) leaves its pages emptier.
+# An active status and a one-day span's end are NULL, no byte (as in the lexical file).
 _VECTORS = """CREATE TABLE IF NOT EXISTS vectors (
     tenant_id INTEGER NOT NULL, id BLOB NOT NULL, status TEXT, event_start INTEGER NOT NULL,
     event_end INTEGER, stated_at REAL NOT NULL, vec BLOB NOT NULL, PRIMARY KEY (tenant_id, id)
@@ -130,57 +127,12 @@ class SqliteVectorStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("PRAGMA secure_delete=ON")  # a forgotten unit's vector is zeroed on disk
+        open_format(self._db, path, FORMAT_VERSION, f"{TENANTS_TABLE};\n{_VECTORS}")
         self._tenants = TenantNumbers(self._db)
-        self._db.execute(TENANTS_TABLE)
-        self._number_tenants()
-        self._null_defaults()
         self._lock = threading.Lock()
         self.cache_rows = cache_rows
         self._cache: dict[str, TenantRows] = {}  # oldest first
         self._cached_rows = 0  # the rows in ``_cache``, kept as it changes (a search must not sum them)
-
-    def _number_tenants(self) -> None:
-        """Make the table in version 1's layout: a new file at once, an older one's rows moved (in one
-        transaction; rowids need not be kept, nothing names them)."""
-        db = self._db
-        if db.execute("PRAGMA user_version").fetchone()[0] >= _NUMBERED_TENANTS_VERSION:
-            return
-        older = db.execute("SELECT 1 FROM sqlite_master WHERE name='vectors'").fetchone() is not None
-        db.execute("BEGIN")
-        if older:
-            self._tenants.number_all(("vectors",))
-            remake_table(
-                db,
-                "vectors",
-                ("vectors_tenant",),
-                _VECTORS,
-                f"INTO vectors {_COLUMNS} SELECT t.id, unit_key(o.id), o.status, o.event_start, "
-                "o.event_end, o.stated_at, o.vec FROM old_vectors o JOIN tenants t ON t.name = o.tenant_id",
-            )
-        else:  # a new file: made in today's layout
-            db.execute(_VECTORS)
-        db.execute(f"PRAGMA user_version={_NUMBERED_TENANTS_VERSION if older else _NULL_DEFAULTS_VERSION}")
-        db.execute("COMMIT")
-
-    def _null_defaults(self) -> None:
-        """Version 2: an active status and a one-day span's end are NULL; an older file's rows are
-        rewritten once and the file vacuumed (0.3 s in all for the 52,699 vectors of the 60
-        LongMemEval histories; the file would otherwise keep twice their pages)."""
-        db = self._db
-        if db.execute("PRAGMA user_version").fetchone()[0] >= _NULL_DEFAULTS_VERSION:
-            return
-        db.execute("BEGIN")
-        remake_table(
-            db,
-            "vectors",
-            (),
-            _VECTORS,
-            f"INTO vectors {_COLUMNS} SELECT tenant_id, id, NULLIF(status, 'active'), event_start, "
-            "NULLIF(event_end, event_start), stated_at, vec FROM old_vectors",
-        )
-        db.execute(f"PRAGMA user_version={_NULL_DEFAULTS_VERSION}")
-        db.execute("COMMIT")
-        db.execute("VACUUM")  # the old table's pages back to the disk: nothing names a row by its rowid
 
     def _number(self, tenant_id: str) -> int:
         with self._lock:
@@ -311,32 +263,3 @@ class SqliteVectorStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
-
-MILVUS_FIELDS = ["id", "tenant_id", "status", "event_start", "event_end", "stated_at", "vector"]
-
-
-def import_milvus_lite(source: Path, store: SqliteVectorStore, collection: str, batch: int = 1000) -> int:
-    """Copy the rows of an embedded store's Milvus Lite file (written before this store) into ``store``;
-    returns how many. Idempotent: an import cut short is done again from the start."""
-    from pymilvus import MilvusClient
-
-    client = MilvusClient(str(source))
-    copied = 0
-    try:
-        if not client.has_collection(collection):
-            return 0
-        client.load_collection(collection)
-        pages = client.query_iterator(collection, batch_size=batch, filter="", output_fields=MILVUS_FIELDS)
-        while page := pages.next():
-            store._put([_row(r) for r in page])
-            copied += len(page)
-        pages.close()
-    finally:
-        client.close()
-    return copied
-
-
-def _row(r: dict[str, object]) -> tuple[object, ...]:
-    vec = encoded(np.asarray(r["vector"], dtype=np.float32))
-    return (r["id"], r["tenant_id"], r["status"], r["event_start"], r["event_end"], r["stated_at"], vec)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bench.events import chat_event
+from tests.helpers.events import chat_event
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 # Variants of one drink, each well above the affinity threshold from a plain latte (MiniLM int8

@@ -13,8 +13,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.harness.workers import free_port, wait_ready
 from simplemem.schemas.settings import REPO_ROOT
+from tests.helpers.workers import free_port, wait_ready
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from bench.events import chat_event
+from tests.helpers.events import chat_event
 
 T0 = datetime(2026, 1, 5, 8, 0, tzinfo=UTC)
 

@@ -16,22 +16,15 @@ put the context back; a context no unit refers to any more is deleted with the l
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
 import orjson
 from opensearchpy import JSONSerializer, OpenSearch, RequestError, helpers
 
-from simplemem.processors.language.text import query_terms
 from simplemem.processors.stores.protocols import (
-    MIN_NAME_PREFIX,
-    Hit,
     SymbolicFilter,
-    day_range,
-    index_names,
-    names_matching,
-    search_status,
 )
 from simplemem.schemas.memory import MemoryUnit
 
@@ -41,8 +34,8 @@ MAX_TENANTS_LISTED = 10_000  # an operator's listing of tenants (one aggregation
 MAX_RESULT_WINDOW = 10_000  # OpenSearch's default index.max_result_window: one request's most hits
 # Units a message usually yields: a lookup by message ids asks for this many per id first (a request
 # sized for 10,000 hits costs OpenSearch that many queue slots, each time) and asks again when the
-# count says there are more. 24 covers 97% of the messages of assistant-style histories (8 covered
-# 65%, and a tenth of the queries' sibling reads took a second round trip: 3 ms more).
+# count says there are more. Sized so that nearly every message of an assistant-style history (a
+# long answer makes dozens of statements) fits the first request.
 UNITS_PER_MESSAGE_GUESS = 24
 
 MAPPING: dict[str, Any] = {
@@ -147,7 +140,10 @@ def _day(ordinal: int) -> str:
     return date.fromordinal(ordinal).isoformat()
 
 
-class OpenSearchLexicalStore:
+class OpenSearchBase:
+    """The client, the two indexes and what every concern shares: filters, routed searches, reading
+    units back with their contexts."""
+
     def __init__(
         self,
         url: str,
@@ -190,56 +186,6 @@ class OpenSearchLexicalStore:
             if exc.error != "resource_already_exists_exception":
                 raise
 
-    # --- writes ---------------------------------------------------------------------------------
-    def upsert(self, units: Sequence[MemoryUnit]) -> None:
-        if not units:
-            return
-        before = self._stored_contexts([(u.tenant_id, u.id) for u in units])
-        contexts = {(u.tenant_id, context_hash(u.context)): u.context for u in units if u.context}
-        actions = [
-            {
-                "_op_type": "index",
-                "_index": self.contexts,
-                "_id": _context_id(tenant, ctx),
-                "_routing": tenant,
-                "_source": {"tenant_id": tenant, "hash": ctx, "text": text},
-            }
-            for (tenant, ctx), text in contexts.items()
-        ]
-        actions += [self._unit_action(u) for u in units]
-        # refresh=wait_for: a write is visible to the next query, without forcing a refresh per call;
-        # it returns at the index's next scheduled refresh (``refresh_interval``).
-        helpers.bulk(self.client, actions, refresh="wait_for")
-        self._drop_unused_contexts(set(before.values()) - set(contexts))
-
-    def _unit_action(self, u: MemoryUnit) -> dict[str, Any]:
-        start, end = day_range(u)
-        return {
-            "_op_type": "index",
-            "_index": self.index,
-            "_id": u.id,
-            "_routing": u.tenant_id,
-            "_source": {
-                "tenant_id": u.tenant_id,
-                "text": u.text,
-                "keywords": " ".join(u.keywords),
-                "kind": u.kind.value,
-                "status": search_status(u),
-                "persons": u.persons,
-                "person_names": index_names(u),
-                "entities": u.entities,
-                "source_ids": u.source_ids,
-                "context_ids": u.context_ids,
-                "ctx": context_hash(u.context) if u.context else None,
-                "event_time": u.event_time,
-                "event_start": _day(start),
-                "event_end": _day(end),
-                "stated_at": u.stated_at,
-                # its id and tenant are the document's own; fields at their defaults are left out
-                "doc": u.model_dump(mode="json", exclude=_NOT_IN_DOC, exclude_defaults=True),
-            },
-        }
-
     def _stored_contexts(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
         """(tenant, unit id) -> (tenant, context hash) of the stored units that have a context."""
         if not keys:
@@ -279,14 +225,6 @@ class OpenSearchLexicalStore:
         if actions:
             helpers.bulk(self.client, actions, refresh="wait_for", raise_on_error=False)
 
-    def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
-        if not ids:
-            return
-        before = self._stored_contexts([(tenant_id, i) for i in ids])
-        actions = [{"_op_type": "delete", "_index": self.index, "_id": i, "_routing": tenant_id} for i in ids]
-        helpers.bulk(self.client, actions, refresh="wait_for", raise_on_error=False)
-        self._drop_unused_contexts(set(before.values()))
-
     def _with_contexts(
         self, tenant_id: str, hits: list[dict[str, Any]], with_context: bool = True
     ) -> list[MemoryUnit]:
@@ -311,7 +249,6 @@ class OpenSearchLexicalStore:
         found = self.client.mget(index=self.contexts, body={"docs": docs})["docs"]
         return {c: d["_source"]["text"] for c, d in zip(hashes, found, strict=True) if d.get("found")}
 
-    # --- reads ----------------------------------------------------------------------------------
     def _filters(self, tenant_id: str, flt: SymbolicFilter | None = None) -> list[dict[str, Any]]:
         filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
         if flt is None:
@@ -344,214 +281,3 @@ class OpenSearchLexicalStore:
             index=index or self.index, body=body, routing=tenant_id, filter_path=filter_path
         )
         return result
-
-    def search(
-        self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter, *, read: bool = False
-    ) -> list[Hit]:
-        """A unit's BM25 score over its own words plus its context's (the message it is part of): the
-        contexts are searched first, then the units ranked on both in one search, so that only the
-        best ``limit`` come back (the statements of the matching long answers were hundreds a query,
-        each returned to be added up here). ``read``: that search returns their documents too."""
-        terms = query_terms(query)
-        if not terms:
-            return []
-        # the hash from doc values, no stored field read: fetching each hit's source (its whole message,
-        # decompressed) was nine tenths of this search's time (1.2-1.6 -> 0.13 ms ``took``, 80 hits)
-        around = {
-            "size": limit,
-            "_source": False,
-            "stored_fields": "_none_",
-            "docvalue_fields": ["hash"],
-            "query": {
-                "bool": {
-                    "must": {"match": {"text": " ".join(terms)}},
-                    "filter": [{"term": {"tenant_id": tenant_id}}],
-                }
-            },
-        }
-        context_hits = _hits(
-            self._search(tenant_id, around, index=self.contexts, filter_path=_SCORES_AND_VALUES)
-        )
-        own = {
-            "multi_match": {
-                "query": " ".join(terms),
-                "fields": ["text", "context", "keywords"],
-                "type": "most_fields",
-                "operator": "or",
-            }
-        }
-        # a unit's context adds its score as a constant: a bool query sums the clauses that match
-        by_context = [
-            {
-                "constant_score": {
-                    "filter": {"term": {"ctx": h["fields"]["hash"][0]}},
-                    "boost": float(h["_score"]),
-                }
-            }
-            for h in context_hits
-        ]
-        body = {
-            "size": limit,
-            "_source": _fields(False) if read else False,
-            "query": {
-                "bool": {
-                    "should": [own, *by_context],
-                    "minimum_should_match": 1,
-                    "filter": self._filters(tenant_id, flt),
-                }
-            },
-        }
-        hits = _hits(self._search(tenant_id, body, filter_path=_HITS))
-        units = {u.id: u for u in self._with_contexts(tenant_id, hits, with_context=False)} if read else {}
-        ranked = [Hit(h["_id"], float(h["_score"]), units.get(h["_id"])) for h in hits]
-        return sorted(ranked, key=lambda hit: (-hit.score, hit.id))
-
-    def get(self, tenant_id: str, ids: Sequence[str], *, with_context: bool = True) -> list[MemoryUnit]:
-        if not ids:
-            return []
-        body = {
-            "size": len(ids),
-            "_source": _fields(with_context),
-            "query": {"bool": {"filter": [*self._filters(tenant_id), {"ids": {"values": list(ids)}}]}},
-        }
-        hits = _hits(self._search(tenant_id, body, filter_path=_HITS))
-        found = {u.id: u for u in self._with_contexts(tenant_id, hits, with_context)}
-        return [found[i] for i in ids if i in found]
-
-    def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
-        lowered = sorted({c.lower() for c in candidates if c.strip()})
-        if not lowered:
-            return []
-        should: list[dict[str, Any]] = [{"terms": {"person_names": lowered}}]
-        should += [{"prefix": {"person_names": c}} for c in lowered if len(c) >= MIN_NAME_PREFIX]
-        body = {
-            "size": 0,
-            "query": {
-                "bool": {"filter": self._filters(tenant_id), "should": should, "minimum_should_match": 1}
-            },
-            "aggs": {"names": {"terms": {"field": "person_names", "size": MAX_KNOWN_NAMES}}},
-        }
-        buckets = self._search(tenant_id, body)["aggregations"]["names"]["buckets"]
-        return names_matching([b["key"] for b in buckets], lowered)
-
-    def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
-        body = {
-            "size": 0,
-            "query": {"bool": {"filter": self._filters(tenant_id)}},
-            "aggs": {"names": {"terms": {"field": "person_names", "size": limit + 1}}},
-        }
-        buckets = self._search(tenant_id, body)["aggregations"]["names"]["buckets"]
-        return None if len(buckets) > limit else sorted(b["key"] for b in buckets)
-
-    def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
-        if not ids or not names:
-            return set()
-        body = {
-            "size": len(ids),
-            "_source": False,
-            "query": {
-                "bool": {
-                    "filter": [
-                        *self._filters(tenant_id),
-                        {"ids": {"values": list(ids)}},
-                        _about(names),
-                    ]
-                }
-            },
-        }
-        return {h["_id"] for h in self._search(tenant_id, body)["hits"]["hits"]}
-
-    def units_from_sources(
-        self, tenant_id: str, source_ids: Sequence[str], *, with_context: bool = True
-    ) -> list[MemoryUnit]:
-        if not source_ids:
-            return []
-        query = {"bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": list(source_ids)}}]}}
-        return self._all_units(tenant_id, query, len(source_ids) * UNITS_PER_MESSAGE_GUESS, with_context)
-
-    def sources_with_units(self, tenant_id: str, source_ids: Sequence[str]) -> set[str]:
-        """One aggregation over the messages' ids: no document is read."""
-        ids = sorted(set(source_ids))
-        if not ids:
-            return set()
-        body = {
-            "size": 0,
-            "query": {"bool": {"filter": [*self._filters(tenant_id), {"terms": {"source_ids": ids}}]}},
-            "aggs": {"sources": {"terms": {"field": "source_ids", "include": ids, "size": len(ids)}}},
-        }
-        buckets = self._search(tenant_id, body)["aggregations"]["sources"]["buckets"]
-        return {b["key"] for b in buckets}
-
-    def units_quoting(self, tenant_id: str, message_ids: Sequence[str]) -> list[MemoryUnit]:
-        if not message_ids:
-            return []
-        query = {
-            "bool": {"filter": [*self._filters(tenant_id), {"terms": {"context_ids": list(message_ids)}}]}
-        }
-        return self._all_units(tenant_id, query, len(message_ids) * UNITS_PER_MESSAGE_GUESS)
-
-    def _all_units(
-        self, tenant_id: str, query: dict[str, Any], guess: int, with_context: bool = True
-    ) -> list[MemoryUnit]:
-        """Every unit matching ``query`` (up to the result window), asking for ``guess`` first."""
-        size = max(1, min(guess, MAX_RESULT_WINDOW))
-        while True:
-            body = {
-                "size": size,
-                "_source": _fields(with_context),
-                "track_total_hits": MAX_RESULT_WINDOW,
-                "query": query,
-            }
-            result = self._search(tenant_id, body, filter_path=_HITS_AND_TOTAL)
-            hits, total = _hits(result), int(result["hits"]["total"]["value"])
-            if len(hits) >= total or size == MAX_RESULT_WINDOW:
-                return self._with_contexts(tenant_id, hits, with_context)
-            size = min(total, MAX_RESULT_WINDOW)
-
-    def page(self, tenant_id: str, offset: int, limit: int) -> list[MemoryUnit]:
-        """A page of the tenant's units; pages end at OpenSearch's result window (10,000 units)."""
-        size = max(0, min(limit, MAX_RESULT_WINDOW - offset))
-        if size == 0:
-            return []
-        body = {
-            "from": offset,
-            "size": size,
-            "_source": ["doc", "ctx"],
-            "sort": [{"stated_at": "asc"}, {"_id": "asc"}],
-            "query": {"bool": {"filter": self._filters(tenant_id)}},
-        }
-        return self._with_contexts(tenant_id, self._search(tenant_id, body)["hits"]["hits"])
-
-    def iter_units(self, tenant_id: str, batch: int) -> Iterator[list[MemoryUnit]]:
-        """A scroll over the tenant's documents (a consistent snapshot, ``batch`` per page)."""
-        hits = helpers.scan(
-            self.client,
-            index=self.index,
-            query={"query": {"bool": {"filter": self._filters(tenant_id)}}, "_source": ["doc", "ctx"]},
-            routing=tenant_id,
-            size=batch,
-        )
-        page: list[dict[str, Any]] = []
-        for h in hits:
-            page.append(h)
-            if len(page) == batch:
-                yield self._with_contexts(tenant_id, page)
-                page = []
-        if page:
-            yield self._with_contexts(tenant_id, page)
-
-    def tenants(self) -> list[str]:
-        body = {"size": 0, "aggs": {"tenants": {"terms": {"field": "tenant_id", "size": MAX_TENANTS_LISTED}}}}
-        result = self.client.search(index=self.index, body=body)
-        return sorted(b["key"] for b in result["aggregations"]["tenants"]["buckets"])
-
-    def expunge(self) -> None:
-        """Deleted documents stay in Lucene segments until merged: merge them away now."""
-        self.client.indices.forcemerge(index=f"{self.index},{self.contexts}", only_expunge_deletes=True)
-
-    def count(self, tenant_id: str) -> int:
-        body = {"query": {"bool": {"filter": self._filters(tenant_id)}}}
-        return int(self.client.count(index=self.index, body=body, routing=tenant_id)["count"])
-
-    def close(self) -> None:
-        self.client.close()

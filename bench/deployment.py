@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench.harness.cleanup import drop_namespace
-from bench.harness.serving import ServeProcess
-from bench.harness.workers import WorkerProcess
 from simplemem.schemas.settings import Settings, settings_for
 from simplemem.streams.topics import ensure_topics
+from tests.helpers.cleanup import drop_namespace
+from tests.helpers.serving import ServeProcess
+from tests.helpers.workers import WorkerProcess
 
 
 def namespace_env(tag: str, data_dir: Path) -> dict[str, str]:

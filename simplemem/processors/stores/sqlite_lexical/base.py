@@ -1,0 +1,102 @@
+"""What every concern of the SQLite lexical store shares: the connection and its lock, the tenants'
+numbers, a unit's FTS row and word counts, and reading units back with their contexts."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from simplemem.processors.stores.sqlite_docs import StoredContext, open_context, read_unit
+from simplemem.processors.stores.sqlite_keys import TenantNumbers, unit_id, unit_key
+from simplemem.processors.stores.sqlite_lexical.schema import (
+    JOIN_CONTEXT,
+    fts_values,
+    open_lexical_file,
+    tenant_token,
+)
+from simplemem.schemas.memory import MemoryUnit
+
+
+class SqliteLexicalBase:
+    """The file and the writes of its indexes; the concerns' classes add the protocol's methods."""
+
+    def __init__(self, path: Path) -> None:
+        self._db = open_lexical_file(path)
+        self._lock = threading.Lock()
+        self._tenants = TenantNumbers(self._db)
+
+    def _number(self, name: str) -> int:
+        """The tenant's number in this file (:class:`TenantNumbers`), for a read: it takes the lock
+        (a write holds it already and asks ``self._tenants``)."""
+        with self._lock:
+            return self._tenants.number(name)
+
+    def _read_by_ids(self, tenant_id: str, ids: Sequence[str], *, with_context: bool) -> list[MemoryUnit]:
+        """The units by id, in the order asked (those found)."""
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        number = self._number(tenant_id)
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT u.id, u.doc, c.text FROM units u {JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
+                [tenant_id, number, *map(unit_key, ids)],
+            ).fetchall()
+        by_id = {u.id: u for u in read_units(rows, tenant_id, with_context=with_context)}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def _count_words(self, token: str, side: str, rows: int, words: int) -> None:
+        """Add a row (or take one away: negative) to the counts of the tenant's ``token`` in an index;
+        the counts of an index the tenant has no row in any more go (a forgotten tenant leaves nothing
+        here)."""
+        self._db.execute(
+            "INSERT INTO word_counts VALUES (?,?,?,?) ON CONFLICT (tenant, side) DO UPDATE "
+            "SET rows = rows + excluded.rows, words = words + excluded.words",
+            (token, side, rows, words),
+        )
+        if rows < 0:
+            self._db.execute("DELETE FROM word_counts WHERE tenant=? AND side=? AND rows <= 0", (token, side))
+
+    def _index_context(
+        self, rowid: int, tenant_id: str, body: str, words: int, *, delete: bool = False
+    ) -> None:
+        """Add a context's row to ``contexts_fts`` and its tenant's counts (or take it out);
+        ``words`` is its ``words`` column."""
+        self._index("contexts", rowid, tenant_token(tenant_id), body, words, delete=delete)
+
+    def _index_unit(self, rowid: int | None, u: MemoryUnit, words: int, *, delete: bool = False) -> None:
+        """Add an active unit's row to ``units_fts`` and its tenant's counts (or take it out), by
+        :func:`fts_values`; ``words`` is its ``words`` column."""
+        self._index("units", rowid, *fts_values(u), words, delete=delete)
+
+    def _index(
+        self, side: str, rowid: int | None, token: str, body: str, words: int, *, delete: bool
+    ) -> None:
+        """One row into the FTS index of ``side`` (units, contexts) and the counts of the tenant's
+        ``token``, or out of both (FTS5's ``delete`` command, with the values it was indexed with)."""
+        fts = f"{side}_fts"
+        columns, values = (
+            (f"{fts}, rowid, tenant, body", "'delete',?,?,?") if delete else ("rowid, tenant, body", "?,?,?")
+        )
+        self._db.execute(f"INSERT INTO {fts} ({columns}) VALUES ({values})", (rowid, token, body))
+        sign = -1 if delete else 1
+        self._count_words(token, side, sign, sign * words)
+
+
+def read_units(
+    rows: Sequence[tuple[bytes | str, bytes, bytes | str | None]],
+    tenant_id: str,
+    *,
+    with_context: bool = True,
+) -> list[MemoryUnit]:
+    """Rows of (key, doc, stored context) as units; a context that several rows share (a message's
+    statements) is inflated once."""
+    opened: dict[bytes | str, StoredContext | None] = {}
+    units = []
+    for key, doc, stored in rows:
+        if stored is not None and stored not in opened:
+            opened[stored] = open_context(stored)
+        context = None if stored is None else opened[stored]
+        units.append(read_unit(unit_id(key), tenant_id, doc, context, with_context=with_context))
+    return units

@@ -1,0 +1,75 @@
+"""The persons the memories are about: the ``names`` table (a unit's person names and their parts,
+:func:`index_names`), and a name written in a memory's own indexed words (its text, keywords and
+date), where the NER model did not tag it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from simplemem.processors.stores.protocols import MIN_NAME_PREFIX
+from simplemem.processors.stores.sqlite_bm25 import fts_term, quote
+from simplemem.processors.stores.sqlite_keys import unit_id, unit_key
+from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
+from simplemem.processors.stores.sqlite_lexical.schema import tenant_token
+
+_LAST_CHAR = "\U0010ffff"  # sorts after every character: a prefix's names lie below prefix + this
+
+
+class SqliteNames(SqliteLexicalBase):
+    def known_names(self, tenant_id: str, candidates: Sequence[str]) -> list[str]:
+        """The candidates that name persons in the tenant's memory, with the names they abbreviate
+        ("Mel" -> "mel", "melanie"): nicknames are usually prefixes."""
+        lowered = sorted({c.lower() for c in candidates if c.strip()})
+        if not lowered:
+            return []
+        # Each candidate as a range of the (tenant, name) index: [c, c + U+10FFFF) holds the names it
+        # begins, [c, c + NUL) the name itself (a LIKE per prefix would read every name of the tenant
+        # for every window decomposed).
+        ranges = [(c, c + (_LAST_CHAR if len(c) >= MIN_NAME_PREFIX else "\0")) for c in lowered]
+        bounds = ",".join("(?,?)" for _ in ranges)
+        number = self._number(tenant_id)
+        with self._lock:
+            rows = self._db.execute(
+                f"WITH r(lo, hi) AS (VALUES {bounds}) SELECT DISTINCT n.name FROM r "
+                "JOIN names n ON n.tenant_id = ? AND n.name >= r.lo AND n.name < r.hi",
+                [*(b for pair in ranges for b in pair), number],
+            ).fetchall()
+        return sorted(r[0] for r in rows)
+
+    def all_names(self, tenant_id: str, limit: int) -> list[str] | None:
+        number = self._number(tenant_id)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT DISTINCT name FROM names WHERE tenant_id=? LIMIT ?", (number, limit + 1)
+            ).fetchall()
+        return None if len(rows) > limit else sorted(r[0] for r in rows)
+
+    def ids_with_names(self, tenant_id: str, ids: Sequence[str], names: Sequence[str]) -> set[str]:
+        """The ids among ``ids`` of memories about one of ``names``: in their persons, or named in their
+        text."""
+        if not ids or not names:
+            return set()
+        id_marks, name_marks = ",".join("?" * len(ids)), ",".join("?" * len(names))
+        number, keys = self._number(tenant_id), [unit_key(i) for i in ids]
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks}) "
+                # the match once, as a list of rowids: as a join, FTS5 ran it again for every id
+                f"UNION SELECT id FROM units WHERE tenant_id=? AND id IN ({id_marks}) "
+                "AND rowid IN (SELECT rowid FROM units_fts WHERE units_fts MATCH ?)",
+                [
+                    number,
+                    *keys,
+                    *(n.lower() for n in names),
+                    number,
+                    *keys,
+                    names_match(tenant_id, names),
+                ],
+            ).fetchall()
+        return {unit_id(r[0]) for r in rows}
+
+
+def names_match(tenant_id: str, names: Sequence[str]) -> str:
+    """An FTS expression: the tenant's rows whose own words name one of ``names`` (all its words)."""
+    named = " OR ".join(f"({fts_term(n.lower())})" for n in names)
+    return f"{quote(tenant_token(tenant_id))} AND ({named})"
