@@ -128,6 +128,10 @@ class Level:
     min_cosine: float = 0.0
     diverse: bool = False
     request_words: int = 0  # >0: a timeline line is shown as its request alone, this many words at most
+    # only a request with its answer (a line citing two messages): between people, a message's
+    # timeline line repeats what its statements say, and only an exchange adds what no statement holds
+    exchanges_only: bool = False
+    first_person: bool = False  # only for a question in the first person (about the user's own life)
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,7 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     QuestionForm.ORDER: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=24, request_words=16)), 0.9),
     QuestionForm.SUMMARY: DerivedPlan((_INSTRUCTIONS, _TIMELINE), 0.85),
     QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
-    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=8)), 0.35),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=8, exchanges_only=True)), 0.35),
     QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
     # a lookup reads what the user said about themselves and the exchanges closest in meaning: a
     # question that rephrases what was asked ("how did you recommend pacing the requests?" for an
@@ -167,8 +171,8 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     QuestionForm.LOOKUP: DerivedPlan(
         (
             _INSTRUCTIONS,
-            Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35),
-            replace(_TIMELINE, lines=3, min_cosine=0.45, diverse=False),
+            Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True),
+            replace(_TIMELINE, lines=3, min_cosine=0.45, diverse=False, exchanges_only=True),
         ),
         0.35,
     ),
@@ -263,11 +267,14 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     else:
         top = ranked[: level.lines]
     units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
+    if level.exchanges_only:
+        units = {uid: u for uid, u in units.items() if len(u.source_ids) > 1}
     if level.request_words:
         units = {uid: request_part(u, level.request_words) for uid, u in units.items()}
     return [(units[uid], fused[uid]) for uid in top if uid in units]
 
 
-def gather_derived(search: Searches, plan: DerivedPlan) -> list[tuple[MemoryUnit, float]]:
-    """Every level of ``plan``, in order."""
-    return [found for level in plan.levels for found in gather_level(search, level)]
+def gather_derived(search: Searches, plan: DerivedPlan, first_person: bool) -> list[tuple[MemoryUnit, float]]:
+    """Every level of ``plan`` in order (those for a first-person question only if it is one)."""
+    levels = [level for level in plan.levels if first_person or not level.first_person]
+    return [found for level in levels for found in gather_level(search, level)]

@@ -37,6 +37,7 @@ from simplemem.processors.retrieval.search import IndexSearch
 from simplemem.processors.retrieval.select import Selection, select
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import LexicalStore, VectorStore
+from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult
 
@@ -109,7 +110,7 @@ class Retriever:
             qvec,
             tuple(zip(parts, vecs, strict=True)),
         )
-        return gather_derived(search, planned.derived)
+        return gather_derived(search, planned.derived, first_person=planned.asked == Role.USER)
 
     def select(self, planned: Plan, found: Candidates) -> Selection:
         """Step 3: the memories chosen from the candidates (see :mod:`.select`)."""
