@@ -33,6 +33,8 @@ def print_report(report: IngestReport, console: Console = out) -> None:
     table.add_row("units", str(report.units))
     table.add_row("code blocks", str(report.code_blocks))
     table.add_row("messages with PII scrubbed", str(report.pii_scrubbed))
+    if report.repetition_dropped_chars:
+        table.add_row("repeated characters dropped", str(report.repetition_dropped_chars))
     if report.llm_fallbacks:
         table.add_row("LLM fallbacks to offline", str(report.llm_fallbacks))
     console.print(table)

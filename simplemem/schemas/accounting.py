@@ -38,8 +38,12 @@ class IngestReport(BaseModel):
     windows: int = 0
     windows_filtered: int = 0
     units: int = 0
+    derived: int = Field(0, description="derived lines (timeline, profile, instruction, preference) written")
     code_blocks: int = 0
     pii_scrubbed: int = 0
+    repetition_dropped_chars: int = Field(
+        0, description="characters of degenerate repetition (a line or cell looped) removed from messages"
+    )
     llm_fallbacks: int = 0
     outcomes: Counter[str] = Field(default_factory=Counter)
     filtered_scores: list[float] = Field(default_factory=list)

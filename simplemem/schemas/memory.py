@@ -14,6 +14,17 @@ class MemoryKind(StrEnum):
     FACT = "fact"
     CODE = "code"
     ABSTRACT = "abstract"
+    # derived by consolidation from the units' messages, one short line each (docs/consolidation.md)
+    TIMELINE = "timeline"  # a dated mention of what the user brought up
+    PROFILE = "profile"  # a stable fact the user stated about themselves
+    INSTRUCTION = "instruction"  # a standing instruction to the assistant ("always ...")
+    PREFERENCE = "preference"  # a stated preference ("I prefer ...")
+
+
+# Derived lines are searched apart from the units: a question asks for them by kind.
+DERIVED_KINDS = frozenset(
+    {MemoryKind.TIMELINE, MemoryKind.PROFILE, MemoryKind.INSTRUCTION, MemoryKind.PREFERENCE}
+)
 
 
 class MemoryStatus(StrEnum):

@@ -52,10 +52,10 @@ class Settings(BaseSettings):
 
     # --- input validation -----------------------------------------------------------------------
     max_text_chars: int = Field(
-        100_000,
+        1_000_000,
         ge=1,
         description="longer messages are rejected, not truncated (a long answer of an assistant is content: "
-        "lists, plans and code are decomposed by their structure)",
+        "lists, plans and code are decomposed by their structure; degenerate repetition is compressed)",
     )
     max_id_chars: int = Field(MAX_ID_CHARS, ge=8, le=MAX_ID_CHARS)
     max_query_chars: int = Field(2000, ge=1, description="longer queries are rejected, not truncated")

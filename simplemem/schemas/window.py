@@ -93,6 +93,9 @@ class AnalyzedMessage(BaseModel):
     pii_types: list[str] = Field(default_factory=list, description="types scrubbed, never the values")
     code_blocks: list[str] = Field(default_factory=list, description="verbatim code found in the message")
     prose: str = Field("", description="the scrubbed text without its code blocks")
+    repetition_dropped: int = Field(
+        0, ge=0, description="characters of degenerate repetition removed before analysis (counted, not kept)"
+    )
     sentences: list[Sentence] = Field(default_factory=list)
     entities: list[str] = Field(default_factory=list, description="normalised entity strings, for novelty")
     embedding: Vector = Field(default_factory=list, description="mean of the informative sentences' vectors")

@@ -22,6 +22,7 @@ from simplemem.processors.ingest.embedding import Embedder, unit_mean
 from simplemem.processors.language.code_blocks import CodeSplit, split_code
 from simplemem.processors.language.lexicon_tags import lexicon_tag
 from simplemem.processors.language.nlp import doc_entities, doc_sentences, pipe
+from simplemem.processors.language.repetition import compress_repetition
 from simplemem.processors.language.structure import plain
 from simplemem.processors.pii.scrubber import PiiScrubber
 from simplemem.schemas.events import ChatEvent, Role
@@ -69,7 +70,8 @@ class NlpPreparer:
 
     def prepare(self, events: Sequence[ChatEvent]) -> list[AnalyzedMessage]:
         """Scrubbed and analysed messages, without vectors; the raw text goes no further."""
-        texts = [_plain_unless_code(e.text) for e in events]
+        compressed = [compress_repetition(e.text) for e in events]
+        texts = [_plain_unless_code(c.text) for c in compressed]
         raw_docs = self._analyse(texts, [e.role for e in events])
         scrubbed = [self.scrubber.scrub(t, d) for t, d in zip(texts, raw_docs, strict=True)]
         # A speaker may be named by an e-mail address or phone number; it travels with every
@@ -83,7 +85,9 @@ class NlpPreparer:
         for i, doc in zip(changed, again, strict=True):
             docs[i] = doc
         prepared = []
-        for event, scrub, split, doc in zip(events, scrubbed, splits, docs, strict=True):
+        for event, scrub, split, doc, squeezed in zip(
+            events, scrubbed, splits, docs, compressed, strict=True
+        ):
             speaker = speakers[event.speaker]
             sentences = doc_sentences(doc)
             for s in sentences:
@@ -100,6 +104,7 @@ class NlpPreparer:
                     pii_types=sorted({*scrub.pii_types, *speaker.pii_types}),
                     code_blocks=split.code_blocks,
                     prose=split.prose,
+                    repetition_dropped=squeezed.dropped_chars,
                     sentences=sentences,
                     entities=doc_entities(doc),
                     ends_session=event.ends_session,

@@ -27,13 +27,14 @@ from simplemem.processors.ingest.entropy import EntropyFilter, SessionHistory
 from simplemem.processors.ingest.sessions import LocalSessions
 from simplemem.processors.ingest.windowing import Windower
 from simplemem.processors.language.coref import name_words
+from simplemem.processors.lifecycle.derived import derive_window
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import LexicalStore, VectorStore
 from simplemem.processors.stores.tombstones import Tombstones, forgotten_among
 from simplemem.schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
 from simplemem.schemas.events import ChatEvent, EventRejected, parse_event
-from simplemem.schemas.memory import MemoryKind
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryKind
 from simplemem.schemas.settings import Settings
 from simplemem.schemas.window import AnalyzedMessage, BufferedTurn, Window
 
@@ -176,8 +177,9 @@ class Pipeline:
             log.exception("decomposition failed for %s", window.window_id)
             error = f"decomposition failed: {exc}"
             return WindowResult(window, kept=True, score=decision.score, error=error), history
+        drafts = [*result.units, *derive_window(window)]  # the window's derived lines go with its units
         return WindowResult(
-            window, True, decision.score, result.units, result.units_per_message, result.fallbacks
+            window, True, decision.score, drafts, result.units_per_message, result.fallbacks
         ), history
 
     def with_known_names(self, window: Window) -> Window:
@@ -228,7 +230,9 @@ class Pipeline:
                 report.record(outcome)
                 outcomes.append(outcome)
             if r.kept and not error:
-                report.units += len(r.drafts)
+                derived = sum(1 for d in r.drafts if d.unit.kind in DERIVED_KINDS)
+                report.units += len(r.drafts) - derived
+                report.derived += derived
                 report.code_blocks += sum(1 for d in r.drafts if d.unit.kind == MemoryKind.CODE)
         return outcomes
 
@@ -439,6 +443,7 @@ class Pipeline:
     def _window_and_index(self, messages: list[AnalyzedMessage], report: IngestReport) -> None:
         messages = self.drop_forgotten(messages, report)
         report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
+        report.repetition_dropped_chars += sum(m.repetition_dropped for m in messages)
         if self.buffer is not None:
             self.buffer.push(buffered_turns(messages))
         windows: list[Window] = []

@@ -88,7 +88,7 @@ _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 # launch was planned for April 28", said on March 2), and a day a year away is seldom named without
 # its year. About two months: beyond it the tense decides ("I was born on December 30").
 NEAR_DAY_DAYS = 61
-RECURRING_LOOKBACK_CHARS = 12  # "every"/"each" just before a day or month: a habit, not a date
+RECURRING_LOOKBACK_CHARS = 48  # how far before a day or month its habit words may stand (_RECURRING)
 _YEAR = r"(?P<year>(?:19|20)\d{2})"
 
 # Order matters: longer, more specific patterns first (the alternation is tried left to right).
@@ -359,7 +359,15 @@ def _is_may_verb(m: re.Match[str]) -> bool:
     return month is not None and month.lower() == "may" and not month.startswith("M")
 
 
-_RECURRING = re.compile(r"\b(every|each)\s*$", re.IGNORECASE)
+# What makes the day or month after it a habit: "every Thursday", "each May", "every other Tuesday",
+# "every week on Monday", "every Tuesday and Thursday" (the second day too), "weekly on Fridays",
+# "our recurring Monday standup".
+_RECURRING = re.compile(
+    r"\b(?:(?:every|each)(?:\s+(?:other|second|third|alternate))?(?:\s+(?:week|month|year|two weeks))?"
+    r"|weekly|biweekly|fortnightly|recurring|regular)(?:\s+on)?"
+    r"(?:\s+(?:mon|tues|wednes|thurs|fri|satur|sun)day(?:,|\s+and|\s+or|\s+&)?)*\s*$",
+    re.IGNORECASE,
+)
 _ABSOLUTE = {"iso", "dmy", "mdy", "my", "in_year"}
 
 

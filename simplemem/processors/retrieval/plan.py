@@ -13,6 +13,7 @@ from datetime import UTC, date, datetime
 from simplemem.processors.language.temporal import find_anchors
 from simplemem.processors.retrieval.boosts import Boosts
 from simplemem.processors.retrieval.config import RetrievalConfig
+from simplemem.processors.retrieval.derived import PLANS, DerivedPlan, question_form
 from simplemem.processors.retrieval.question import (
     QuestionKind,
     asked_places,
@@ -50,6 +51,7 @@ class Plan:
     explicit_range: bool  # the API's since/until: they always restrict
     pool: int  # candidates read from each index
     search_text: str  # the question without the names the filter already holds
+    derived: DerivedPlan | None = None  # the derived lines the question reads first (None: none)
 
     @property
     def tenant(self) -> str:
@@ -152,6 +154,8 @@ def plan(
         # a memory's vector comes from its sentence as said, without the speaker's name, and the
         # filter already holds the names: the question is searched without them too
         search_text=without_words(query, named),
+        # the API's kinds or dates narrow to the statements they name
+        derived=None if filters.kinds or explicit else PLANS.get(question_form(query)),
     )
 
 

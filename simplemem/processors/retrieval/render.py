@@ -7,30 +7,33 @@ whose fact changed marked outdated, its replacement current.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from functools import cache, partial
 
 from simplemem.processors.language.structure import list_of, without_lead
 from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.plan import Plan
-from simplemem.processors.retrieval.select import Selection
+from simplemem.processors.retrieval.select import Chosen, Selection
 from simplemem.processors.retrieval.updates import update_notes
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.query import QueryResult, RetrievedMemory
 
 
-def render(plan: Plan, selection: Selection) -> QueryResult:
+def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> QueryResult:
     """The chosen memories that fit the budget (a gathering question's memories get half the
-    per-memory cap), and their context."""
+    per-memory cap), and their context; the ``derived`` lines first, within their plan's share."""
     c = plan.config
-    chosen = selection.chosen
-    notes = update_notes([u for u, _ in chosen], selection.replaced)
+    notes = update_notes([u for u, _ in selection.chosen], selection.replaced)
     # one count a text per query: a short memory's text is counted to decide whether it is cut, then
     # again as its line
     budget = Budget(
         c.context_tokens, plan.unit_tokens, cache(partial(count_tokens, encoding=c.tokenizer_encoding))
     )
-    shown = fit([u for u, _ in chosen], plan.query, budget, lambda units: build_context(units, notes))
+    shown, chosen = fit_levels(
+        plan, selection.chosen, derived or [], budget, partial(build_context, notes=notes)
+    )
     kept = {u.id for u in shown}
     memories = [
         RetrievedMemory(
@@ -55,6 +58,24 @@ def render(plan: Plan, selection: Selection) -> QueryResult:
         context=context,
         context_tokens=budget.count(context) if context else 0,
     )
+
+
+def fit_levels(
+    plan: Plan, chosen: Chosen, derived: Chosen, budget: Budget, render: Callable[[list[MemoryUnit]], str]
+) -> tuple[list[MemoryUnit], Chosen]:
+    """What fits: the derived lines first, within their plan's share of the budget (each under its
+    own cap), then the statements in what is left; and every candidate, derived first."""
+    lines: list[MemoryUnit] = []
+    if derived and plan.derived is not None:
+        share = replace(
+            budget, total=int(budget.total * plan.derived.share), per_unit=plan.derived.line_tokens
+        )
+        lines = fit([u for u, _ in derived], plan.query, share, render)
+    rest = replace(budget, total=budget.total - (budget.count(render(lines)) if lines else 0))
+    shown = fit([u for u, _ in chosen], plan.query, rest, render)
+    while shown and budget.count(render([*lines, *shown])) > budget.total:
+        shown.pop()  # a day's header both parts share is counted once, a new one may still overflow
+    return [*lines, *shown], [*derived, *chosen]
 
 
 def context_line(unit: MemoryUnit) -> str:

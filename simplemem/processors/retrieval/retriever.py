@@ -5,7 +5,8 @@
    dates, whose statements it is about, and k;
 2. **gather** (:mod:`.gather`): candidates from the indexes (:mod:`.search`: BM25 and vectors fused,
    persons and dates favoured) and from every other :class:`~.gather.CandidateSource` (recent turns
-   not indexed yet: :mod:`.recent`);
+   not indexed yet: :mod:`.recent`); first, the derived lines the question's form reads (timeline,
+   instructions, preferences, profile: :mod:`.derived`), coarse before fine;
 3. **select** (:mod:`.select`): the top k of the ranking's head after the boosts (:mod:`.boosts`),
    current facts in place of changed ones (:mod:`.updates`), near-repeats absorbed (:mod:`.dedupe`),
    then the chosen memories' siblings (:mod:`.siblings`);
@@ -17,12 +18,15 @@ look at (or change) what passes between them. Nothing stated after ``as_of`` is 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from simplemem.processors.ingest.embedding import Embedder
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.retrieval.config import RetrievalConfig
+from simplemem.processors.retrieval.derived import Searches, aspects, gather_derived
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.gather import Candidates, CandidateSource, Gatherer
 from simplemem.processors.retrieval.names import TenantNames
@@ -33,6 +37,8 @@ from simplemem.processors.retrieval.search import IndexSearch
 from simplemem.processors.retrieval.select import Selection, select
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import LexicalStore, VectorStore
+from simplemem.schemas.events import Role
+from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult
 
 
@@ -66,7 +72,9 @@ class Retriever:
         """The memories and context for ``request``; ``filters`` narrow it further (the API's);
         ``config`` in place of the retriever's own for this query."""
         planned = self.plan(request, filters, config)
-        return self.render(planned, self.select(planned, self.gather(planned)))
+        qvec = self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
+        selection = self.select(planned, self.gather(planned, qvec))
+        return self.render(planned, selection, self.derived(planned, qvec()))
 
     def plan(
         self,
@@ -79,19 +87,40 @@ class Retriever:
             request, filters, config or self.config, lambda words: self.known_names(request.tenant_id, words)
         )
 
-    def gather(self, planned: Plan) -> Candidates:
+    def gather(self, planned: Plan, qvec: Callable[[], np.ndarray] | None = None) -> Candidates:
         """Step 2: the ranked candidates of every source. The question is embedded while the BM25
         side already searches (services mode)."""
-        qvec = self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
+        qvec = qvec or self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
         return Gatherer(self.search, self.all_sources, self.fan_out).gather(planned, qvec)
+
+    def derived(self, planned: Plan, qvec: np.ndarray) -> list[tuple[MemoryUnit, float]]:
+        """Step 2, coarse level: the derived lines the question's form reads (:mod:`.derived`),
+        searched as a whole and, for a question that enumerates, by each of its aspects."""
+        if planned.derived is None:
+            return []
+        parts = aspects(planned.query) if any(level.diverse for level in planned.derived.levels) else []
+        vecs = list(self.embedder.encode(parts)) if parts else []
+        search = Searches(
+            self.lexical,
+            self.vectors,
+            planned.tenant,
+            planned.as_of,
+            self.config.store_expression_terms,
+            planned.query,
+            qvec,
+            tuple(zip(parts, vecs, strict=True)),
+        )
+        return gather_derived(search, planned.derived, first_person=planned.asked == Role.USER)
 
     def select(self, planned: Plan, found: Candidates) -> Selection:
         """Step 3: the memories chosen from the candidates (see :mod:`.select`)."""
         return select(self.lexical, planned, found)
 
-    def render(self, planned: Plan, selection: Selection) -> QueryResult:
+    def render(
+        self, planned: Plan, selection: Selection, derived: list[tuple[MemoryUnit, float]] | None = None
+    ) -> QueryResult:
         """Step 4: what fits the budget, and the context (see :mod:`.render`)."""
-        return render(planned, selection)
+        return render(planned, selection, derived or [])
 
     def known_names(self, tenant: str, words: list[str]) -> list[str]:
         """The person names among ``words`` (or that they abbreviate) in the tenant's memory."""

@@ -8,7 +8,7 @@ from simplemem.processors.retrieval.admission import admits
 from simplemem.processors.retrieval.dedupe import absorbed
 from simplemem.processors.retrieval.plan import Plan
 from simplemem.processors.stores.protocols import LexicalStore
-from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryUnit
 
 Chosen = list[tuple[MemoryUnit, float]]
 
@@ -24,7 +24,7 @@ def siblings(lexical: LexicalStore, plan: Plan, chosen: Chosen) -> Chosen:
     sources = list(dict.fromkeys(u.source_ids[0] for u, _ in chosen))  # a unit's own message
     by_source: dict[str, list[MemoryUnit]] = {}
     for unit in lexical.units_from_sources(plan.tenant, sources, with_context=False):
-        if unit.id not in have and admits(plan.filters, unit):
+        if unit.id not in have and unit.kind not in DERIVED_KINDS and admits(plan.filters, unit):
             by_source.setdefault(unit.source_ids[0], []).append(unit)
     terms = set(query_terms(plan.query))
     added: Chosen = []

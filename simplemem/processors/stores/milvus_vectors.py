@@ -22,9 +22,9 @@ import numpy.typing as npt
 from pymilvus import DataType, MilvusClient, MilvusException
 from tenacity import Retrying, retry_if_exception, stop_after_delay, wait_fixed
 
-from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range
+from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range, search_status
 from simplemem.schemas.keys import MAX_ID_CHARS
-from simplemem.schemas.memory import MEMORY_ID_CHARS, MemoryStatus, MemoryUnit
+from simplemem.schemas.memory import MEMORY_ID_CHARS, MemoryKind, MemoryStatus, MemoryUnit
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -103,7 +103,9 @@ class MilvusVectorStore:
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=MEMORY_ID_CHARS)
         schema.add_field("tenant_id", DataType.VARCHAR, max_length=MAX_ID_CHARS)
         schema.add_field("vector", DataType.FLOAT_VECTOR, dim=self.dim)
-        schema.add_field("status", DataType.VARCHAR, max_length=max(len(s.value) for s in MemoryStatus))
+        schema.add_field(
+            "status", DataType.VARCHAR, max_length=max(len(s.value) for s in (*MemoryStatus, *MemoryKind))
+        )
         schema.add_field("event_start", DataType.INT64)
         schema.add_field("event_end", DataType.INT64)
         schema.add_field("stated_at", DataType.DOUBLE)
@@ -125,7 +127,7 @@ class MilvusVectorStore:
                     "id": unit.id,
                     "tenant_id": unit.tenant_id,
                     "vector": np.asarray(vec, dtype=np.float32).tolist(),
-                    "status": unit.status.value,
+                    "status": search_status(unit),
                     "event_start": start,
                     "event_end": end,
                     "stated_at": datetime.fromisoformat(unit.stated_at).timestamp(),
@@ -181,8 +183,7 @@ class MilvusVectorStore:
         self, tenant_id: str, vector: npt.NDArray[np.float32], limit: int, flt: SymbolicFilter
     ) -> list[Hit]:
         expr = [f"tenant_id == {_lit(tenant_id)}"]
-        if flt.active_only:
-            expr.append('status == "active"')
+        expr.append(f"status in {list(flt.statuses())!r}".replace("'", '"'))
         if flt.first_day is not None and flt.last_day is not None:
             event = f"event_end >= {flt.first_day.toordinal()} and event_start <= {flt.last_day.toordinal()}"
             if flt.or_stated:

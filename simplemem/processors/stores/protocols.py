@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simplemem.schemas.events import Role
-from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryStatus, MemoryUnit
 
 # A query word of at least this many letters matches a known name it begins ("Mel" for "Melanie").
 MIN_NAME_PREFIX = 3
@@ -32,6 +32,15 @@ class SymbolicFilter:
     stated_before: datetime | None = None
     active_only: bool = True
     or_stated: bool = False
+    derived: tuple[str, ...] = ()  # non-empty: these derived kinds instead of the units
+
+    def statuses(self) -> tuple[str, ...]:
+        """The values of the stores' status field a match may have (:func:`search_status`)."""
+        if self.derived:
+            return self.derived
+        if self.active_only:
+            return (MemoryStatus.ACTIVE.value,)
+        return (MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value)
 
     def stated_bounds(self) -> tuple[float, float]:
         """The range as [start, end) POSIX seconds of its UTC days (the stores keep ``stated_at`` so)."""
@@ -40,6 +49,13 @@ class SymbolicFilter:
         return start.timestamp(), (
             datetime.combine(self.last_day, time(), UTC) + timedelta(days=1)
         ).timestamp()
+
+
+def search_status(unit: MemoryUnit) -> str:
+    """What the stores keep in their status field: the unit's status, or a derived line's kind. A
+    search of the units asks for "active" (and "archived"), so the derived lines stay out of it without
+    a field of their own in any store; a search of the derived layer asks for their kinds."""
+    return unit.kind.value if unit.kind in DERIVED_KINDS else unit.status.value
 
 
 @dataclass(frozen=True)

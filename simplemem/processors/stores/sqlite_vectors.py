@@ -26,7 +26,7 @@ import numpy.typing as npt
 
 from simplemem.processors.stores.file_format import open_format
 from simplemem.processors.stores.private import private_file
-from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range
+from simplemem.processors.stores.protocols import Hit, SymbolicFilter, day_range, search_status
 from simplemem.processors.stores.sqlite_keys import (
     PAGE_SIZE,
     TENANTS_TABLE,
@@ -78,6 +78,7 @@ class TenantRows:
     """One tenant's rows, columns as arrays; vectors unit length (float32: no conversion per search)."""
 
     ids: list[str]
+    status: npt.NDArray[np.str_]  # :func:`search_status`: a derived line's kind, else its status
     active: npt.NDArray[np.bool_]
     event_start: npt.NDArray[np.int64]
     event_end: npt.NDArray[np.int64]
@@ -89,6 +90,7 @@ class TenantRows:
         matrix = decoded([r[5] for r in rows], dim)
         return cls(
             ids=[unit_id(r[0]) for r in rows],
+            status=np.array([r[1] for r in rows], dtype=np.str_),
             active=np.array([r[1] == MemoryStatus.ACTIVE.value for r in rows], dtype=np.bool_),
             event_start=np.array([r[2] for r in rows], dtype=np.int64),
             event_end=np.array([r[3] for r in rows], dtype=np.int64),
@@ -98,9 +100,11 @@ class TenantRows:
 
     def passing(self, flt: SymbolicFilter) -> npt.NDArray[np.intp]:
         """The rows that meet the filter's status, event-time and stated-time constraints."""
-        mask = np.ones(len(self.ids), dtype=np.bool_)
-        if flt.active_only:
-            mask &= self.active
+        statuses = flt.statuses()
+        if statuses == (MemoryStatus.ACTIVE.value,):
+            mask = self.active.copy()
+        else:
+            mask = np.isin(self.status, statuses)
         if flt.first_day is not None and flt.last_day is not None:
             within = (self.event_end >= flt.first_day.toordinal()) & (
                 self.event_start <= flt.last_day.toordinal()
@@ -140,7 +144,7 @@ class SqliteVectorStore:
             start, end = day_range(unit)
             stated = datetime.fromisoformat(unit.stated_at).timestamp()
             blob = encoded(vec)
-            rows.append((unit.id, unit.tenant_id, unit.status.value, start, end, stated, blob))
+            rows.append((unit.id, unit.tenant_id, search_status(unit), start, end, stated, blob))
         self._put(rows)
 
     def _put(self, rows: Sequence[tuple[object, ...]]) -> None:

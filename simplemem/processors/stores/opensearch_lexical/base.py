@@ -26,7 +26,7 @@ from opensearchpy import JSONSerializer, OpenSearch, RequestError, helpers
 from simplemem.processors.stores.protocols import (
     SymbolicFilter,
 )
-from simplemem.schemas.memory import MemoryStatus, MemoryUnit
+from simplemem.schemas.memory import MemoryUnit
 
 REQUEST_TIMEOUT_SECONDS = 30  # a request slower than this is an outage (the stage waits it out)
 MAX_KNOWN_NAMES = 1000  # person names matched per query: far more than any question names
@@ -253,8 +253,7 @@ class OpenSearchBase:
         filters: list[dict[str, Any]] = [{"term": {"tenant_id": tenant_id}}]
         if flt is None:
             return filters
-        if flt.active_only:
-            filters.append({"term": {"status": MemoryStatus.ACTIVE.value}})
+        filters.append({"terms": {"status": list(flt.statuses())}})
         if flt.first_day is not None and flt.last_day is not None:
             event = [
                 {"range": {"event_end": {"gte": flt.first_day.isoformat()}}},

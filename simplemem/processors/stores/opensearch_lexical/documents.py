@@ -20,7 +20,7 @@ from simplemem.processors.stores.opensearch_lexical.base import (
     _hits,
     context_hash,
 )
-from simplemem.processors.stores.protocols import SymbolicFilter, day_range, index_names
+from simplemem.processors.stores.protocols import SymbolicFilter, day_range, index_names, search_status
 from simplemem.schemas.memory import MemoryUnit
 
 
@@ -58,7 +58,7 @@ class OpenSearchDocuments(OpenSearchBase):
                 "text": u.text,
                 "keywords": " ".join(u.keywords),
                 "kind": u.kind.value,
-                "status": u.status.value,
+                "status": search_status(u),
                 "persons": u.persons,
                 "person_names": index_names(u),
                 "entities": u.entities,

@@ -9,7 +9,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 
-from simplemem.processors.stores.protocols import SymbolicFilter, day_range, index_names
+from simplemem.processors.stores.protocols import SymbolicFilter, day_range, index_names, search_status
 from simplemem.processors.stores.sqlite_bm25 import word_count
 from simplemem.processors.stores.sqlite_docs import (
     HEADER_MIN_UNITS,
@@ -69,7 +69,7 @@ class SqliteDocuments(SqliteLexicalBase):
                 unit,
                 number,
                 encode_doc(u, stored),
-                null_if(u.status.value, MemoryStatus.ACTIVE.value),
+                null_if(search_status(u), MemoryStatus.ACTIVE.value),
                 start,
                 null_if(end, start),
                 datetime.fromisoformat(u.stated_at).timestamp(),
@@ -144,7 +144,7 @@ class SqliteDocuments(SqliteLexicalBase):
             return None
         opened = open_context(row[4])
         stored = read_unit(uid, tenant_id, row[2], opened)
-        if row[3] in (None, MemoryStatus.ACTIVE.value):  # only an active unit is indexed
+        if row[3] != MemoryStatus.ARCHIVED.value:  # an archived unit is not indexed (derived lines are)
             self._index_unit(row[0], stored, row[5], delete=True)
         db.execute("DELETE FROM units WHERE rowid=?", (row[0],))
         dropped = self._drop_context_if_unused(tenant_id, row[1])

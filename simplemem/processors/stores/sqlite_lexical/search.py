@@ -10,6 +10,7 @@ from simplemem.processors.stores.sqlite_keys import unit_id
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
 from simplemem.processors.stores.sqlite_lexical.names import names_match
 from simplemem.processors.stores.sqlite_lexical.schema import ACTIVE_SQL, EVENT_END_SQL, tenant_token
+from simplemem.schemas.memory import MemoryStatus
 
 # The share of its context's BM25 score a unit gets (its own words count fully).
 CONTEXT_WEIGHT = 1.0
@@ -76,8 +77,13 @@ class SqliteSearch(SqliteLexicalBase):
 
 
 def where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:
-    if flt.active_only:
+    statuses = flt.statuses()
+    if statuses == (MemoryStatus.ACTIVE.value,):
         sql.append(f"AND {ACTIVE_SQL}")
+    else:  # the status column holds NULL for an active unit
+        marks = ",".join("?" * len(statuses))
+        sql.append(f"AND COALESCE(u.status, 'active') IN ({marks})")
+        args += list(statuses)
     if flt.first_day is not None and flt.last_day is not None:
         stated = " OR (u.stated_at >= ? AND u.stated_at < ?)" if flt.or_stated else ""
         sql.append(f"AND (({EVENT_END_SQL} >= ? AND u.event_start <= ?){stated})")

@@ -1,0 +1,187 @@
+"""Derived memory: the short lines a long history needs beside its statements.
+
+A question about the order of things, a project's course, or how the user wants to be answered is
+not held by any one statement; ranking a flat pool of statements finds the few that match best and
+misses the rest. So each user message of a kept window also leaves, at once and in both modes (the
+same step that decomposes it, so replays rebuild the same lines and ids):
+
+- a **timeline** line: what the user brought up and what the answer said first, one line for the
+  exchange (at most ``REQUEST_WORDS`` and ``REPLY_WORDS`` words), dated by the request; between people,
+  each message's first sentences; the lines of one topic, in date order, are its timeline;
+- **instruction** lines: a sentence that tells the assistant how to answer from now on ("Always
+  include version numbers when I ask about libraries", "from now on, ...", "never ...");
+- **preference** lines: a sentence in which the user states what they prefer, like or avoid;
+- **profile** lines: a sentence in which the user says who they are, what they work on or with, or a
+  constraint they keep ("I'm a data analyst", "I'm using Flask 2.3.1", "my deadline is April 15").
+
+Each line cites only the messages whose words it holds, so forgetting the message removes it with its
+statements (the usual cascade), and its id is deterministic (kind, message, text).
+
+Limits: the rules read English sentence forms. A preference or instruction stated without those forms
+("use tabs, not spaces" without "always") is a statement like any other; a sentence that only reports
+("my colleague always ...") is not taken, since its subject is not the speaker; a sentence longer than
+``LINE_WORDS`` words keeps its words from the cue on, cut there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from simplemem.processors.ingest.decompose import DraftUnit
+from simplemem.schemas.events import Role
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from simplemem.schemas.window import AnalyzedMessage, Sentence, Window
+
+GIST_WORDS = 40
+LINE_WORDS = 40
+REQUEST_WORDS = 18  # of a request, in its exchange's timeline line
+REPLY_WORDS = 12  # of the answer, in the same line (a line is shown whole: it cites both messages)
+REPLY_MARK = " — "  # between a timeline line's request and its answer
+COURTESY_WORDS = 6  # an answer's opening sentence shorter than this is a courtesy, not its content
+
+# "Always format code...", "Never use...", "From now on, reply...", "Please always...", "Make sure to
+# always..."; a sentence about someone else ("my boss always") is left out by its first word.
+_INSTRUCTION = re.compile(
+    r"^(?:(?:please|and|also|so|ok(?:ay)?|remember(?: to)?)[,\s]+)*(?:always|never|from now on|going forward)\b"
+    r"|\b(?:from now on|going forward|in (?:all )?future (?:answers|responses|replies))\b"
+    r"|\b(?:I want|I'd like|I would like|I need) you to (?:always|never)\b"
+    r"|\b(?:make sure|be sure) (?:to|you) (?:always|never)\b",
+    re.IGNORECASE,
+)
+_PREFERENCE = re.compile(
+    r"\bI (?:really |strongly |generally |usually |much |definitely |also |still |kind of |kinda )?"
+    r"(?:prefer|like to|love to|tend to|favou?r|"
+    r"dislike|hate|avoid|don't like|do not like|don't want|do not want)\b"
+    r"|\bI(?:'d| would) (?:much |really )?(?:prefer|rather)\b"
+    r"|\bmy (?:preference|preferred|favou?rite)\b"
+    r"|\bI'm (?:not )?(?:a (?:big )?fan of|more comfortable with|partial to)\b",
+    re.IGNORECASE,
+)
+_PROFILE = re.compile(
+    r"\b(?:I'm|I am) (?:a|an|the) (?!bit\b|little\b|lot\b|few\b)\w+"
+    r"|\bI (?:work|worked) (?:as|at|for|on|in|with)\b"
+    r"|\bI(?:'m| am) (?:working on|building|developing|using|running|targeting|based in|living in|studying)\b"
+    r"|\bI(?:'ve| have) been (?:working|using|coding|building|developing|studying)\b"
+    r"|\bI (?:use|live|study|teach|manage|lead|own|run)\b"
+    r"|\bI have (?:a|an|\d+)\s+(?:\w+\s+)?(?:deadline|budget|team|years?|months?|limit|constraint)\b"
+    r"|\bmy (?:name|role|job|title|team|company|manager|boss|background|experience|deadline|budget|stack|"
+    r"project|goal|setup|environment)\b",
+    re.IGNORECASE,
+)
+_WORD = re.compile(r"\S+")
+
+
+def _words(text: str, limit: int) -> str:
+    words = _WORD.findall(text)
+    return " ".join(words[:limit]) + (" ..." if len(words) > limit else "")
+
+
+def _from_cue(sentence: str, cue: re.Match[str]) -> str:
+    """A long sentence from its cue on (the words that say it), at most ``LINE_WORDS`` words."""
+    if len(_WORD.findall(sentence)) <= LINE_WORDS:
+        return sentence.strip()
+    start = sentence.rfind(" ", 0, max(cue.start(), 0)) + 1 if cue.start() > 0 else 0
+    return _words(sentence[start:], LINE_WORDS)
+
+
+def gist(message: AnalyzedMessage) -> str:
+    """The first sentences of a message's prose, at most ``GIST_WORDS`` words."""
+    text = " ".join(s.text.strip() for s in message.sentences) or message.prose or message.text
+    return _words(text, GIST_WORDS)
+
+
+def _line(message: AnalyzedMessage, kind: MemoryKind, text: str, sentence: Sentence | None) -> DraftUnit:
+    unit = MemoryUnit.build(
+        tenant_id=message.tenant_id,
+        text=f"{message.speaker}: {text}",
+        kind=kind,
+        source_ids=[message.message_id],
+        stated_at=message.ts.isoformat(),
+        speaker=message.speaker,
+        role=message.role,
+        session_id=message.session_id,
+        persons=[message.speaker],
+    )
+    vector = sentence.embedding if sentence is not None and sentence.embedding else message.embedding
+    return DraftUnit(unit, list(vector) if vector else None)
+
+
+def _sentence_lines(message: AnalyzedMessage) -> Iterator[DraftUnit]:
+    """The instruction, preference and profile lines of one message: one a sentence, the first rule
+    that matches deciding its kind."""
+    rules = (
+        (MemoryKind.INSTRUCTION, _INSTRUCTION),
+        (MemoryKind.PREFERENCE, _PREFERENCE),
+        (MemoryKind.PROFILE, _PROFILE),
+    )
+    for sentence in message.sentences:
+        for kind, rule in rules:
+            if cue := rule.search(sentence.text):
+                yield _line(message, kind, _from_cue(sentence.text, cue), sentence)
+                break
+
+
+def reply_gist(message: AnalyzedMessage) -> str:
+    """What an answer says first, without its opening courtesies ("Certainly!", "Great question.")."""
+    sentences = [s.text.strip() for s in message.sentences]
+    while len(sentences) > 1 and len(_WORD.findall(sentences[0])) < COURTESY_WORDS:
+        sentences.pop(0)
+    return _words(" ".join(sentences) or message.prose or message.text, REPLY_WORDS)
+
+
+def _exchange(request: AnalyzedMessage, reply: AnalyzedMessage) -> DraftUnit:
+    """One timeline line for a request and its answer, citing both (it states both), dated by the
+    request: when the user brought the subject up."""
+    text = f"{request.speaker}: {_words(gist(request), REQUEST_WORDS)}{REPLY_MARK}{reply.speaker}: {reply_gist(reply)}"
+    unit = MemoryUnit.build(
+        tenant_id=request.tenant_id,
+        text=text,
+        kind=MemoryKind.TIMELINE,
+        source_ids=[request.message_id, reply.message_id],
+        stated_at=request.ts.isoformat(),
+        speaker=request.speaker,
+        role=request.role,
+        session_id=request.session_id,
+        persons=[request.speaker],
+    )
+    return DraftUnit(unit, None)  # embedded by the indexer: the line's own words, both sides
+
+
+def _has_words(message: AnalyzedMessage) -> bool:
+    return bool(message.sentences or message.prose.strip())
+
+
+def timeline_line(messages: list[AnalyzedMessage], idx: int) -> DraftUnit | None:
+    """The timeline line a message completes: an assistant's answer completes its user's request (one
+    line for both); in a conversation between people, a user's message stands alone. A request that no
+    answer follows leaves no line."""
+    message = messages[idx]
+    before = messages[idx - 1] if idx > 0 else None
+    if not _has_words(message) or before is None or not _has_words(before):
+        return None
+    if message.role == Role.ASSISTANT and before.role == Role.USER:
+        return _exchange(before, message)
+    if message.role == Role.USER and before.role == Role.USER and before.speaker != message.speaker:
+        return _line(message, MemoryKind.TIMELINE, gist(message), None)
+    return None
+
+
+def derive_window(window: Window) -> list[DraftUnit]:
+    """The derived lines of a window's new messages (the window's earlier messages are their context)."""
+    out: list[DraftUnit] = []
+    for idx in range(window.new_from, len(window.messages)):
+        if (line := timeline_line(window.messages, idx)) is not None:
+            out.append(line)
+        if window.messages[idx].role == Role.USER:
+            out += _sentence_lines(window.messages[idx])
+    return out
+
+
+def request_part(line: MemoryUnit, words: int) -> MemoryUnit:
+    """A timeline line as its request alone (its first ``words`` words), citing only the request: what
+    an order question needs of each exchange (when the user brought what up), in half the tokens."""
+    if line.kind != MemoryKind.TIMELINE or REPLY_MARK not in line.text:
+        return line
+    head = line.text.split(REPLY_MARK, 1)[0]
+    return line.model_copy(update={"text": _words(head, words), "source_ids": line.source_ids[:1]})

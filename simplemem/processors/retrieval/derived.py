@@ -1,0 +1,280 @@
+"""The derived memory a question gets before its statements (coarse to fine).
+
+A question's form decides which derived lines it reads (``processors/lifecycle/derived.py`` says how
+they are made) and what share of the context's budget they may take; the statements fill the rest.
+
+- **order** ("in what order did I ...", "what came first", "the sequence of ...") and **summary**
+  ("summarize ...", "give me an overview", "how has my project progressed") read the timeline: the
+  dated lines of what the user brought up that match the question, shown in date order;
+- **list** ("how many ...", "list all ...", "which ... have I") reads the timeline too, with a smaller
+  share: a count spans sessions;
+- **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
+  you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
+  the task and what the user asked before on the subject, so the answer follows them;
+- **history** ("have I ever ...", "did we ...": whether something came up) reads a few timeline lines:
+  the answer is in what the user brought up, and a contradiction shows as two such lines;
+- **lookup** and **duration** read only the standing instructions close to the question in meaning
+  (every kind does: "always format dates as ... when I ask about deadlines" governs "when is it due?").
+
+Limits: the kinds are read from English question forms; a question that orders or summarises without
+them ("what did we do on the budget app?") is a lookup. An instruction that matches the task in
+neither words nor meaning (a formatting rule asked for by a question about something else) is not
+shown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+from itertools import zip_longest
+
+import numpy as np
+
+from simplemem.processors.language.text import query_terms
+from simplemem.processors.lifecycle.derived import request_part
+from simplemem.processors.stores import batched
+from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+
+
+class QuestionForm(StrEnum):
+    LOOKUP = "lookup"
+    LIST = "list"
+    ORDER = "order"
+    DURATION = "duration"
+    SUMMARY = "summary"
+    ADVICE = "advice"
+    HISTORY = "history"
+
+
+_ORDER = re.compile(
+    r"\b(?:in (?:what|which|the) order|order (?:in which|of)|in order\b|sequence|chronolog\w*|timeline|"
+    r"which (?:\w+ )?(?:came|happened|did I \w+) first|what (?:came|happened) (?:first|next|after|before)|"
+    r"progression|step by step history)",
+    re.IGNORECASE,
+)
+_SUMMARY = re.compile(
+    r"\b(?:summar\w+|overview|recap|brief me|sum up|comprehensive (?:summary|overview|account)|"
+    r"how (?:has|have|did) (?:my|our|the) [\w\s-]{1,40}? (?:progress|evolve|develop|go)\w*|"
+    r"what (?:have|did) (?:we|I) (?:done|do|cover|covered|discuss|discussed|achieve|achieved) so far)\b",
+    re.IGNORECASE,
+)
+_DURATION = re.compile(
+    r"\bhow (?:long|many (?:days|weeks|months|years|hours))\b|\b(?:days|weeks|months) (?:between|from|since)\b",
+    re.IGNORECASE,
+)
+_LIST = re.compile(
+    r"\bhow (?:many|much|often)\b|\blist\b|\ball (?:the|of|my)\b|\bwhich \w+(?: \w+)? (?:have|did) I\b",
+    re.IGNORECASE,
+)
+_ADVICE = re.compile(
+    r"^(?:(?:hey|hi|ok(?:ay)?|so|now|also|and)[,\s]+)*(?:can|could|would|will) you\b"
+    r"|\bhow (?:do|can|should|would|could) I\b|\bwhat (?:would|do) you (?:suggest|recommend)\b"
+    r"|\b(?:suggest|recommend|advise|help me|show me|walk me through|best way|any tips)\b"
+    r"|^(?:please\s+)?(?:write|create|implement|show|give|explain|help|build|design|set up|add|make|refactor)\b",
+    re.IGNORECASE,
+)
+
+
+_HISTORY = re.compile(
+    r"^(?:(?:so|and|also|ok(?:ay)?)[,\s]+)*(?:have|had|did|was|were) (?:I|we)\b(?: (?:ever|already|ever actually))?",
+    re.IGNORECASE,
+)
+
+
+def question_form(query: str) -> QuestionForm:
+    """The question's form (see the module for the limits); the first rule that holds."""
+    for kind, rule in (
+        (QuestionForm.ORDER, _ORDER),
+        (QuestionForm.SUMMARY, _SUMMARY),
+        (QuestionForm.DURATION, _DURATION),
+        (QuestionForm.LIST, _LIST),
+        (QuestionForm.ADVICE, _ADVICE),
+        (QuestionForm.HISTORY, _HISTORY),
+    ):
+        if rule.search(query):
+            return kind
+    return QuestionForm.LOOKUP
+
+
+# Where a question lists what it asks about: "the key features, the timeline, security enhancements and
+# documentation" asks about four things, each of which a timeline line must match on its own.
+_ASPECT_SPLIT = re.compile(r",|;|\band\b|\bas well as\b|\bincluding\b|\bthen\b", re.IGNORECASE)
+MIN_ASPECT_TERMS = 2
+MAX_ASPECTS = 5
+
+
+def aspects(query: str) -> list[str]:
+    """The parts of a question that enumerates (at least two, each with ``MIN_ASPECT_TERMS`` content
+    words); [] for one that does not. Limits: an enumeration of single words ("dogs, cats and birds")
+    is one aspect (its parts are too short to search alone), and "and" inside a name splits it."""
+    parts = [p.strip() for p in _ASPECT_SPLIT.split(query)]
+    found = [p for p in parts if len(query_terms(p)) >= MIN_ASPECT_TERMS]
+    return found[:MAX_ASPECTS] if len(found) >= 2 else []
+
+
+@dataclass(frozen=True)
+class Level:
+    """What a question kind reads of the derived memory: which kinds, at most how many lines, each
+    cut to ``line_tokens``; ``min_cosine``: how close in meaning a line must be to be shown (0: found
+    by its words is enough); ``diverse``: lines unlike the ones already taken are preferred (a
+    timeline should cover the subject, not repeat its most-matching moment)."""
+
+    kinds: tuple[MemoryKind, ...]
+    lines: int
+    line_tokens: int
+    min_cosine: float = 0.0
+    diverse: bool = False
+    request_words: int = 0  # >0: a timeline line is shown as its request alone, this many words at most
+    # only a request with its answer (a line citing two messages): between people, a message's
+    # timeline line repeats what its statements say, and only an exchange adds what no statement holds
+    exchanges_only: bool = False
+    first_person: bool = False  # only for a question in the first person (about the user's own life)
+
+
+@dataclass(frozen=True)
+class DerivedPlan:
+    """The levels a question reads, and the share of the context's tokens they may take together."""
+
+    levels: tuple[Level, ...]
+    share: float
+
+    @property
+    def line_tokens(self) -> int:
+        return max(level.line_tokens for level in self.levels)
+
+
+# A timeline line is shown whole (it cites its request and its answer: cut, it would cite what it no
+# longer shows), so its token cap is above any line's length.
+_TIMELINE = Level((MemoryKind.TIMELINE,), 20, 96, diverse=True)
+# A standing instruction governs any question it matches ("Always format dates as ... when I ask about
+# deadlines" answers "When is the submission due?"), whatever the question's form: every plan reads
+# the few closest in meaning.
+_INSTRUCTIONS = Level((MemoryKind.INSTRUCTION,), 2, 48, min_cosine=0.3)
+_ADVICE_LEVELS = (
+    replace(_INSTRUCTIONS, lines=3, min_cosine=0.0),
+    Level((MemoryKind.PREFERENCE,), 2, 48, min_cosine=0.3),
+    # what the user asked before on the subject tailors advice as much as what they said they like
+    replace(_TIMELINE, lines=3, request_words=16, min_cosine=0.4, diverse=False),
+)
+PLANS: dict[QuestionForm, DerivedPlan] = {
+    QuestionForm.ORDER: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=24, request_words=16)), 0.9),
+    QuestionForm.SUMMARY: DerivedPlan((_INSTRUCTIONS, _TIMELINE), 0.85),
+    QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=8, exchanges_only=True)), 0.35),
+    QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
+    # a lookup reads what the user said about themselves and the exchanges closest in meaning: a
+    # question that rephrases what was asked ("how did you recommend pacing the requests?" for an
+    # exchange about rate limits) finds the exchange, with the answer's messages
+    QuestionForm.LOOKUP: DerivedPlan(
+        (
+            _INSTRUCTIONS,
+            Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True),
+            replace(_TIMELINE, lines=3, min_cosine=0.45, diverse=False, exchanges_only=True),
+        ),
+        0.35,
+    ),
+    QuestionForm.DURATION: DerivedPlan((_INSTRUCTIONS,), 0.15),
+}
+POOL = 40  # candidates each index returns before fusion
+RANK_CONSTANT = 60  # reciprocal-rank fusion's constant
+DIVERSITY = 0.5  # with ``diverse``: the weight of a candidate's likeness to the lines already taken
+
+
+def _fused(semantic: list[Hit], words: list[Hit]) -> dict[str, float]:
+    """Reciprocal-rank fusion of the two indexes' hits."""
+    fused: dict[str, float] = {}
+    for hits in (semantic, words):
+        for rank, hit in enumerate(hits):
+            fused[hit.id] = fused.get(hit.id, 0.0) + 1.0 / (RANK_CONSTANT + rank)
+    return fused
+
+
+def diverse_order(
+    ranked: list[str], relevance: dict[str, float], vectors: dict[str, np.ndarray], n: int
+) -> list[str]:
+    """``n`` of ``ranked`` by maximal marginal relevance: each next one the most relevant (scaled to
+    [0, 1]) less ``DIVERSITY`` times its highest cosine to those already taken."""
+    top = max(relevance.values(), default=0.0) or 1.0
+    left = [uid for uid in ranked if uid in vectors]
+    taken: list[str] = []
+    while left and len(taken) < n:
+
+        def gain(uid: str) -> float:
+            like = max((float(vectors[uid] @ vectors[t]) for t in taken), default=0.0)
+            return relevance[uid] / top - DIVERSITY * like
+
+        best = max(left, key=gain)
+        taken.append(best)
+        left.remove(best)
+    return taken
+
+
+@dataclass(frozen=True)
+class Searches:
+    """Where the derived lines are searched, and the question as searched: whole, and its aspects."""
+
+    lexical: LexicalStore
+    vectors: VectorStore
+    tenant: str
+    as_of: datetime
+    expression_terms: int
+    query: str
+    qvec: np.ndarray
+    parts: tuple[tuple[str, np.ndarray], ...] = ()  # the question's aspects, each with its vector
+
+
+def _ranked(
+    search: Searches, text: str, vec: np.ndarray, flt: SymbolicFilter, min_cosine: float
+) -> tuple[list[str], dict[str, float]]:
+    semantic = search.vectors.search(search.tenant, vec, POOL, flt)
+    fused = _fused(
+        semantic, batched.search(search.lexical, search.tenant, text, POOL, flt, search.expression_terms)
+    )
+    cosine = {h.id: h.score for h in semantic}
+    ranked = sorted(fused, key=lambda uid: (-fused[uid], uid))
+    if min_cosine:
+        ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= min_cosine]
+    return ranked, fused
+
+
+def _round_robin(rankings: list[list[str]]) -> list[str]:
+    """The rankings' heads in turn (each aspect's best, then each one's second, ...), without repeats."""
+    out: list[str] = []
+    for row in zip_longest(*rankings):
+        out += [uid for uid in row if uid is not None and uid not in out]
+    return out
+
+
+def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float]]:
+    """The derived lines of ``level``'s kinds that match the question best (BM25 and the vectors,
+    fused), at most ``level.lines``, best first; for a diverse level of a question with aspects, each
+    aspect's best lines in turn."""
+    lexical, vectors, tenant = search.lexical, search.vectors, search.tenant
+    flt = SymbolicFilter(stated_before=search.as_of, derived=tuple(k.value for k in level.kinds))
+    ranked, fused = _ranked(search, search.query, search.qvec, flt, level.min_cosine)
+    if level.diverse and search.parts:
+        rankings = [_ranked(search, text, vec, flt, level.min_cosine) for text, vec in search.parts]
+        for _, scores in rankings:
+            for uid, score in scores.items():
+                fused[uid] = max(fused.get(uid, 0.0), score)
+        ranked = _round_robin([ranked, *(r for r, _ in rankings)])
+    if level.diverse:
+        pool = ranked[: 3 * level.lines]
+        top = diverse_order(pool, fused, vectors.vectors(tenant, pool), level.lines)
+    else:
+        top = ranked[: level.lines]
+    units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
+    if level.exchanges_only:
+        units = {uid: u for uid, u in units.items() if len(u.source_ids) > 1}
+    if level.request_words:
+        units = {uid: request_part(u, level.request_words) for uid, u in units.items()}
+    return [(units[uid], fused[uid]) for uid in top if uid in units]
+
+
+def gather_derived(search: Searches, plan: DerivedPlan, first_person: bool) -> list[tuple[MemoryUnit, float]]:
+    """Every level of ``plan`` in order (those for a first-person question only if it is one)."""
+    levels = [level for level in plan.levels if first_person or not level.first_person]
+    return [found for level in levels for found in gather_level(search, level)]

@@ -1,0 +1,357 @@
+"""Derived memory: the lines made beside the units (timeline, profile, instructions, preferences), the
+question kinds that read them, the stores keeping them apart from the units, and the whole path
+embedded: written with their window, read first by the questions that need them, forgotten with
+their message, rebuilt the same by a replay."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+from simplemem.processors.lifecycle.derived import derive_window, reply_gist
+from simplemem.processors.retrieval.derived import QuestionForm, diverse_order, question_form
+from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
+from simplemem.schemas.events import Role
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from simplemem.schemas.query import QueryRequest
+from simplemem.schemas.stream import DeletionRequest
+from simplemem.schemas.window import AnalyzedMessage, Sentence, Window
+
+T0 = datetime(2026, 2, 2, 9, 0, tzinfo=UTC)
+
+
+def said(i: int, role: Role, *sentences: str, speaker: str | None = None) -> AnalyzedMessage:
+    return AnalyzedMessage(
+        tenant_id="t",
+        session_id="s",
+        message_id=f"m{i}",
+        speaker=speaker or role.value,
+        role=role,
+        ts=T0 + timedelta(minutes=2 * i),
+        text=" ".join(sentences),
+        prose=" ".join(sentences),
+        sentences=[Sentence(text=s, tokens=[]) for s in sentences],
+    )
+
+
+def window(*messages: AnalyzedMessage, new_from: int = 0) -> Window:
+    return Window(tenant_id="t", session_id="s", window_id="w", messages=list(messages), new_from=new_from)
+
+
+def kinds_of(lines: list[Any]) -> list[tuple[str, str]]:
+    return [(d.unit.kind.value, d.unit.text) for d in lines]
+
+
+def test_an_answer_completes_its_requests_timeline_line_citing_both() -> None:
+    ask = said(0, Role.USER, "I'm adding password hashing to the budget app with Werkzeug.", "Can you help?")
+    answer = said(1, Role.ASSISTANT, "Certainly!", "Use generate_password_hash when a user signs up.")
+    lines = derive_window(window(ask, answer))
+    timeline = [d.unit for d in lines if d.unit.kind == MemoryKind.TIMELINE]
+    assert len(timeline) == 1
+    assert timeline[0].source_ids == ["m0", "m1"]
+    assert timeline[0].stated_at == ask.ts.isoformat()  # dated by the request
+    assert "password hashing" in timeline[0].text and "generate_password_hash" in timeline[0].text
+    assert "Certainly" not in timeline[0].text
+
+
+def test_a_request_alone_or_an_answer_to_context_only_leaves_no_line_twice() -> None:
+    ask = said(0, Role.USER, "I'm adding password hashing to the budget app.")
+    answer = said(1, Role.ASSISTANT, "Use generate_password_hash when a user signs up, then store it.")
+    assert not [d for d in derive_window(window(ask)) if d.unit.kind == MemoryKind.TIMELINE]
+    # the request was new in an earlier window: this window's answer still makes the exchange line
+    later = derive_window(window(ask, answer, new_from=1))
+    assert [d.unit.source_ids for d in later if d.unit.kind == MemoryKind.TIMELINE] == [["m0", "m1"]]
+
+
+def test_between_people_each_message_is_a_timeline_line_of_its_own() -> None:
+    a = said(0, Role.USER, "We adopted a puppy named Rex last week.", speaker="Ana")
+    b = said(1, Role.USER, "That's lovely, my daughter wants one too.", speaker="Ben")
+    lines = [d.unit for d in derive_window(window(a, b, new_from=1)) if d.unit.kind == MemoryKind.TIMELINE]
+    assert [u.source_ids for u in lines] == [["m1"]]
+    assert lines[0].text.startswith("Ben: ")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kind"),
+    [
+        (
+            "Always format all code snippets with syntax highlighting when I ask about implementation.",
+            "instruction",
+        ),
+        ("From now on, answer in bullet points.", "instruction"),
+        ("Please never suggest paid services.", "instruction"),
+        ("I want you to always include version numbers.", "instruction"),
+        ("I prefer simple, minimal dependencies to keep the app lightweight.", "preference"),
+        ("I'd rather use SQLite than Postgres for this.", "preference"),
+        ("My favourite editor is Vim.", "preference"),
+        ("I'm a junior backend developer at a small agency.", "profile"),
+        ("I'm using Flask 2.3.1 on Python 3.11.", "profile"),
+        ("My deadline is April 15.", "profile"),
+    ],
+)
+def test_a_users_standing_instructions_preferences_and_profile_are_lines_of_their_kind(
+    sentence: str, kind: str
+) -> None:
+    lines = kinds_of(derive_window(window(said(0, Role.USER, sentence))))
+    assert (kind, f"user: {sentence}") in lines
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "My colleague always forgets the tests.",
+        "The build never finishes on time.",
+        "Can you always be this quick?",
+        "It is a bit slow.",
+    ],
+)
+def test_sentences_that_only_report_are_no_instruction_or_profile(sentence: str) -> None:
+    lines = kinds_of(derive_window(window(said(0, Role.USER, sentence))))
+    assert not [k for k, _ in lines if k in ("instruction", "profile")]
+
+
+def test_the_assistants_sentences_leave_no_instruction_or_preference() -> None:
+    ask = said(0, Role.USER, "How should I structure the app?")
+    answer = said(1, Role.ASSISTANT, "I prefer blueprints. Always keep the factory small.")
+    assert [k for k, _ in kinds_of(derive_window(window(ask, answer)))] == ["timeline"]
+
+
+def test_a_long_sentence_keeps_its_words_from_the_cue() -> None:
+    long = (
+        "Given the deadline and the team and the many constraints we have " * 3 + "I prefer tabs over spaces."
+    )
+    (line,) = [t for k, t in kinds_of(derive_window(window(said(0, Role.USER, long)))) if k == "preference"]
+    assert line.startswith("user: I prefer tabs")
+
+
+def test_an_answers_opening_courtesies_are_not_its_gist() -> None:
+    answer = said(1, Role.ASSISTANT, "Absolutely, Craig!", "Great question.", "Index the date column first.")
+    assert reply_gist(answer) == "Index the date column first."
+
+
+@pytest.mark.parametrize(
+    ("query", "kind"),
+    [
+        ("In what order did we set up the database, the login and the deployment?", QuestionForm.ORDER),
+        ("Which came first, the login page or the charts?", QuestionForm.ORDER),
+        ("Give me an overview of everything we did on the garden plan.", QuestionForm.SUMMARY),
+        ("Summarize how my thesis evolved.", QuestionForm.SUMMARY),
+        ("How has my training plan progressed?", QuestionForm.SUMMARY),
+        ("How many weeks are there between the two releases?", QuestionForm.DURATION),
+        ("How many tests did I add across the sessions?", QuestionForm.LIST),
+        ("Can you show me how to add a search box?", QuestionForm.ADVICE),
+        ("What would you recommend for caching here?", QuestionForm.ADVICE),
+        ("Write a function that parses the log.", QuestionForm.ADVICE),
+        ("What is my sister's name?", QuestionForm.LOOKUP),
+        ("When does my first sprint end?", QuestionForm.LOOKUP),
+    ],
+)
+def test_question_kinds_by_their_form(query: str, kind: QuestionForm) -> None:
+    assert question_form(query) == kind
+
+
+def test_diverse_order_prefers_a_line_unlike_the_ones_taken() -> None:
+    vectors = {"a": np.array([1.0, 0.0]), "b": np.array([1.0, 0.0]), "c": np.array([0.0, 1.0])}
+    relevance = {"a": 1.0, "b": 0.95, "c": 0.7}
+    assert diverse_order(["a", "b", "c"], relevance, vectors, 2) == ["a", "c"]
+    assert diverse_order(["a", "b", "c"], relevance, vectors, 3) == ["a", "c", "b"]
+
+
+def unit(text: str, kind: MemoryKind, source: str) -> MemoryUnit:
+    return MemoryUnit.build(
+        tenant_id="t",
+        text=text,
+        kind=kind,
+        source_ids=[source],
+        stated_at=T0.isoformat(),
+        keywords=["garden"],
+    )
+
+
+def test_the_embedded_stores_keep_derived_lines_out_of_a_units_search_and_find_them_by_kind(
+    tmp_path: Path,
+) -> None:
+    fact = unit("Ana planted tomatoes in the garden.", MemoryKind.FACT, "m1")
+    line = unit("Ana: I planted tomatoes in the garden.", MemoryKind.TIMELINE, "m1")
+    rule = unit("Ana: Always answer about the garden in metric units.", MemoryKind.INSTRUCTION, "m2")
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert([fact, line, rule])
+    vectors.upsert([fact, line, rule], np.array([[1, 0], [1, 0.1], [0.9, 0.2]], dtype=np.float32))
+    units_only = SymbolicFilter()
+    timeline = SymbolicFilter(derived=(MemoryKind.TIMELINE.value,))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    assert {h.id for h in lexical.search("t", "garden tomatoes", 10, units_only)} == {fact.id}
+    assert {h.id for h in vectors.search("t", q, 10, units_only)} == {fact.id}
+    assert {h.id for h in lexical.search("t", "garden tomatoes", 10, timeline)} == {line.id}
+    assert {h.id for h in vectors.search("t", q, 10, timeline)} == {line.id}
+    both = SymbolicFilter(derived=("timeline", "instruction"))
+    assert {h.id for h in vectors.search("t", q, 10, both)} == {line.id, rule.id}
+    lexical.delete("t", [line.id])  # a derived line leaves the index like a unit
+    assert lexical.search("t", "garden tomatoes", 10, timeline) == []
+    lexical.close()
+    vectors.close()
+
+
+EVENTS = [
+    ("u1", "user", "I'm building a budget tracker in Flask and I need a login page. Can you help me?"),
+    ("a1", "assistant", "Sure! Start with Flask-Login and a User model that stores a password hash."),
+    ("u2", "user", "Always include version numbers when I ask about libraries or dependencies."),
+    ("a2", "assistant", "Understood, I will include version numbers whenever libraries come up."),
+    ("u3", "user", "Now I want charts of monthly spending. How should I draw them?"),
+    ("a3", "assistant", "Great idea. Matplotlib can draw a bar chart of the monthly totals."),
+    ("u4", "user", "Next I need to deploy the tracker to a small server. Any advice?"),
+    ("a4", "assistant", "Of course. Gunicorn behind nginx is a simple setup for a Flask app."),
+]
+
+
+def event_lines(tenant: str = "budget") -> list[tuple[str, bytes]]:
+    out = []
+    for i, (mid, role, text) in enumerate(EVENTS):
+        ts = T0 + timedelta(days=3 * (i // 2), minutes=2 * i)
+        event = {
+            "tenant_id": tenant,
+            "session_id": f"s{i // 2}",
+            "message_id": mid,
+            "speaker": role,
+            "role": role,
+            "text": text,
+            "ts": ts.isoformat(),
+            "ends_exchange": role == "assistant",
+        }
+        out.append((mid, orjson.dumps(event)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def rt(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from simplemem.runtime import open_runtime
+    from simplemem.schemas.settings import Settings
+
+    runtime = open_runtime(Settings(), tmp_path_factory.mktemp("derived"))
+    runtime.pipeline.ingest(event_lines())
+    yield runtime
+    runtime.close()
+
+
+def derived_units(rt: Any, tenant: str = "budget") -> list[MemoryUnit]:
+    return [
+        u
+        for batch in rt.lexical.iter_units(tenant, 100)
+        for u in batch
+        if u.kind.value != "fact" and u.kind != MemoryKind.CODE
+    ]
+
+
+@pytest.mark.slow
+def test_ingestion_writes_each_exchanges_timeline_line_and_the_instruction(rt: Any) -> None:
+    lines = derived_units(rt)
+    timeline = sorted(u.source_ids for u in lines if u.kind == MemoryKind.TIMELINE)
+    assert timeline == [["u1", "a1"], ["u2", "a2"], ["u3", "a3"], ["u4", "a4"]]
+    assert [u.source_ids for u in lines if u.kind == MemoryKind.INSTRUCTION] == [["u2"]]
+
+
+@pytest.mark.slow
+def test_an_order_question_gets_the_timeline_in_date_order_and_advice_gets_the_instruction(rt: Any) -> None:
+    as_of = T0 + timedelta(days=30)
+    order = rt.retriever.query(
+        QueryRequest(
+            tenant_id="budget",
+            query="In what order did I work on the login, the charts and the deployment?",
+            as_of=as_of,
+        )
+    )
+    cited = [m.source_ids[0] for m in order.memories if m.kind == MemoryKind.TIMELINE]
+    assert {"u1", "u3", "u4"} <= set(cited)
+    assert order.context.index("login") < order.context.index("charts") < order.context.index("nginx")
+    advice = rt.retriever.query(
+        QueryRequest(
+            tenant_id="budget",
+            query="Can you suggest a library for exporting the charts to PDF?",
+            as_of=as_of,
+        )
+    )
+    assert any(m.kind == MemoryKind.INSTRUCTION and m.source_ids == ["u2"] for m in advice.memories)
+    lookup = rt.retriever.query(
+        QueryRequest(tenant_id="budget", query="What draws the bar chart?", as_of=as_of)
+    )
+    # a lookup reads only the derived lines close to it: the charts exchange, not the rule on libraries
+    assert not [m for m in lookup.memories if m.kind == MemoryKind.INSTRUCTION]
+    assert {m.source_ids[0] for m in lookup.memories if m.kind == MemoryKind.TIMELINE} <= {"u3"}
+    assert order.context_tokens <= 550 and advice.context_tokens <= 550
+
+
+@pytest.mark.slow
+def test_forgetting_a_message_removes_its_derived_lines_and_a_replay_rebuilds_the_same(
+    tmp_path: Path,
+) -> None:
+    from simplemem.runtime import open_runtime
+    from simplemem.schemas.settings import Settings
+
+    runtime = open_runtime(Settings(), tmp_path)
+    runtime.pipeline.ingest(event_lines("a"))
+    runtime.pipeline.ingest(event_lines("b"))  # the replay's reference: the same events, another tenant
+    before = {(u.kind, u.text, tuple(u.source_ids)) for u in derived_units(runtime, "a")}
+    runtime.forget(DeletionRequest(tenant_id="a", message_ids=["u2"], requested_at=datetime.now(UTC)))
+    after = derived_units(runtime, "a")
+    assert not [u for u in after if "u2" in u.source_ids]
+    assert {u.source_ids[0] for u in after if u.kind == MemoryKind.TIMELINE} == {"u1", "u3", "u4"}
+    replayed = {(u.kind, u.text, tuple(u.source_ids)) for u in derived_units(runtime, "b")}
+    assert replayed == before
+    runtime.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "Have I worked with Flask routes in this project?",
+        "Did we ever talk about the deployment?",
+        "So have I already set up the database?",
+    ],
+)
+def test_whether_something_came_up_is_a_history_question(query: str) -> None:
+    assert question_form(query) == QuestionForm.HISTORY
+
+
+@pytest.mark.integration
+def test_services_mode_builds_and_reads_the_same_derived_memory(rt: Any, tmp_path: Path) -> None:
+    from simplemem.runtime import open_runtime
+    from tests.services import store_settings
+
+    with store_settings("derived", milvus_index_type="HNSW") as settings:
+        services = open_runtime(settings, tmp_path)
+        try:
+            services.pipeline.ingest(event_lines())
+            services.vectors.flush()
+            theirs = {(u.id, u.kind) for u in derived_units(services)}
+            assert theirs == {(u.id, u.kind) for u in derived_units(rt)}
+            as_of = T0 + timedelta(days=30)
+            for query in (
+                "In what order did I work on the login, the charts and the deployment?",
+                "Can you suggest a library for exporting the charts to PDF?",
+            ):
+                request = QueryRequest(tenant_id="budget", query=query, as_of=as_of)
+                mine = {m.id for m in rt.retriever.query(request).memories if m.kind != MemoryKind.FACT}
+                assert mine and mine == {
+                    m.id for m in services.retriever.query(request).memories if m.kind != MemoryKind.FACT
+                }
+        finally:
+            services.close()
+
+
+def test_a_question_that_enumerates_is_searched_by_each_of_its_aspects() -> None:
+    from simplemem.processors.retrieval.derived import aspects
+
+    parts = aspects(
+        "Summarize the project, including the key features implemented, the deployment timeline and the security fixes."
+    )
+    assert parts[1:] == ["the key features implemented", "the deployment timeline", "the security fixes."]
+    assert aspects("What did I plan for dogs, cats and birds?") == []  # single words: one aspect
