@@ -20,7 +20,7 @@ from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import SymbolicFilter, about_any, day_range
 from simplemem.schemas.browse import Reason
-from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryUnit
 from simplemem.schemas.query import QueryRequest, QueryResult
 
 
@@ -64,7 +64,9 @@ def explain(retriever: Retriever, request: QueryRequest, result: QueryResult) ->
                 cosine=None if cosine is None else round(cosine, 4),
                 bm25_rank=rank,
                 symbolic=_symbolic(unit, names, days, request.query, asked) if unit else ["recent turn"],
-                sibling=rank is None and memory.id not in found_by_vector,
+                sibling=rank is None
+                and memory.id not in found_by_vector
+                and memory.kind not in DERIVED_KINDS,
             )
         )
     date_range = [days[0].isoformat(), days[1].isoformat()] if days else None
@@ -84,6 +86,8 @@ def _symbolic(
 ) -> list[str]:
     """The boosts the retriever gives this memory for this question, in words."""
     found = []
+    if unit.kind in DERIVED_KINDS:
+        found.append(f"derived {unit.kind.value} line: read before the statements for this form of question")
     if names and about_any(unit, names):
         found.append("about " + ", ".join(n for n in names if about_any(unit, [n])))
         if unit.speaker and unit.speaker.lower() in names:
