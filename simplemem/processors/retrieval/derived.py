@@ -6,15 +6,16 @@ they are made) and what share of the context's budget they may take; the stateme
 - **order** ("in what order did I ...", "what came first", "the sequence of ...") and **summary**
   ("summarize ...", "give me an overview", "how has my project progressed") read the timeline: the
   dated lines of what the user brought up that match the question, shown in date order;
-- **list** ("how many ...", "list all ...", "which ... have I") reads the timeline too, with a smaller
-  share: a count spans sessions;
+- **list** ("how many ...", "list all ...", "which ... have I") and **lookup** read the standing
+  instructions close to them and, asked in the first person, the profile lines close to them: the
+  statements hold their answer (a timeline line there repeats a statement and costs its tokens);
 - **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
   you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
   the task and what the user asked before on the subject, so the answer follows them;
 - **history** ("have I ever ...", "did we ...": whether something came up) reads a few timeline lines:
   the answer is in what the user brought up, and a contradiction shows as two such lines;
-- **lookup** and **duration** read only the standing instructions close to the question in meaning
-  (every kind does: "always format dates as ... when I ask about deadlines" governs "when is it due?").
+- **duration** reads only the standing instructions close to the question in meaning (every form
+  does: "always format dates as ... when I ask about deadlines" governs "when is it due?").
 
 Limits: the kinds are read from English question forms; a question that orders or summarises without
 them ("what did we do on the budget app?") is a lookup. An instruction that matches the task in
@@ -128,9 +129,6 @@ class Level:
     min_cosine: float = 0.0
     diverse: bool = False
     request_words: int = 0  # >0: a timeline line is shown as its request alone, this many words at most
-    # only a request with its answer (a line citing two messages): between people, a message's
-    # timeline line repeats what its statements say, and only an exchange adds what no statement holds
-    exchanges_only: bool = False
     first_person: bool = False  # only for a question in the first person (about the user's own life)
 
 
@@ -163,18 +161,12 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     QuestionForm.ORDER: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=24, request_words=16)), 0.9),
     QuestionForm.SUMMARY: DerivedPlan((_INSTRUCTIONS, _TIMELINE), 0.85),
     QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
-    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=8, exchanges_only=True)), 0.35),
+    # a count, a list or a lookup is answered by statements; of the derived memory it reads the
+    # standing instructions close to it and, asked in the first person, what the user said of themself
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS,), 0.15),
     QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
-    # a lookup reads what the user said about themselves and the exchanges closest in meaning: a
-    # question that rephrases what was asked ("how did you recommend pacing the requests?" for an
-    # exchange about rate limits) finds the exchange, with the answer's messages
     QuestionForm.LOOKUP: DerivedPlan(
-        (
-            _INSTRUCTIONS,
-            Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True),
-            replace(_TIMELINE, lines=3, min_cosine=0.45, diverse=False, exchanges_only=True),
-        ),
-        0.35,
+        (_INSTRUCTIONS, Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True)), 0.25
     ),
     QuestionForm.DURATION: DerivedPlan((_INSTRUCTIONS,), 0.15),
 }
@@ -267,8 +259,6 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     else:
         top = ranked[: level.lines]
     units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
-    if level.exchanges_only:
-        units = {uid: u for uid, u in units.items() if len(u.source_ids) > 1}
     if level.request_words:
         units = {uid: request_part(u, level.request_words) for uid, u in units.items()}
     return [(units[uid], fused[uid]) for uid in top if uid in units]
