@@ -7,8 +7,12 @@ from fastapi import HTTPException
 
 from simplemem.api.app import _event_list
 from simplemem.api.directory import Scope
-from simplemem.api.mem0 import scope_of
+from simplemem.api.mem0_scope import requested_scope
 from simplemem.cli.golden import ended_sessions, found_in, percentile
+
+
+def scope_of(filters: object) -> Scope:
+    return requested_scope({"filters": filters})
 
 
 def test_mem0_filters_become_a_scope() -> None:
@@ -27,6 +31,32 @@ def test_mem0_filters_become_a_scope() -> None:
             scope_of(bad)
 
 
+def test_a_scope_given_anywhere_narrows_the_request_and_two_values_are_refused() -> None:
+    """mem0's older clients put the ids at the top level of the body or in the query string: each
+    place narrows, and none is ignored (a request that said user_id must never see the tenant)."""
+    assert requested_scope({"query": "q", "user_id": "sam"}) == Scope(user_id="sam")
+    assert requested_scope({"agent_id": "a"}, {"run_id": "r"}) == Scope(agent_id="a", run_id="r")
+    assert requested_scope({"app_id": "app"}) == Scope(app_id="app")
+    assert requested_scope({"user_id": "sam", "filters": {"agent_id": "a"}}) == Scope(
+        user_id="sam", agent_id="a"
+    )
+    assert requested_scope({"filters": '{"user_id": "sam"}'}) == Scope(user_id="sam")  # a query string's JSON
+    assert requested_scope({"user_id": "sam"}, {"filters": {"user_id": "sam"}}) == Scope(user_id="sam")
+    assert requested_scope({}, None, {"user_id": None}) == Scope()
+    for bad in (
+        ({"user_id": "sam", "filters": {"user_id": "kim"}},),
+        ({"user_id": "sam"}, {"user_id": "kim"}),
+        ({"user_id": 7},),
+        ({"user_id": ""},),
+        ({"agent_id": "x" * 257},),
+        ({"run_id": "a\nb"},),
+        ({"filters": "not json"},),
+    ):
+        with pytest.raises(HTTPException) as refused:
+            requested_scope(*bad)
+        assert refused.value.status_code == 422
+
+
 def test_scopes_are_sessions_that_never_collide_and_match_by_their_set_fields() -> None:
     a = Scope(user_id="a|b", agent_id="c")
     b = Scope(user_id="a", agent_id="b|c")
@@ -34,6 +64,7 @@ def test_scopes_are_sessions_that_never_collide_and_match_by_their_set_fields() 
     assert a.session_id() == Scope(user_id="a|b", agent_id="c").session_id()
     assert a.matches(Scope(user_id="a|b")) and a.matches(Scope())
     assert not a.matches(Scope(user_id="a|b", run_id="r"))
+    assert not a.matches(Scope(app_id="app")) and Scope(app_id="app").session_id() != Scope().session_id()
 
 
 def test_events_come_alone_in_a_list_or_under_events() -> None:

@@ -1,4 +1,4 @@
-"""mem0's scopes (``user_id``, ``agent_id``, ``run_id``) as sessions inside the key's tenant.
+"""mem0's scopes (``user_id``, ``agent_id``, ``run_id``, ``app_id``) as sessions inside the key's tenant.
 
 A scope is kept as its three fields, never joined into one string: the session id is the SHA-256 of
 the scope's JSON array (an id every store accepts), and the directory maps it back to the fields, so
@@ -26,17 +26,20 @@ if TYPE_CHECKING:
     import redis
 
 SESSION_PREFIX = "mem0-"
-SCOPE_FIELDS = ("user_id", "agent_id", "run_id")
+SCOPE_FIELDS = ("user_id", "agent_id", "run_id", "app_id")
 
 
 class Scope(BaseModel):
     user_id: str | None = None
     agent_id: str | None = None
     run_id: str | None = None
+    app_id: str | None = None
 
     def session_id(self) -> str:
-        parts = orjson.dumps([self.user_id, self.agent_id, self.run_id])
-        return SESSION_PREFIX + hashlib.sha256(parts).hexdigest()[:32]
+        fields: list[str | None] = [self.user_id, self.agent_id, self.run_id]
+        if self.app_id is not None:  # a scope without an app keeps the session it had before apps
+            fields.append(self.app_id)
+        return SESSION_PREFIX + hashlib.sha256(orjson.dumps(fields)).hexdigest()[:32]
 
     def matches(self, wanted: Scope) -> bool:
         """Whether this scope lies within ``wanted`` (its unset fields match anything)."""
