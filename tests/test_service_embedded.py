@@ -87,6 +87,17 @@ def test_a_batch_keeps_its_good_events_and_names_each_bad_one(api: httpx.Client)
     assert "ts" in body["rejected"][0]["reason"]
 
 
+def test_metadata_nested_too_deep_rejects_its_event_and_keeps_the_batch(api: httpx.Client) -> None:
+    headers = key_for(api, "deep")
+    deep = orjson.dumps(event(2, "Deep."))[:-1] + b', "metadata": ' + b'{"a":' * 299 + b"{}" + b"}" * 300
+    body = b'{"events": [' + orjson.dumps(event(1, "I live in Lisbon.")) + b", " + deep + b"]}"
+    r = api.post("/v1/events", content=body, headers={**headers, "Content-Type": "application/json"})
+    assert r.status_code == 202, r.text
+    assert r.json()["accepted"] == ["m1"]
+    [rejected] = r.json()["rejected"]
+    assert rejected["index"] == 1 and "metadata" in rejected["reason"], rejected
+
+
 def test_no_shape_of_batch_item_writes_into_another_tenants_memory(api: httpx.Client) -> None:
     """An item naming another tenant is refused whatever its shape (an object, a JSON string, under
     ``events``): it may neither add to, edit nor erase that tenant's memory."""
