@@ -55,3 +55,11 @@ def test_deletions_have_a_quota_of_their_own() -> None:
     assert quotas.take(Quota.FORGET, "t").allowed and quotas.take(Quota.FORGET, "t").allowed
     assert not quotas.take(Quota.FORGET, "t").allowed
     assert quotas.take(Quota.QUERY, "t").allowed
+
+
+def test_two_quotas_of_the_same_rate_keep_their_own_counters() -> None:
+    """Reads must not use up deletions: a tenant that reads a lot can still ask to be forgotten."""
+    quotas = Quotas(Settings(api_query_rate="3/minute", api_forget_rate="3/minute"))
+    assert all(quotas.take(Quota.QUERY, "t").allowed for _ in range(3))
+    assert not quotas.take(Quota.QUERY, "t").allowed
+    assert quotas.take(Quota.FORGET, "t").allowed

@@ -57,9 +57,10 @@ class Quotas:
         draws nothing: the window is compared before it is charged (replicas racing between the two
         can overdraw by at most one request each, never refuse what fits)."""
         item = self._items[quota]
-        # One identifier: the tenant's byte key (a JSON array), never ids joined with a delimiter.
-        ident = quota_identifier(tenant_id)
-        if self._limiter.test(item, ident, cost=cost) and self._limiter.hit(item, ident, cost=cost):
+        # Identifiers: the quota's name (two quotas of the same rate keep two counters) and the
+        # tenant's byte key (a JSON array), never ids joined with a delimiter.
+        ident = (quota.value, quota_identifier(tenant_id))
+        if self._limiter.test(item, *ident, cost=cost) and self._limiter.hit(item, *ident, cost=cost):
             return Verdict(True)
-        stats = self._limiter.get_window_stats(item, ident)
+        stats = self._limiter.get_window_stats(item, *ident)
         return Verdict(False, max(1, math.ceil(stats.reset_time - time.time())))
