@@ -92,3 +92,19 @@ def test_the_golden_check_ends_each_session_with_its_last_event() -> None:
     marked = ended_sessions(events)
     assert [e.get("ends_session", False) for e in marked] == [False, True, True]
     assert [e["message_id"] for e in marked] == ["1", "2", "3"]
+
+
+def test_a_batch_over_the_whole_quota_is_413_naming_the_quota_not_a_retry_for_ever() -> None:
+    from simplemem.api.app import Service
+    from simplemem.api.quotas import Quota, Quotas
+    from simplemem.schemas.settings import Settings
+
+    settings = Settings(api_ingest_rate="10/minute")
+    service = Service(settings, None, None, Quotas(settings), None, None)  # type: ignore[arg-type]
+    with pytest.raises(HTTPException) as refused:
+        service.take(Quota.INGEST, "t", 11)
+    assert refused.value.status_code == 413 and "SIMPLEMEM_API_INGEST_RATE" in str(refused.value.detail)
+    service.take(Quota.INGEST, "t", 10)
+    with pytest.raises(HTTPException) as later:
+        service.take(Quota.INGEST, "t", 1)
+    assert later.value.status_code == 429

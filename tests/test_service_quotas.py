@@ -63,3 +63,11 @@ def test_two_quotas_of_the_same_rate_keep_their_own_counters() -> None:
     assert all(quotas.take(Quota.QUERY, "t").allowed for _ in range(3))
     assert not quotas.take(Quota.QUERY, "t").allowed
     assert quotas.take(Quota.FORGET, "t").allowed
+
+
+def test_a_request_over_the_whole_quota_is_never_allowed_and_says_so() -> None:
+    quotas = Quotas(Settings(api_ingest_rate="10/minute"))
+    refused = quotas.take(Quota.INGEST, "t", 11)
+    assert not refused.allowed and refused.never
+    assert quotas.take(Quota.INGEST, "t", 10).allowed  # what fits the window still goes
+    assert not quotas.take(Quota.INGEST, "t").never  # used up for now, not for ever

@@ -25,7 +25,7 @@ from simplemem.api.feedback import FeedbackLog
 from simplemem.api.keys import KeyStore, new_key
 from simplemem.api.limits_asgi import body_limit
 from simplemem.api.metrics import ServiceMetrics
-from simplemem.api.quotas import Quota, Quotas
+from simplemem.api.quotas import SETTING, Quota, Quotas
 from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.schemas.api import (
     MAX_PAGE_OFFSET,
@@ -70,6 +70,12 @@ class Service:
 
     def take(self, quota: Quota, tenant_id: str, cost: int = 1) -> None:
         verdict = self.quotas.take(quota, tenant_id, cost)
+        if verdict.never:
+            raise HTTPException(
+                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                f"this request costs {cost}, over the whole {quota.value} quota of "
+                f"{self.quotas.limit(quota)} ({SETTING[quota]}): send it in smaller parts",
+            )
         if not verdict.allowed:
             raise HTTPException(
                 status.HTTP_429_TOO_MANY_REQUESTS,

@@ -27,10 +27,18 @@ class Quota(StrEnum):
     FORGET = "forget"  # deletions: each runs the forget cascade over every store
 
 
+SETTING = {
+    Quota.INGEST: "SIMPLEMEM_API_INGEST_RATE",
+    Quota.QUERY: "SIMPLEMEM_API_QUERY_RATE",
+    Quota.FORGET: "SIMPLEMEM_API_FORGET_RATE",
+}
+
+
 @dataclass(frozen=True)
 class Verdict:
     allowed: bool
     retry_after: int = 0  # seconds until the tenant's window resets (Retry-After)
+    never: bool = False  # more than the whole window holds: no retry would ever be allowed
 
 
 class Quotas:
@@ -57,6 +65,8 @@ class Quotas:
         draws nothing: the window is compared before it is charged (replicas racing between the two
         can overdraw by at most one request each, never refuse what fits)."""
         item = self._items[quota]
+        if cost > item.amount:
+            return Verdict(False, never=True)
         # Identifiers: the quota's name (two quotas of the same rate keep two counters) and the
         # tenant's byte key (a JSON array), never ids joined with a delimiter.
         ident = (quota.value, quota_identifier(tenant_id))
@@ -64,3 +74,7 @@ class Quotas:
             return Verdict(True)
         stats = self._limiter.get_window_stats(item, *ident)
         return Verdict(False, max(1, math.ceil(stats.reset_time - time.time())))
+
+    def limit(self, quota: Quota) -> str:
+        """The quota as configured, for a refusal's reason (``6000 per 1 minute``)."""
+        return str(self._items[quota])
