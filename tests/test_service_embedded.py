@@ -167,6 +167,8 @@ def test_oversized_requests_are_refused_with_the_reason(api: httpx.Client) -> No
     assert r.status_code == 413 and "SIMPLEMEM_API_MAX_BATCH_EVENTS" in r.text
     r = api.post("/v1/events", json=event(1, "y" * 300_000), headers=headers)
     assert r.status_code == 413 and "SIMPLEMEM_API_MAX_BODY_BYTES" in r.text
+    r = api.post("/v1/events", json=[event(1, "z " * 17_500), event(2, "z " * 17_500)], headers=headers)
+    assert r.status_code == 413 and "SIMPLEMEM_API_MAX_BATCH_CHARS" in r.text  # the text, not the count
 
 
 def test_a_noisy_tenant_gets_429_with_retry_after_and_a_quiet_one_goes_on(api: httpx.Client) -> None:

@@ -108,3 +108,20 @@ def test_a_batch_over_the_whole_quota_is_413_naming_the_quota_not_a_retry_for_ev
     with pytest.raises(HTTPException) as later:
         service.take(Quota.INGEST, "t", 1)
     assert later.value.status_code == 429
+
+
+def test_a_request_carrying_more_text_than_its_bound_is_413_naming_the_setting() -> None:
+    import anyio
+
+    from simplemem.api.app import Service
+    from simplemem.api.auth import Caller
+    from simplemem.api.quotas import Quotas
+    from simplemem.schemas.settings import Settings
+
+    settings = Settings(api_max_batch_chars=1000, api_ingest_text_rate="1500/minute")
+    service = Service(settings, None, None, Quotas(settings), None, None)  # type: ignore[arg-type]
+    event = {"session_id": "s", "speaker": "A", "role": "user", "ts": "2026-01-05T09:00:00Z"}
+    batch = [{**event, "message_id": f"m{i}", "text": "x" * 400} for i in range(3)]
+    with pytest.raises(HTTPException) as refused:
+        anyio.run(service.accept_events, Caller("t", "k"), batch)
+    assert refused.value.status_code == 413 and "SIMPLEMEM_API_MAX_BATCH_CHARS" in str(refused.value.detail)

@@ -69,19 +69,24 @@ class Service:
         return identify(request, self.keys, self.admin_key)
 
     def take(self, quota: Quota, tenant_id: str, cost: int = 1) -> None:
-        verdict = self.quotas.take(quota, tenant_id, cost)
+        self.take_all(tenant_id, {quota: cost})
+
+    def take_all(self, tenant_id: str, costs: dict[Quota, int]) -> None:
+        """Charge every cost or none; 413 for a cost over a whole quota, 429 for a used-up one."""
+        quota, verdict = self.quotas.take_all(tenant_id, costs)
+        if quota is None:
+            return
         if verdict.never:
             raise HTTPException(
-                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
-                f"this request costs {cost}, over the whole {quota.value} quota of "
+                status.HTTP_413_CONTENT_TOO_LARGE,
+                f"this request costs {costs[quota]}, over the whole {quota.value} quota of "
                 f"{self.quotas.limit(quota)} ({SETTING[quota]}): send it in smaller parts",
             )
-        if not verdict.allowed:
-            raise HTTPException(
-                status.HTTP_429_TOO_MANY_REQUESTS,
-                f"the tenant's {quota.value} quota is used up; retry in {verdict.retry_after} s",
-                headers={"Retry-After": str(verdict.retry_after)},
-            )
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"the tenant's {quota.value} quota is used up; retry in {verdict.retry_after} s",
+            headers={"Retry-After": str(verdict.retry_after)},
+        )
 
     def query_request(self, tenant_id: str, body: QueryBody, as_of: datetime | None = None) -> QueryRequest:
         try:
@@ -89,14 +94,15 @@ class Service:
         except ValidationError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors(exc)) from None
 
-    async def accept_events(self, caller: Caller, payload: Any) -> EventsAccepted:
-        """Validate each event on its own: a bad event gets its error, the rest goes on."""
+    async def accept_events(self, caller: Caller, payload: Any, extra_chars: int = 0) -> EventsAccepted:
+        """Validate each event on its own: a bad event gets its error, the rest goes on. ``extra_chars``
+        is text the request stores besides its events' (mem0's scope), charged with them."""
         tenant = tenant_of(caller)
         raw = _event_list(payload)
         limit = self.settings.api_max_batch_events
         if len(raw) > limit:
             raise HTTPException(
-                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                status.HTTP_413_CONTENT_TOO_LARGE,
                 f"{len(raw)} events, over the batch limit of {limit} (SIMPLEMEM_API_MAX_BATCH_EVENTS)",
             )
         answer = EventsAccepted()
@@ -112,12 +118,23 @@ class Service:
             tenant_of(caller, event.tenant_id)
             events.append(event)
         if events:
-            self.take(Quota.INGEST, tenant, len(events))
+            self._charge_ingest(tenant, events, extra_chars)
             await self.backend.ingest(events)
         answer.accepted = [e.message_id for e in events]
         self.metrics.events.labels("accepted").inc(len(answer.accepted))
         self.metrics.events.labels("rejected").inc(len(answer.rejected))
         return answer
+
+    def _charge_ingest(self, tenant: str, events: list[ChatEvent], extra_chars: int) -> None:
+        """Events and their text, against the request's bound and the tenant's quotas."""
+        chars = sum(len(e.text) for e in events) + extra_chars
+        limit = self.settings.api_max_batch_chars
+        if chars > limit:
+            raise HTTPException(
+                status.HTTP_413_CONTENT_TOO_LARGE,
+                f"{chars} characters of text, over the request limit of {limit} (SIMPLEMEM_API_MAX_BATCH_CHARS)",
+            )
+        self.take_all(tenant, {Quota.INGEST: len(events), Quota.INGEST_TEXT: chars})
 
     def _event_of(self, item: Any, tenant: str) -> ChatEvent:
         """One batch item as an event of the caller's tenant when it names none. The tenant is checked
