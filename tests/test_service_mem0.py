@@ -192,3 +192,35 @@ def test_entity_ids_at_the_top_level_or_in_the_query_narrow_every_route(
         assert api.delete("/mem0/v1/memories/", params={"app_id": "gymapp"}).status_code == 200
         assert eventually(lambda: "93" not in listed()), "delete_all by app_id forgot the app's memories"
         assert "41" in listed() and "77" in listed()
+
+
+def scope_rows(server: ServeProcess, tenant: str) -> int:
+    import sqlite3
+
+    with sqlite3.connect(f"{server.env['store']}/api_keys.sqlite") as db:
+        (count,) = db.execute("SELECT count(*) FROM mem0_scopes WHERE tenant_id=?", (tenant,)).fetchone()
+    return int(count)
+
+
+def test_a_scope_is_bounded_and_recorded_only_once_its_request_is_accepted(
+    embedded_service: ServeProcess,
+) -> None:
+    """Refused, empty or oversized adds store nothing (they grew the key store by megabytes)."""
+    with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {new_key(api, 'mem0-bounded')}"
+        hello = [{"role": "user", "content": "Hello there."}]
+        refused = [
+            api.post("/mem0/v3/memories/add/", json={"messages": hello, "user_id": "u" * 1000}),
+            api.post("/mem0/v3/memories/add/", json={"messages": hello, "agent_id": "a\x00b"}),
+            api.post("/mem0/v3/memories/add/", json={"messages": [], "user_id": "empty"}),
+            api.post(
+                "/mem0/v3/memories/add/", json={"messages": [{"content": "w " * 35_000}], "run_id": "big"}
+            ),
+        ]
+        assert [r.status_code for r in refused] == [422, 422, 422, 413], [r.text for r in refused]
+        assert "user_id" in refused[0].text and "messages" in refused[2].text
+        assert scope_rows(embedded_service, "mem0-bounded") == 0
+        assert (
+            api.post("/mem0/v3/memories/add/", json={"messages": hello, "user_id": "kept"}).status_code == 200
+        )
+        assert scope_rows(embedded_service, "mem0-bounded") == 1

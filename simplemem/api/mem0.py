@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from simplemem.api.app import Service, valid_path_id
 from simplemem.api.auth import Caller, tenant_of
-from simplemem.api.directory import Scope, SessionDirectory
+from simplemem.api.directory import SCOPE_FIELDS, Scope, SessionDirectory
 from simplemem.api.mem0_scope import ScopeId, ScopeIds, requested_scope
 from simplemem.api.quotas import Quota
 from simplemem.schemas.api import QueryBody
@@ -55,7 +55,7 @@ class Mem0Message(BaseModel):
 class AddBody(ScopeIds):
     model_config = ConfigDict(extra="allow")  # mem0's options we do not use are accepted, ignored
 
-    messages: list[Mem0Message]
+    messages: list[Mem0Message] = Field(min_length=1)
     timestamp: int | float | None = Field(None, description="Unix time in seconds")
     metadata: dict[str, Any] | None = None
 
@@ -211,9 +211,16 @@ class Mem0Context:
             if not page or offset >= total:
                 return units, scopes
 
-    async def accept(self, caller: Caller, events: list[dict[str, Any]]) -> list[str]:
-        """The events' ids, all accepted; mem0 has no partial answer, so the first rejection is a 422."""
-        answer = await self.service.accept_events(caller, events)
+    async def accept(
+        self, caller: Caller, events: list[dict[str, Any]], scope: Scope | None = None
+    ) -> list[str]:
+        """The events' ids, all accepted; mem0 has no partial answer, so the first rejection is a 422.
+        ``scope`` (add's) is recorded only once a message of it is accepted, its ids charged to the
+        ingestion text quota with the messages: a refused or empty request stores nothing."""
+        extra = sum(len(getattr(scope, f) or "") for f in SCOPE_FIELDS) if scope is not None else 0
+        answer = await self.service.accept_events(caller, events, extra_chars=extra)
+        if scope is not None and not scope.empty and answer.accepted:
+            await _run(self.directory.record, tenant_of(caller), scope)
         if answer.rejected:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)
         return answer.accepted
@@ -250,9 +257,8 @@ async def ping(caller: CallerDep) -> dict[str, Any]:
 async def add(body: AddBody, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE) -> dict[str, Any]:
     tenant = tenant_of(caller)
     scope = requested_scope(_fields(body), _fields(ids))
-    session = await _run(mem0.directory.record, tenant, scope)
-    events = _events_of(body, scope, tenant, session)
-    accepted = await mem0.accept(caller, events)
+    events = _events_of(body, scope, tenant, scope.session_id())
+    accepted = await mem0.accept(caller, events, scope)
     results = [
         {"id": mid, "event": "ADD", "memory": e["text"], "status": "PENDING"}
         for mid, e in zip(accepted, events, strict=True)
