@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from fastapi import HTTPException
 
@@ -125,3 +127,59 @@ def test_a_request_carrying_more_text_than_its_bound_is_413_naming_the_setting()
     with pytest.raises(HTTPException) as refused:
         anyio.run(service.accept_events, Caller("t", "k"), batch)
     assert refused.value.status_code == 413 and "SIMPLEMEM_API_MAX_BATCH_CHARS" in str(refused.value.detail)
+
+
+def test_scopes_are_kept_hashed_and_scrubbed_matched_by_their_ids_and_forgotten(tmp_path: Path) -> None:
+    """The directory is durable: end users' ids (e-mail addresses, names) are never in it as given."""
+    import sqlite3
+
+    from simplemem.api.directory import SqliteDirectory
+
+    path = tmp_path / "api_keys.sqlite"
+    directory = SqliteDirectory(path, lambda text: "<scrubbed>")
+    frank = Scope(user_id="frank.user@example.com", agent_id="Dr Frank Nurse")
+    sid = directory.record("t", frank)
+    directory.record("t", Scope(user_id="kim.other@example.com"))
+    with sqlite3.connect(path) as db:  # a scope written before scopes were hashed is rewritten on read
+        db.execute(
+            "INSERT INTO mem0_scopes VALUES ('t', 'legacy', ?)", ('{"user_id": "old.user@example.com"}',)
+        )
+    found = directory.sessions("t", Scope(user_id="frank.user@example.com"))
+    assert list(found) == [sid] and found[sid].user_id == "<scrubbed>"
+    assert list(directory.sessions("t", Scope(user_id="old.user@example.com"))) == ["legacy"]
+    assert directory.sessions("t", Scope(agent_id="Dr Frank Nurse", user_id="kim.other@example.com")) == {}
+    assert directory.forget("t", Scope(user_id="frank.user@example.com")) == 1
+    assert len(directory.sessions("t", Scope())) == 2
+    assert directory.forget("t", Scope()) == 2 and directory.sessions("t", Scope()) == {}
+    on_disk = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    for raw in (b"frank.user", b"Frank Nurse", b"kim.other", b"old.user"):
+        assert raw not in on_disk, raw
+
+
+@pytest.mark.integration
+def test_redis_scopes_are_kept_hashed_and_scrubbed_and_forgotten() -> None:
+    import uuid
+
+    import redis
+
+    from simplemem.api.directory import RedisDirectory
+    from simplemem.schemas.settings import Settings
+    from tests.services import require
+
+    settings = Settings(mode="services", redis_key_prefix=f"simplemem-scopes-{uuid.uuid4().hex[:8]}")
+    require(settings)
+    client = redis.Redis.from_url(settings.redis_endpoint)
+    directory = RedisDirectory(client, settings.redis_key_prefix, lambda text: "<scrubbed>")
+    try:
+        directory.record("t", Scope(user_id="frank.user@example.com", agent_id="Dr Frank Nurse"))
+        directory.record("t", Scope(user_id="kim.other@example.com"))
+        stored = b"".join(
+            v for k in client.scan_iter(f"{settings.redis_key_prefix}:*") for v in client.hvals(k)
+        )
+        assert b"frank.user" not in stored and b"Frank Nurse" not in stored and b"<scrubbed>" in stored
+        assert len(directory.sessions("t", Scope(user_id="frank.user@example.com"))) == 1
+        assert directory.forget("t", Scope(user_id="frank.user@example.com")) == 1
+        assert directory.forget("t", Scope()) == 1 and directory.sessions("t", Scope()) == {}
+    finally:
+        for key in client.scan_iter(f"{settings.redis_key_prefix}:*"):
+            client.delete(key)

@@ -224,3 +224,38 @@ def test_a_scope_is_bounded_and_recorded_only_once_its_request_is_accepted(
             api.post("/mem0/v3/memories/add/", json={"messages": hello, "user_id": "kept"}).status_code == 200
         )
         assert scope_rows(embedded_service, "mem0-bounded") == 1
+
+
+def test_forgetting_an_end_user_or_a_tenant_removes_its_scopes_and_none_is_stored_in_clear(
+    embedded_service: ServeProcess,
+) -> None:
+    from tests.service_server import admin
+
+    store = embedded_service.env["store"]
+
+    def on_disk(raw: bytes) -> bool:
+        from pathlib import Path
+
+        return any(raw in p.read_bytes() for p in Path(store).glob("api_keys.sqlite*"))
+
+    with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
+        api.headers["Authorization"] = f"Bearer {new_key(api, 'mem0-frank')}"
+        for user in ("frank.user@example.com", "gina.user@example.com"):
+            body = {
+                "messages": [{"content": "I take the 7:40 train."}],
+                "user_id": user,
+                "agent_id": "Dr Frank Nurse",
+            }
+            assert api.post("/mem0/v3/memories/add/", json=body).status_code == 200
+        assert scope_rows(embedded_service, "mem0-frank") == 2
+        assert not on_disk(b"frank.user@example.com")  # scrubbed as memory text is (names are kept there too)
+        listed = api.post("/mem0/v3/memories/", json={"user_id": "frank.user@example.com"}).json()["results"]
+        assert listed and all(
+            m["user_id"] == "frank.user@example.com" for m in listed
+        )  # as the request named it
+        assert (
+            api.delete("/mem0/v1/memories/", params={"user_id": "frank.user@example.com"}).status_code == 200
+        )
+        assert scope_rows(embedded_service, "mem0-frank") == 1
+        assert api.delete("/v1/tenants/mem0-frank", headers=admin()).status_code == 202
+        assert scope_rows(embedded_service, "mem0-frank") == 0

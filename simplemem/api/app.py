@@ -6,9 +6,9 @@ loaded once, when the app starts, and shared by all requests.
 """
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -59,6 +59,7 @@ class Service:
     quotas: Quotas
     feedback: FeedbackLog
     metrics: ServiceMetrics
+    tenant_erasers: list[Callable[[str], object]] = field(default_factory=list)  # what else a tenant leaves
 
     @property
     def admin_key(self) -> str | None:
@@ -295,6 +296,8 @@ async def delete_tenant(tenant_id: str, caller: CallerDep, service: ServiceDep) 
         tenant_id=tenant_id, whole_tenant=True, requested_by="admin", requested_at=datetime.now(UTC)
     )
     accepted = await service.delete(request)
+    for erase in service.tenant_erasers:  # the mem0 scopes: its end users' ids
+        await anyio.to_thread.run_sync(erase, tenant_id)
     revoked = await anyio.to_thread.run_sync(_revoke_all, service.keys, tenant_id)
     accepted.detail["revoked_keys"] = revoked
     return accepted

@@ -100,13 +100,16 @@ NO_SCOPE = ScopeIds()
 def as_mem0(
     unit: MemoryUnit, scopes: dict[str, Scope], score: float | None = None, default: Scope | None = None
 ) -> dict[str, Any]:
-    """A unit as mem0 shows a memory; ``default`` is the scope of a recent turn (not yet a stored
-    unit, so its session is unknown here): the search's own filter, which it passed."""
-    scope = scopes.get(unit.session_id or "", default or Scope())
+    """A unit as mem0 shows a memory. ``default`` is the request's own scope: its fields are shown as
+    the request gave them (the directory keeps them scrubbed), and it stands for the scope of a
+    recent turn (not yet a stored unit, so its session is unknown here), which passed it."""
+    request = default or Scope()
+    shown = scopes.get(unit.session_id or "", request).model_dump()
+    shown.update({f: v for f, v in request.model_dump().items() if v is not None})
     item: dict[str, Any] = {
         "id": unit.id,
         "memory": unit.text,
-        **scope.model_dump(),
+        **shown,
         "metadata": {"kind": unit.kind.value, "event_time": unit.event_time, "source_ids": unit.source_ids},
         "categories": [],
         "created_at": unit.stated_at,
@@ -135,6 +138,8 @@ def as_pending(turn: BufferedTurn, scopes: dict[str, Scope]) -> dict[str, Any]:
 
 def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
     """A callable adding the mem0 routes to the app (``create_app``'s ``extra``)."""
+
+    service.tenant_erasers.append(lambda tenant: directory.forget(tenant, Scope()))
 
     def add_to(app: FastAPI) -> None:
         app.state.mem0 = Mem0Context(service, directory)
@@ -341,7 +346,7 @@ async def get_all(
         "count": len(units),
         "next": f"?page={page + 1}&page_size={page_size}" if more else None,
         "previous": f"?page={page - 1}&page_size={page_size}" if page > 1 else None,
-        "results": [as_mem0(u, scopes) for u in chosen],
+        "results": [as_mem0(u, scopes, default=scope) for u in chosen],
     }
 
 
@@ -428,6 +433,7 @@ async def delete_all(
     sources = sorted({s for u in units for s in u.source_ids})
     if sources:
         await mem0.service.delete(_forget(tenant, sources, caller))
+    await _run(mem0.directory.forget, tenant, scope)  # the end user's ids go with their memories
     return {"message": "Memories deleted successfully!"}
 
 
