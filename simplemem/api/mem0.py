@@ -265,7 +265,13 @@ async def add(body: AddBody, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery =
     events = _events_of(body, scope, tenant, scope.session_id())
     accepted = await mem0.accept(caller, events, scope)
     results = [
-        {"id": mid, "event": "ADD", "memory": e["text"], "status": "PENDING"}
+        # the memory as it is kept: scrubbed (a phone number or card echoed back would sit in logs)
+        {
+            "id": mid,
+            "event": "ADD",
+            "memory": await _run(mem0.service.backend.scrub, e["text"]),
+            "status": "PENDING",
+        }
         for mid, e in zip(accepted, events, strict=True)
     ]
     return {"results": results, "status": "PENDING"}
