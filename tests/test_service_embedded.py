@@ -313,12 +313,14 @@ BAD_REQUESTS: list[tuple[str, str, Any, str]] = [
     ("POST", "/v1/feedback", {"query": "x", "as_of": "9999-12-31T23:59:59Z"}, "as_of"),
     ("POST", "/mem0/v3/memories/search/", {"query": ""}, "query"),
     ("POST", "/mem0/v3/memories/search/", {"query": "x", "top_k": -5}, "top_k"),
-    (
-        "POST",
-        "/mem0/v3/memories/add/",
-        {"messages": [{"role": "user", "content": "x"}], "timestamp": 1e20},
-        "timestamp",
-    ),
+    ("POST", "/v1/query", {"query": "x", "k": True}, "k"),  # a boolean is no number
+    ("POST", "/v1/query", {"query": "x", "as_of": 0}, "as_of"),  # nor a time
+    ("POST", "/v1/feedback", {"query": "x", "complexity": False}, "complexity"),
+    ("POST", "/mem0/v3/memories/search/", {"query": "x", "threshold": False}, "threshold"),
+    ("POST", "/mem0/v3/memories/add/", {"messages": [{"content": "x"}], "timestamp": "1"}, "timestamp"),
+    ("POST", "/v1/query", b"\xff\xfe{", "body"),  # not UTF-8
+    ("POST", "/v1/query", b'{"query": ' + b"1" * 5000 + b"}", "body"),  # past Python's digits
+    ("POST", "/v1/feedback", b"[" * 100_000 + b"]" * 100_000, "body"),  # past the parser's depth
     (
         "POST",
         "/mem0/v3/memories/add/",
@@ -339,7 +341,10 @@ def test_bad_input_is_a_4xx_naming_the_field(
     api: httpx.Client, method: str, path: str, body: Any, field: str
 ) -> None:
     headers = key_for(api, "badinput")
-    content = body.encode() if isinstance(body, str) else (None if body is None else orjson.dumps(body))
+    if isinstance(body, bytes | None):
+        content = body
+    else:
+        content = body.encode() if isinstance(body, str) else orjson.dumps(body)
     r = api.request(method, path, content=content, headers={**headers, "Content-Type": "application/json"})
     assert 400 <= r.status_code < 500, r.text
     assert field in r.text

@@ -184,7 +184,7 @@ def test_entity_ids_at_the_top_level_or_in_the_query_narrow_every_route(
             "/mem0/v3/memories/search/",
             json={"query": "gym", "user_id": "sam", "filters": {"user_id": "kim"}},
         )
-        assert both.status_code == 422 and "user_id" in both.json()["detail"]
+        assert both.status_code == 409 and "user_id" in both.json()["detail"]
         kims = api.post("/mem0/v3/memories/", json={"user_id": "kim"}).json()["results"]
         assert api.get(f"/mem0/v1/memories/{kims[0]['id']}/", params={"user_id": "sam"}).status_code == 404
         assert api.delete(f"/mem0/v1/memories/{kims[0]['id']}/", params={"user_id": "sam"}).status_code == 404

@@ -16,11 +16,20 @@ import anyio
 import orjson
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from simplemem.api.auth import Caller, identify, require_admin, tenant_of
 from simplemem.api.backends import MemoryBackend
+from simplemem.api.contract import (
+    KeyIdPath,
+    MessageIdPath,
+    TenantIdPath,
+    document,
+    json_bodies,
+    method_not_allowed,
+)
 from simplemem.api.feedback import FeedbackLog
 from simplemem.api.keys import KeyStore, new_key
 from simplemem.api.limits_asgi import body_limit
@@ -159,6 +168,8 @@ class Service:
 def valid_path_id(value: str, field: str, *, tenant: bool = False) -> None:
     """422 naming ``field`` for an id in a path that no store could hold."""
     problem = id_problem(value, tenant=tenant)
+    if problem is None and value.startswith("."):
+        problem = "must not start with '.' in a path"
     if problem is not None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{field}: {problem}")
 
@@ -273,7 +284,7 @@ async def get_memories(
 
 
 @forget_routes.delete("/v1/messages/{message_id}", status_code=status.HTTP_202_ACCEPTED)
-async def delete_message(message_id: str, caller: CallerDep, service: ServiceDep) -> Accepted:
+async def delete_message(message_id: MessageIdPath, caller: CallerDep, service: ServiceDep) -> Accepted:
     """Forget a message and everything derived from it (routed to the forget path)."""
     tenant = tenant_of(caller)
     valid_path_id(message_id, "message id")
@@ -288,7 +299,7 @@ async def delete_message(message_id: str, caller: CallerDep, service: ServiceDep
 
 
 @forget_routes.delete("/v1/tenants/{tenant_id}", status_code=status.HTTP_202_ACCEPTED)
-async def delete_tenant(tenant_id: str, caller: CallerDep, service: ServiceDep) -> Accepted:
+async def delete_tenant(tenant_id: TenantIdPath, caller: CallerDep, service: ServiceDep) -> Accepted:
     """Forget a whole tenant and revoke its keys (admin)."""
     require_admin(caller)
     valid_path_id(tenant_id, "tenant id", tenant=True)
@@ -322,14 +333,14 @@ async def list_keys(
 
 
 @key_routes.delete("/v1/admin/keys/{key_id}")
-async def revoke_key(key_id: str, caller: CallerDep, service: ServiceDep) -> dict[str, object]:
+async def revoke_key(key_id: KeyIdPath, caller: CallerDep, service: ServiceDep) -> dict[str, object]:
     require_admin(caller)
     if not await anyio.to_thread.run_sync(service.keys.revoke, key_id):
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such key")
     return {"key_id": key_id, "revoked": True}
 
 
-@ops_routes.get("/healthz")
+@ops_routes.get("/healthz", responses={503: {"description": "a store is down (each store's state)"}})
 async def healthz(service: ServiceDep) -> JSONResponse:
     """Each store with its state; 503 when one is down."""
     stores = await service.backend.health()
@@ -338,7 +349,13 @@ async def healthz(service: ServiceDep) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ok else 503)
 
 
-@ops_routes.get("/metrics")
+@ops_routes.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text"}
+    },
+)
 async def metrics(service: ServiceDep) -> Response:
     data, content_type = service.metrics.exposition()
     return Response(data, media_type=content_type)
@@ -357,9 +374,12 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(StarletteHTTPException, method_not_allowed)
     for item in extra or []:
         item(app)
+    app.add_middleware(_Wrapped, wrap=lambda inner: json_bodies(inner, exempt=("/mcp",)))
     app.add_middleware(_Wrapped, wrap=lambda inner: body_limit(inner, service.settings.api_max_body_bytes))
+    document(app, service.settings.api_max_batch_events)
     app.add_middleware(_Wrapped, wrap=service.metrics.middleware)
     return app
 
@@ -402,6 +422,7 @@ REFUSALS: dict[int | str, dict[str, Any]] = {
         401: "no key, or an unknown or revoked one",
         403: "the key may not do this (another tenant, not the admin)",
         404: "no such memory",
+        409: "the request contradicts itself (two values for one field) or the memory's state (named)",
         413: "over a size limit (named)",
         422: "a field is invalid (named)",
         429: "the tenant's quota is used up (Retry-After)",

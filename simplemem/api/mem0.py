@@ -20,23 +20,25 @@ route reads its scope from). Differences, by design:
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, status
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
 
 from simplemem.api.app import Service, valid_path_id
 from simplemem.api.auth import Caller, tenant_of
+from simplemem.api.contract import MemoryIdPath
 from simplemem.api.directory import SCOPE_FIELDS, Scope, SessionDirectory
-from simplemem.api.mem0_scope import ScopeId, ScopeIds, requested_scope
+from simplemem.api.mem0_scope import Mem0Filters, ScopeId, ScopeIds, requested_scope
 from simplemem.api.quotas import Quota
 from simplemem.schemas.api import QueryBody
 from simplemem.schemas.memory import MemoryUnit
-from simplemem.schemas.query import QueryFilters
+from simplemem.schemas.query import Count, QueryFilters
+from simplemem.schemas.settings import get_settings
 from simplemem.schemas.stream import DeletionRequest
-from simplemem.schemas.timebounds import check_time
+from simplemem.schemas.timebounds import check_time, earliest_unix_time
 from simplemem.schemas.window import BufferedTurn
 
 PREFIX = "/mem0"
@@ -56,18 +58,27 @@ class AddBody(ScopeIds):
     model_config = ConfigDict(extra="allow")  # mem0's options we do not use are accepted, ignored
 
     messages: list[Mem0Message] = Field(min_length=1)
-    timestamp: int | float | None = Field(None, description="Unix time in seconds")
+    timestamp: StrictInt | StrictFloat | None = Field(
+        None, description="Unix time in seconds", json_schema_extra=earliest_unix_time()
+    )
     metadata: dict[str, Any] | None = None
 
     @field_validator("timestamp")
     @classmethod
     def _bounded(cls, value: float | None) -> float | None:
-        if value is not None:
-            try:
-                when = datetime.fromtimestamp(value, UTC)
-            except (OverflowError, OSError, ValueError):
-                raise ValueError("not a Unix time in seconds within the calendar") from None
-            check_time(when)
+        """Before the earliest accepted year: refused (the contract's minimum). After the latest
+        accepted time (``SIMPLEMEM_MAX_FUTURE_DAYS`` from now): the message is said now, as mem0
+        stamps one without a time."""
+        if value is None:
+            return value
+        latest = datetime.now(UTC) + timedelta(days=get_settings().max_future_days)
+        if value > latest.timestamp():
+            return None
+        try:
+            when = datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError("not a Unix time in seconds within the calendar") from None
+        check_time(when)
         return value
 
 
@@ -75,15 +86,15 @@ class SearchBody(ScopeIds):
     model_config = ConfigDict(extra="allow")
 
     query: str = Field(min_length=1)
-    filters: dict[str, Any] | None = None
-    top_k: int | None = Field(None, ge=1)
-    threshold: float | None = None
+    filters: Mem0Filters | None = None
+    top_k: Count | None = None
+    threshold: float | None = Field(None, strict=True)
 
 
 class ListBody(ScopeIds):
     model_config = ConfigDict(extra="allow")
 
-    filters: dict[str, Any] | None = None
+    filters: Mem0Filters | None = None
 
 
 class UpdateBody(ScopeIds):
@@ -358,7 +369,7 @@ async def get_all(
 
 @router.get("/v1/memories/{memory_id}/")
 async def get_one(
-    memory_id: str, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+    memory_id: MemoryIdPath, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
 ) -> dict[str, Any]:
     tenant = tenant_of(caller)
     found = await mem0.unit_or_pending(tenant, memory_id, scope=requested_scope(_fields(ids)))
@@ -368,7 +379,7 @@ async def get_one(
 
 @router.get("/v1/memories/{memory_id}/history/")
 async def history(
-    memory_id: str, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+    memory_id: MemoryIdPath, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
 ) -> list[dict[str, Any]]:
     tenant = tenant_of(caller)
     found = await mem0.unit_or_pending(tenant, memory_id, scope=requested_scope(_fields(ids)))
@@ -387,7 +398,7 @@ async def history(
 
 @router.put("/v1/memories/{memory_id}/")
 async def update(
-    memory_id: str, body: UpdateBody, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+    memory_id: MemoryIdPath, body: UpdateBody, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
 ) -> dict[str, Any]:
     tenant = tenant_of(caller)
     scope = requested_scope(_fields(body), _fields(ids))
@@ -411,7 +422,7 @@ async def update(
 
 @router.delete("/v1/memories/{memory_id}/")
 async def delete(
-    memory_id: str, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+    memory_id: MemoryIdPath, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
 ) -> dict[str, Any]:
     tenant = tenant_of(caller)
     scope = requested_scope(_fields(ids))
@@ -432,8 +443,8 @@ async def delete_all(
 ) -> dict[str, Any]:
     tenant = tenant_of(caller)
     scope = requested_scope({"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "app_id": app_id})
-    if scope.empty:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "name user_id, agent_id, run_id or app_id")
+    if scope.empty:  # a tenant key may not wipe the tenant here: that is the admin's DELETE /v1/tenants
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "name user_id, agent_id, run_id or app_id")
     mem0.service.take(Quota.FORGET, tenant)
     units, _ = await mem0.scoped_units(tenant, scope)
     sources = sorted({s for u in units for s in u.source_ids})

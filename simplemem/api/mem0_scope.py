@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 import orjson
 from fastapi import HTTPException, status
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from simplemem.api.directory import SCOPE_FIELDS, Scope
 from simplemem.schemas.keys import MAX_ID_CHARS, has_control_characters
@@ -31,6 +31,23 @@ ScopeId = Annotated[
         description="an end user's, agent's, run's or app's id (printable text): narrows the request",
     ),
 ]
+
+
+class Condition(BaseModel):
+    """One condition of a mem0 filter: entity ids (other fields and operators are not supported)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: ScopeId | None = None
+    agent_id: ScopeId | None = None
+    run_id: ScopeId | None = None
+    app_id: ScopeId | None = None
+
+
+class Mem0Filters(Condition):
+    """mem0's ``filters``: flat entity ids, or an ``AND`` of conditions (with them, if any)."""
+
+    AND: list[Condition] | None = None
 
 
 class ScopeIds(BaseModel):
@@ -81,9 +98,9 @@ def _add(found: dict[str, str], field: str, value: object, where: str) -> None:
     if problem is not None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{where}: {problem}")
     assert isinstance(value, str)
-    if found.setdefault(field, value) != value:
+    if found.setdefault(field, value) != value:  # well formed, but the request contradicts itself
         raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, f"{where}: two different values for {field} in one request"
+            status.HTTP_409_CONFLICT, f"{where}: two different values for {field} in one request"
         )
 
 
