@@ -24,8 +24,8 @@ from pathlib import Path
 import httpx
 import orjson
 
-from bench.harness.serving import ServeProcess
 from simplemem.schemas.settings import REPO_ROOT
+from tests.helpers.serving import ServeProcess
 
 DATA = REPO_ROOT / "simplemem" / "cli" / "data"
 QUESTIONS = ["What is Riley allergic to?", "Where does Riley work?", "What languages does Riley write?"]

@@ -34,6 +34,7 @@ from simplemem.api.directory import SCOPE_FIELDS, Scope, SessionDirectory
 from simplemem.api.mem0_scope import Mem0Filters, ScopeId, ScopeIds, requested_scope
 from simplemem.api.quotas import Quota
 from simplemem.schemas.api import QueryBody
+from simplemem.schemas.events import MAX_SPEAKER_CHARS
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import Count, QueryFilters
 from simplemem.schemas.settings import get_settings
@@ -299,7 +300,9 @@ def _events_of(body: AddBody, scope: Scope, tenant: str, session: str) -> list[d
     events: list[dict[str, Any]] = []
     for message in body.messages:
         role = message.role if message.role in ROLES else "user"
-        speaker = (scope.user_id if role == "user" else scope.agent_id) or str(role)
+        named = (scope.user_id if role == "user" else scope.agent_id) or ""
+        # an id may be longer than a speaker's name, or only spaces: the role speaks then
+        speaker = named.strip()[:MAX_SPEAKER_CHARS].strip() or str(role)
         events.append(
             {
                 "tenant_id": tenant,
