@@ -67,6 +67,7 @@ def namespace(suffix: str, folder: Path, serve_workers: int = 1, partitions: int
         "SIMPLEMEM_ADMIN_KEY": ADMIN,
         "SIMPLEMEM_API_QUERY_RATE": "10000000/minute",
         "SIMPLEMEM_API_INGEST_RATE": "10000000/minute",
+        "SIMPLEMEM_API_INGEST_TEXT_RATE": "1000000000/minute",
     }
 
 

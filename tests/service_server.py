@@ -16,6 +16,7 @@ ADMIN = f"admin-{uuid.uuid4().hex}"
 INGEST_RATE = 150  # events per minute and tenant
 MAX_BATCH = 120
 MAX_BODY = 256 * 1024
+MAX_BATCH_CHARS = 60_000
 LEGACY_TENANT = "legacy-acme"  # the one tenant with a history to import lazily
 LEGACY_LINE = orjson.dumps(
     {
@@ -44,6 +45,7 @@ def start_embedded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServePr
         "SIMPLEMEM_API_INGEST_RATE": f"{INGEST_RATE}/minute",
         "SIMPLEMEM_API_MAX_BATCH_EVENTS": str(MAX_BATCH),
         "SIMPLEMEM_API_MAX_BODY_BYTES": str(MAX_BODY),
+        "SIMPLEMEM_API_MAX_BATCH_CHARS": str(MAX_BATCH_CHARS),
     }
     proc = ServeProcess(env, tmp_path_factory.mktemp("logs") / "serve.log").start()
     proc.env["store"] = str(store)

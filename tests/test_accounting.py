@@ -17,10 +17,13 @@ class RecordingIndexer:
         self.fail = fail
         self.indexed: list = []
 
-    def index(self, drafts: list, decided: list | None = None) -> list:
-        if self.fail:
-            raise ConnectionError("store down")
-        self.indexed.extend(drafts)
+    def index(self, drafts: list, decided: list | None = None, write=None) -> list:  # type: ignore[no-untyped-def]
+        def store() -> None:
+            if self.fail:
+                raise ConnectionError("store down")
+            self.indexed.extend(drafts)
+
+        (write or (lambda call: call()))(store)  # each store call goes through the caller's wrapper
         return []
 
 

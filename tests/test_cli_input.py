@@ -98,6 +98,15 @@ def test_a_bom_keeps_the_first_line_and_bad_bytes_are_named(tmp_path: Path) -> N
     assert "surrogates" not in rejected["reason"]
 
 
+def test_a_line_with_metadata_nested_too_deep_is_rejected_alone(tmp_path: Path) -> None:
+    deep = orjson.dumps(orjson.loads(EVENTS[1]) | {"message_id": "deep"})[:-1]
+    deep += b', "metadata": ' + b'{"a":' * 299 + b"{}" + b"}" * 300
+    code, report = ingest_file(tmp_path, [EVENTS[0], deep, EVENTS[2]])
+    assert code == ExitCode.INCOMPLETE and report["accepted"] == 2
+    (rejected,) = report["rejected"]  # type: ignore[misc]
+    assert rejected["where"] == "line 2" and "metadata" in rejected["reason"], rejected
+
+
 def test_nothing_ingested_is_an_exit_code_of_its_own(tmp_path: Path) -> None:
     code, report = ingest_file(tmp_path, [b"{not json", b"[1, 2]"])
     assert code == ExitCode.NOTHING_INGESTED and report["accepted"] == 0

@@ -19,6 +19,13 @@ GOOD = {
 }
 
 
+def nested_lists(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
 def parse(raw: object) -> object:
     return parse_event(
         raw if isinstance(raw, bytes | str) else orjson.dumps(raw), max_text_chars=1000, max_id_chars=64
@@ -26,6 +33,7 @@ def parse(raw: object) -> object:
 
 
 def test_valid_event() -> None:
+    assert parse({**GOOD, "metadata": {"a": nested_lists(31)}})  # 32 levels with the metadata object
     event = parse(GOOD)
     assert event.session_key == SessionKey("t1", "s1")  # type: ignore[attr-defined]
     assert event.ts.utcoffset() is not None  # type: ignore[attr-defined]
@@ -53,6 +61,12 @@ def test_valid_event() -> None:
         ({**GOOD, "speaker": "J" * 201}, "speaker: String should have at most 200"),
         ({**GOOD, "metadata": {"blob": "x" * 20_000}}, "metadata: Value error, over 16384 bytes"),
         ({**GOOD, "tenant_id": "a b"}, "tenant_id: Value error, must contain"),
+        # 300 levels: past what the JSON encoder takes (it raised, and the whole batch was lost)
+        (
+            orjson.dumps(GOOD)[:-1] + b', "metadata": ' + b'{"a":' * 299 + b"{}" + b"}" * 300,
+            "metadata: Value error, nested over 32",
+        ),
+        ({**GOOD, "metadata": {"a": nested_lists(32)}}, "metadata: Value error, nested over 32"),
         ({**GOOD, "session_id": "s\n1"}, "session_id: Value error, must contain"),
     ],
 )

@@ -151,6 +151,13 @@ def test_forget_from_the_command_line(tmp_path: Path) -> None:
         app, ["forget", "--tenant", "cli-rtbf", "--all", "--store", str(tmp_path / "none")]
     )
     assert nowhere.exit_code == ExitCode.ERROR and "no store" in nowhere.output
+    from simplemem.api.directory import Scope, SqliteDirectory
+
+    scopes = SqliteDirectory(store / "api_keys.sqlite", lambda text: "<scrubbed>")  # what serve's mem0 kept
+    scopes.record("cli-rtbf", Scope(user_id="jordan@example.com"))
+    scopes.record("someone-else", Scope(user_id="kim@example.com"))
     everything = runner.invoke(app, ["forget", "--tenant", "cli-rtbf", "--all", "--store", str(store)])
     assert everything.exit_code == 0 and "the whole tenant" in everything.stdout
     assert files_holding(store, (*COFFEE, *FESTIVAL, *KEPT)) == []
+    assert scopes.sessions("cli-rtbf", Scope()) == {}, "the tenant's mem0 scopes go with it"
+    assert len(scopes.sessions("someone-else", Scope())) == 1

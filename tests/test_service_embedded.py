@@ -87,6 +87,17 @@ def test_a_batch_keeps_its_good_events_and_names_each_bad_one(api: httpx.Client)
     assert "ts" in body["rejected"][0]["reason"]
 
 
+def test_metadata_nested_too_deep_rejects_its_event_and_keeps_the_batch(api: httpx.Client) -> None:
+    headers = key_for(api, "deep")
+    deep = orjson.dumps(event(2, "Deep."))[:-1] + b', "metadata": ' + b'{"a":' * 299 + b"{}" + b"}" * 300
+    body = b'{"events": [' + orjson.dumps(event(1, "I live in Lisbon.")) + b", " + deep + b"]}"
+    r = api.post("/v1/events", content=body, headers={**headers, "Content-Type": "application/json"})
+    assert r.status_code == 202, r.text
+    assert r.json()["accepted"] == ["m1"]
+    [rejected] = r.json()["rejected"]
+    assert rejected["index"] == 1 and "metadata" in rejected["reason"], rejected
+
+
 def test_no_shape_of_batch_item_writes_into_another_tenants_memory(api: httpx.Client) -> None:
     """An item naming another tenant is refused whatever its shape (an object, a JSON string, under
     ``events``): it may neither add to, edit nor erase that tenant's memory."""
@@ -156,6 +167,8 @@ def test_oversized_requests_are_refused_with_the_reason(api: httpx.Client) -> No
     assert r.status_code == 413 and "SIMPLEMEM_API_MAX_BATCH_EVENTS" in r.text
     r = api.post("/v1/events", json=event(1, "y" * 300_000), headers=headers)
     assert r.status_code == 413 and "SIMPLEMEM_API_MAX_BODY_BYTES" in r.text
+    r = api.post("/v1/events", json=[event(1, "z " * 17_500), event(2, "z " * 17_500)], headers=headers)
+    assert r.status_code == 413 and "SIMPLEMEM_API_MAX_BATCH_CHARS" in r.text  # the text, not the count
 
 
 def test_a_noisy_tenant_gets_429_with_retry_after_and_a_quiet_one_goes_on(api: httpx.Client) -> None:
@@ -300,12 +313,14 @@ BAD_REQUESTS: list[tuple[str, str, Any, str]] = [
     ("POST", "/v1/feedback", {"query": "x", "as_of": "9999-12-31T23:59:59Z"}, "as_of"),
     ("POST", "/mem0/v3/memories/search/", {"query": ""}, "query"),
     ("POST", "/mem0/v3/memories/search/", {"query": "x", "top_k": -5}, "top_k"),
-    (
-        "POST",
-        "/mem0/v3/memories/add/",
-        {"messages": [{"role": "user", "content": "x"}], "timestamp": 1e20},
-        "timestamp",
-    ),
+    ("POST", "/v1/query", {"query": "x", "k": True}, "k"),  # a boolean is no number
+    ("POST", "/v1/query", {"query": "x", "as_of": 0}, "as_of"),  # nor a time
+    ("POST", "/v1/feedback", {"query": "x", "complexity": False}, "complexity"),
+    ("POST", "/mem0/v3/memories/search/", {"query": "x", "threshold": False}, "threshold"),
+    ("POST", "/mem0/v3/memories/add/", {"messages": [{"content": "x"}], "timestamp": "1"}, "timestamp"),
+    ("POST", "/v1/query", b"\xff\xfe{", "body"),  # not UTF-8
+    ("POST", "/v1/query", b'{"query": ' + b"1" * 5000 + b"}", "body"),  # past Python's digits
+    ("POST", "/v1/feedback", b"[" * 100_000 + b"]" * 100_000, "body"),  # past the parser's depth
     (
         "POST",
         "/mem0/v3/memories/add/",
@@ -326,7 +341,10 @@ def test_bad_input_is_a_4xx_naming_the_field(
     api: httpx.Client, method: str, path: str, body: Any, field: str
 ) -> None:
     headers = key_for(api, "badinput")
-    content = body.encode() if isinstance(body, str) else (None if body is None else orjson.dumps(body))
+    if isinstance(body, bytes | None):
+        content = body
+    else:
+        content = body.encode() if isinstance(body, str) else orjson.dumps(body)
     r = api.request(method, path, content=content, headers={**headers, "Content-Type": "application/json"})
     assert 400 <= r.status_code < 500, r.text
     assert field in r.text

@@ -93,3 +93,33 @@ def test_mcp_without_its_slash_is_served_not_redirected_to_the_host_header(
     with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
         r = api.post("/mcp", json={}, headers={"Host": "attacker.example"})
     assert r.status_code == 401 and "location" not in r.headers
+
+
+def test_no_line_of_the_servers_log_holds_a_callers_input(embedded_service: ServeProcess) -> None:
+    """Argument errors quote the input back to its caller (kept), never into the log; mem0's add
+    answers the scrubbed text, not the raw message."""
+    import anyio
+
+    marker = "frank.marker@example.com 212-555-0199"
+    with httpx.Client(base_url=embedded_service.url, timeout=60) as api:
+        key = new_key(api, "mcp-logs")
+        refused = [
+            anyio.run(call, embedded_service, key, "search_memories", {"query": "q", "k": marker}),
+            anyio.run(
+                call, embedded_service, key, "remember", {"text": marker, "session_id": f"bad id {marker}"}
+            ),
+            anyio.run(call, embedded_service, key, "list_memories", {"offset": marker}),
+            anyio.run(call, embedded_service, key, "forget_message", {"message_id": f"bad id {marker}"}),
+        ]
+        assert all(r.is_error for r in refused), refused
+        added = api.post(
+            "/mem0/v3/memories/add/",
+            json={"messages": [{"content": f"Write to me at {marker}."}], "user_id": "u"},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert added.status_code == 200
+        assert "frank.marker@example.com" not in added.text and "555-0199" not in added.text, added.text
+    log = embedded_service.log_path.read_text(errors="replace")
+    assert "frank.marker" not in log and "555-0199" not in log, [
+        line for line in log.splitlines() if "marker" in line or "555-0199" in line
+    ]

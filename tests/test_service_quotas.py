@@ -55,3 +55,33 @@ def test_deletions_have_a_quota_of_their_own() -> None:
     assert quotas.take(Quota.FORGET, "t").allowed and quotas.take(Quota.FORGET, "t").allowed
     assert not quotas.take(Quota.FORGET, "t").allowed
     assert quotas.take(Quota.QUERY, "t").allowed
+
+
+def test_two_quotas_of_the_same_rate_keep_their_own_counters() -> None:
+    """Reads must not use up deletions: a tenant that reads a lot can still ask to be forgotten."""
+    quotas = Quotas(Settings(api_query_rate="3/minute", api_forget_rate="3/minute"))
+    assert all(quotas.take(Quota.QUERY, "t").allowed for _ in range(3))
+    assert not quotas.take(Quota.QUERY, "t").allowed
+    assert quotas.take(Quota.FORGET, "t").allowed
+
+
+def test_a_request_over_the_whole_quota_is_never_allowed_and_says_so() -> None:
+    quotas = Quotas(Settings(api_ingest_rate="10/minute"))
+    refused = quotas.take(Quota.INGEST, "t", 11)
+    assert not refused.allowed and refused.never
+    assert quotas.take(Quota.INGEST, "t", 10).allowed  # what fits the window still goes
+    assert not quotas.take(Quota.INGEST, "t").never  # used up for now, not for ever
+
+
+def test_ingestion_is_charged_by_its_text_and_a_refusal_of_either_quota_draws_from_neither() -> None:
+    """Eight long events cost what their text costs (one event count would let one tenant hold the
+    embedded store for seconds); refused for their text, they leave the event count untouched too."""
+    quotas = Quotas(Settings(api_ingest_rate="100/minute", api_ingest_text_rate="1000/minute"))
+    quota, verdict = quotas.take_all("t", {Quota.INGEST: 8, Quota.INGEST_TEXT: 900})
+    assert quota is None and verdict.allowed
+    quota, verdict = quotas.take_all("t", {Quota.INGEST: 8, Quota.INGEST_TEXT: 200})
+    assert quota == Quota.INGEST_TEXT and not verdict.allowed and verdict.retry_after >= 1
+    assert quotas.take(Quota.INGEST, "t", 92).allowed  # the refused request drew no events
+    assert (
+        quotas.take(Quota.INGEST_TEXT, "t", 100).allowed and not quotas.take(Quota.INGEST_TEXT, "t").allowed
+    )

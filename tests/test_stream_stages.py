@@ -219,11 +219,13 @@ def test_scrub_dead_letters_bad_input_with_its_bytes_and_passes_the_rest(scrub: 
     )
     bad = b'{"tenant_id": "t1", "text": '
     naive = good.replace(b"10:00:00Z", b"10:00:00")
-    src = [SourceRef(topic="turns", partition=3, offset=i) for i in range(3)]
-    result = scrub.run([(src[0], bad), (src[1], good), (src[2], naive)])
-    assert [d.code for d in result.dead] == ["invalid_json", "schema"]
+    deep = good.replace(b'"m1"', b'"m2"')[:-1] + b', "metadata": ' + b'{"a":' * 299 + b"{}" + b"}" * 300
+    src = [SourceRef(topic="turns", partition=3, offset=i) for i in range(4)]
+    result = scrub.run([(src[0], bad), (src[1], good), (src[2], naive), (src[3], deep)])
+    assert [d.code for d in result.dead] == ["invalid_json", "schema", "schema"]
     assert base64.b64decode(result.dead[0].original or "") == bad
     assert result.dead[1].source.offset == 2 and "ts" in result.dead[1].reason
+    assert result.dead[2].source.offset == 3 and "metadata" in result.dead[2].reason
     [record] = result.records
     assert record.session_key == SessionKey("t1", "s1") and record.source == src[1]
     assert record.message is not None and "555-0199" not in record.message.model_dump_json()

@@ -6,9 +6,9 @@ loaded once, when the app starts, and shared by all requests.
 """
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -16,17 +16,26 @@ import anyio
 import orjson
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, Response, status
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 from fastapi_offline import FastAPIOffline
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from simplemem.api.auth import Caller, identify, require_admin, tenant_of
 from simplemem.api.backends import MemoryBackend
+from simplemem.api.contract import (
+    KeyIdPath,
+    MessageIdPath,
+    TenantIdPath,
+    document,
+    json_bodies,
+    method_not_allowed,
+)
 from simplemem.api.feedback import FeedbackLog
 from simplemem.api.keys import KeyStore, new_key
 from simplemem.api.limits_asgi import body_limit
 from simplemem.api.metrics import ServiceMetrics
-from simplemem.api.quotas import Quota, Quotas
+from simplemem.api.quotas import SETTING, Quota, Quotas
 from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.schemas.api import (
     MAX_PAGE_OFFSET,
@@ -60,6 +69,7 @@ class Service:
     quotas: Quotas
     feedback: FeedbackLog
     metrics: ServiceMetrics
+    tenant_erasers: list[Callable[[str], object]] = field(default_factory=list)  # what else a tenant leaves
 
     @property
     def admin_key(self) -> str | None:
@@ -70,13 +80,24 @@ class Service:
         return identify(request, self.keys, self.admin_key)
 
     def take(self, quota: Quota, tenant_id: str, cost: int = 1) -> None:
-        verdict = self.quotas.take(quota, tenant_id, cost)
-        if not verdict.allowed:
+        self.take_all(tenant_id, {quota: cost})
+
+    def take_all(self, tenant_id: str, costs: dict[Quota, int]) -> None:
+        """Charge every cost or none; 413 for a cost over a whole quota, 429 for a used-up one."""
+        quota, verdict = self.quotas.take_all(tenant_id, costs)
+        if quota is None:
+            return
+        if verdict.never:
             raise HTTPException(
-                status.HTTP_429_TOO_MANY_REQUESTS,
-                f"the tenant's {quota.value} quota is used up; retry in {verdict.retry_after} s",
-                headers={"Retry-After": str(verdict.retry_after)},
+                status.HTTP_413_CONTENT_TOO_LARGE,
+                f"this request costs {costs[quota]}, over the whole {quota.value} quota of "
+                f"{self.quotas.limit(quota)} ({SETTING[quota]}): send it in smaller parts",
             )
+        raise HTTPException(
+            status.HTTP_429_TOO_MANY_REQUESTS,
+            f"the tenant's {quota.value} quota is used up; retry in {verdict.retry_after} s",
+            headers={"Retry-After": str(verdict.retry_after)},
+        )
 
     def query_request(self, tenant_id: str, body: QueryBody, as_of: datetime | None = None) -> QueryRequest:
         try:
@@ -84,14 +105,15 @@ class Service:
         except ValidationError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors(exc)) from None
 
-    async def accept_events(self, caller: Caller, payload: Any) -> EventsAccepted:
-        """Validate each event on its own: a bad event gets its error, the rest goes on."""
+    async def accept_events(self, caller: Caller, payload: Any, extra_chars: int = 0) -> EventsAccepted:
+        """Validate each event on its own: a bad event gets its error, the rest goes on. ``extra_chars``
+        is text the request stores besides its events' (mem0's scope), charged with them."""
         tenant = tenant_of(caller)
         raw = _event_list(payload)
         limit = self.settings.api_max_batch_events
         if len(raw) > limit:
             raise HTTPException(
-                status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+                status.HTTP_413_CONTENT_TOO_LARGE,
                 f"{len(raw)} events, over the batch limit of {limit} (SIMPLEMEM_API_MAX_BATCH_EVENTS)",
             )
         answer = EventsAccepted()
@@ -107,12 +129,23 @@ class Service:
             tenant_of(caller, event.tenant_id)
             events.append(event)
         if events:
-            self.take(Quota.INGEST, tenant, len(events))
+            self._charge_ingest(tenant, events, extra_chars)
             await self.backend.ingest(events)
         answer.accepted = [e.message_id for e in events]
         self.metrics.events.labels("accepted").inc(len(answer.accepted))
         self.metrics.events.labels("rejected").inc(len(answer.rejected))
         return answer
+
+    def _charge_ingest(self, tenant: str, events: list[ChatEvent], extra_chars: int) -> None:
+        """Events and their text, against the request's bound and the tenant's quotas."""
+        chars = sum(len(e.text) for e in events) + extra_chars
+        limit = self.settings.api_max_batch_chars
+        if chars > limit:
+            raise HTTPException(
+                status.HTTP_413_CONTENT_TOO_LARGE,
+                f"{chars} characters of text, over the request limit of {limit} (SIMPLEMEM_API_MAX_BATCH_CHARS)",
+            )
+        self.take_all(tenant, {Quota.INGEST: len(events), Quota.INGEST_TEXT: chars})
 
     def _event_of(self, item: Any, tenant: str) -> ChatEvent:
         """One batch item as an event of the caller's tenant when it names none. The tenant is checked
@@ -136,6 +169,8 @@ class Service:
 def valid_path_id(value: str, field: str, *, tenant: bool = False) -> None:
     """422 naming ``field`` for an id in a path that no store could hold."""
     problem = id_problem(value, tenant=tenant)
+    if problem is None and value.startswith("."):
+        problem = "must not start with '.' in a path"
     if problem is not None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{field}: {problem}")
 
@@ -250,7 +285,7 @@ async def get_memories(
 
 
 @forget_routes.delete("/v1/messages/{message_id}", status_code=status.HTTP_202_ACCEPTED)
-async def delete_message(message_id: str, caller: CallerDep, service: ServiceDep) -> Accepted:
+async def delete_message(message_id: MessageIdPath, caller: CallerDep, service: ServiceDep) -> Accepted:
     """Forget a message and everything derived from it (routed to the forget path)."""
     tenant = tenant_of(caller)
     valid_path_id(message_id, "message id")
@@ -265,7 +300,7 @@ async def delete_message(message_id: str, caller: CallerDep, service: ServiceDep
 
 
 @forget_routes.delete("/v1/tenants/{tenant_id}", status_code=status.HTTP_202_ACCEPTED)
-async def delete_tenant(tenant_id: str, caller: CallerDep, service: ServiceDep) -> Accepted:
+async def delete_tenant(tenant_id: TenantIdPath, caller: CallerDep, service: ServiceDep) -> Accepted:
     """Forget a whole tenant and revoke its keys (admin)."""
     require_admin(caller)
     valid_path_id(tenant_id, "tenant id", tenant=True)
@@ -273,6 +308,8 @@ async def delete_tenant(tenant_id: str, caller: CallerDep, service: ServiceDep) 
         tenant_id=tenant_id, whole_tenant=True, requested_by="admin", requested_at=datetime.now(UTC)
     )
     accepted = await service.delete(request)
+    for erase in service.tenant_erasers:  # the mem0 scopes: its end users' ids
+        await anyio.to_thread.run_sync(erase, tenant_id)
     revoked = await anyio.to_thread.run_sync(_revoke_all, service.keys, tenant_id)
     accepted.detail["revoked_keys"] = revoked
     return accepted
@@ -297,14 +334,14 @@ async def list_keys(
 
 
 @key_routes.delete("/v1/admin/keys/{key_id}")
-async def revoke_key(key_id: str, caller: CallerDep, service: ServiceDep) -> dict[str, object]:
+async def revoke_key(key_id: KeyIdPath, caller: CallerDep, service: ServiceDep) -> dict[str, object]:
     require_admin(caller)
     if not await anyio.to_thread.run_sync(service.keys.revoke, key_id):
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such key")
     return {"key_id": key_id, "revoked": True}
 
 
-@ops_routes.get("/healthz")
+@ops_routes.get("/healthz", responses={503: {"description": "a store is down (each store's state)"}})
 async def healthz(service: ServiceDep) -> JSONResponse:
     """Each store with its state; 503 when one is down."""
     stores = await service.backend.health()
@@ -313,7 +350,13 @@ async def healthz(service: ServiceDep) -> JSONResponse:
     return JSONResponse(body, status_code=200 if ok else 503)
 
 
-@ops_routes.get("/metrics")
+@ops_routes.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}, "description": "Prometheus text"}
+    },
+)
 async def metrics(service: ServiceDep) -> Response:
     data, content_type = service.metrics.exposition()
     return Response(data, media_type=content_type)
@@ -333,9 +376,12 @@ def create_app(service: Service, extra: list[Any] | None = None) -> FastAPI:
     for router in ROUTERS:
         app.include_router(router)
     app.add_exception_handler(RequestValidationError, _invalid_request)
+    app.add_exception_handler(StarletteHTTPException, method_not_allowed)
     for item in extra or []:
         item(app)
+    app.add_middleware(_Wrapped, wrap=lambda inner: json_bodies(inner, exempt=("/mcp",)))
     app.add_middleware(_Wrapped, wrap=lambda inner: body_limit(inner, service.settings.api_max_body_bytes))
+    document(app, service.settings.api_max_batch_events)
     app.add_middleware(_Wrapped, wrap=service.metrics.middleware)
     return app
 
@@ -378,6 +424,7 @@ REFUSALS: dict[int | str, dict[str, Any]] = {
         401: "no key, or an unknown or revoked one",
         403: "the key may not do this (another tenant, not the admin)",
         404: "no such memory",
+        409: "the request contradicts itself (two values for one field) or the memory's state (named)",
         413: "over a size limit (named)",
         422: "a field is invalid (named)",
         429: "the tenant's quota is used up (Retry-After)",

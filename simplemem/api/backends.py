@@ -14,7 +14,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol, TypeVar
 
 import anyio
@@ -70,6 +70,39 @@ def _event_line(event: ChatEvent) -> bytes:
     return orjson.dumps(event.model_dump(mode="json", exclude_none=True))
 
 
+# Text analysed between two visits to the store's lock: about one long answer, a fraction of a second.
+INGEST_STEP_CHARS = 16_000
+
+
+def _steps(events: list[ChatEvent], chars: int) -> Iterator[list[ChatEvent]]:
+    """``events`` in order, in runs of at most ``chars`` characters of text (a longer event alone)."""
+    step: list[ChatEvent] = []
+    size = 0
+    for event in events:
+        if step and size + len(event.text) > chars:
+            yield step
+            step, size = [], 0
+        step.append(event)
+        size += len(event.text)
+    if step:
+        yield step
+
+
+class _Held:
+    """Several locks taken in order as one (the order every user of them keeps: ingestion, NLP, store)."""
+
+    def __init__(self, *locks: threading.Lock | threading.RLock) -> None:
+        self._locks = locks
+
+    def __enter__(self) -> None:
+        for lock in self._locks:
+            lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        for lock in reversed(self._locks):
+            lock.release()
+
+
 def _check(name: str, probe: Callable[[], object]) -> dict[str, str]:
     try:
         probe()
@@ -83,6 +116,7 @@ class _RuntimeReads:
 
     rt: Runtime
     _lock: threading.RLock | contextlib.nullcontext[None]
+    _nlp_lock: threading.RLock | contextlib.nullcontext[None]
     migration: LazyMigration | None = None
 
     def query(self, request: QueryRequest, filters: QueryFilters | None = None) -> QueryResult:
@@ -127,7 +161,7 @@ class _RuntimeReads:
 
     def scrub(self, text: str) -> str:
         """PII-free text for durable logs (spaCy and Presidio load on the first call)."""
-        with self._lock:
+        with self._nlp_lock:
             return self.rt.nlp_preparer.scrubber.scrub(text).text
 
 
@@ -137,16 +171,19 @@ class EmbeddedBackend(_RuntimeReads):
     def __init__(self, rt: Runtime, forgetter: Forgetter) -> None:
         self.rt = rt
         self.forgetter = forgetter
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the stores: every read and write
+        self._nlp_lock = threading.RLock()  # spaCy and Presidio, taken before the stores' lock
+        self._ingest_lock = threading.Lock()  # one ingestion at a time: a session's messages in order
         self._closer: asyncio.Task[None] | None = None
-        self.migration = lazy_migration(rt, self._lock)
+        # a history import runs the whole pipeline: it excludes ingestion, analysis and the stores
+        self.migration = lazy_migration(rt, _Held(self._ingest_lock, self._nlp_lock, self._lock))
 
     async def start(self) -> None:
         await anyio.to_thread.run_sync(self._warm_up)
         self._closer = asyncio.create_task(self._close_idle_sessions())
 
     def _warm_up(self) -> None:
-        with self._lock:
+        with self._nlp_lock, self._lock:
             self.rt.retriever  # noqa: B018  (loads MiniLM)
             self.rt.pipeline.warm_up()
         freeze_heap()
@@ -163,11 +200,20 @@ class EmbeddedBackend(_RuntimeReads):
         await anyio.to_thread.run_sync(self._ingest, events)
 
     def _ingest(self, events: list[ChatEvent]) -> None:
-        lines = [(e.message_id, _event_line(e)) for e in events]
-        with self._lock:
-            # More of the same conversations will come: open windows wait for them, their turns
-            # answerable from the recent-turn buffer meanwhile.
-            self.rt.pipeline.ingest(lines, close_sessions=False)
+        """A step of text at a time: its analysis (most of the work: spaCy, Presidio, MiniLM) outside
+        the store's lock, its windows and index writes under it, so another tenant's query waits at
+        most for one step's writes, never for a whole batch. One ingestion at a time keeps a
+        session's messages in order. More of the same conversations will come: open windows wait
+        for them, their turns answerable from the recent-turn buffer meanwhile."""
+        pipeline = self.rt.pipeline
+        with self._ingest_lock:
+            for step in _steps(events, INGEST_STEP_CHARS):
+                report = IngestReport()
+                with self._nlp_lock:
+                    with self._lock:
+                        kept = pipeline.drop_forgotten(step, report)
+                    results = pipeline.analyse_events(kept)
+                    pipeline.write_analysed(kept, results, report, self._store_guard)
 
     async def _close_idle_sessions(self) -> None:
         every = self.rt.settings.api_idle_check_seconds
@@ -179,12 +225,16 @@ class EmbeddedBackend(_RuntimeReads):
                 log.exception("closing idle sessions failed")
 
     def close_idle(self, now: float) -> int:
-        """One tick of the timer: :meth:`Pipeline.close_silent` under the store's lock."""
-        with self._lock:
-            return self.rt.pipeline.close_silent(now)
+        """One tick of the timer: :meth:`Pipeline.close_silent`, each store access under the store's
+        lock (a query waits for one window's writes at most, not for every silent session's)."""
+        with self._nlp_lock:
+            return self.rt.pipeline.close_silent(now, self._store_guard)
+
+    def _store_guard(self) -> contextlib.AbstractContextManager[object]:
+        return self._lock
 
     def _close_all(self) -> None:
-        with self._lock:
+        with self._nlp_lock, self._lock:
             if "pipeline" in self.rt.__dict__:
                 self.rt.pipeline.flush(IngestReport())
 
@@ -212,6 +262,7 @@ class ServicesBackend(_RuntimeReads):
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self._lock = contextlib.nullcontext()  # the store clients are safe to share between threads
+        self._nlp_lock = threading.RLock()  # spaCy and Presidio (the feedback log's scrubbing)
         self._producer: object | None = None
         self.migration = lazy_migration(rt)  # publishes the history; the workers derive the memory
 

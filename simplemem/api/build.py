@@ -42,6 +42,6 @@ def build_service(rt: Runtime) -> Service:
 def build_app(rt: Runtime) -> FastAPI:
     """The whole app: the API, the mem0-compatible routes, the MCP server and the ``/ui/`` page."""
     service = build_service(rt)
-    directory = open_directory(rt.settings, rt.store_dir)
+    directory = open_directory(rt.settings, rt.store_dir, service.backend.scrub)
     extras: list[Any] = [mount_mem0(service, directory), mount_mem0_legacy, mount_mcp(service), mount_ui]
     return create_app(service, extras)

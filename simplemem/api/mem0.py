@@ -2,8 +2,10 @@
 
 ``MemoryClient(api_key=<a tenant key>, host="http://<service>/mem0")`` works unmodified for its
 start-up key check, ``add``, ``search``, ``get_all``, ``get``, ``update``, ``delete``, ``delete_all``
-and ``history``. Everything happens inside the key's tenant; ``user_id``/``agent_id``/``run_id``
-name a session there (:mod:`simplemem.api.directory`). Differences, by design:
+and ``history``. Everything happens inside the key's tenant; ``user_id``/``agent_id``/``run_id``/``app_id``
+name a session there (:mod:`simplemem.api.directory`), wherever the request gives them (the body's top
+level, the query string or ``filters``: :func:`simplemem.api.mem0_scope.requested_scope`, which every
+route reads its scope from). Differences, by design:
 
 - ``add`` stores the messages as chat events; memories are derived from them by the pipeline (mem0's
   ``infer``, custom instructions and categories are ignored). Until their window is decided, turns
@@ -18,22 +20,26 @@ name a session there (:mod:`simplemem.api.directory`). Differences, by design:
 
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
 import anyio
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request, status
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, field_validator
 
 from simplemem.api.app import Service, valid_path_id
 from simplemem.api.auth import Caller, tenant_of
+from simplemem.api.contract import MemoryIdPath
 from simplemem.api.directory import SCOPE_FIELDS, Scope, SessionDirectory
+from simplemem.api.mem0_scope import Mem0Filters, ScopeId, ScopeIds, requested_scope
 from simplemem.api.quotas import Quota
 from simplemem.schemas.api import QueryBody
+from simplemem.schemas.events import MAX_SPEAKER_CHARS
 from simplemem.schemas.memory import MemoryUnit
-from simplemem.schemas.query import QueryFilters
+from simplemem.schemas.query import Count, QueryFilters
+from simplemem.schemas.settings import get_settings
 from simplemem.schemas.stream import DeletionRequest
-from simplemem.schemas.timebounds import check_time
+from simplemem.schemas.timebounds import check_time, earliest_unix_time
 from simplemem.schemas.window import BufferedTurn
 
 PREFIX = "/mem0"
@@ -49,83 +55,73 @@ class Mem0Message(BaseModel):
     content: str
 
 
-class AddBody(BaseModel):
+class AddBody(ScopeIds):
     model_config = ConfigDict(extra="allow")  # mem0's options we do not use are accepted, ignored
 
-    messages: list[Mem0Message]
-    user_id: str | None = None
-    agent_id: str | None = None
-    run_id: str | None = None
-    timestamp: int | float | None = Field(None, description="Unix time in seconds")
+    messages: list[Mem0Message] = Field(min_length=1)
+    timestamp: StrictInt | StrictFloat | None = Field(
+        None, description="Unix time in seconds", json_schema_extra=earliest_unix_time()
+    )
     metadata: dict[str, Any] | None = None
 
     @field_validator("timestamp")
     @classmethod
     def _bounded(cls, value: float | None) -> float | None:
-        if value is not None:
-            try:
-                when = datetime.fromtimestamp(value, UTC)
-            except (OverflowError, OSError, ValueError):
-                raise ValueError("not a Unix time in seconds within the calendar") from None
-            check_time(when)
+        """Before the earliest accepted year: refused (the contract's minimum). After the latest
+        accepted time (``SIMPLEMEM_MAX_FUTURE_DAYS`` from now): the message is said now, as mem0
+        stamps one without a time."""
+        if value is None:
+            return value
+        latest = datetime.now(UTC) + timedelta(days=get_settings().max_future_days)
+        if value > latest.timestamp():
+            return None
+        try:
+            when = datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise ValueError("not a Unix time in seconds within the calendar") from None
+        check_time(when)
         return value
 
 
-class SearchBody(BaseModel):
+class SearchBody(ScopeIds):
     model_config = ConfigDict(extra="allow")
 
     query: str = Field(min_length=1)
-    filters: dict[str, Any] | None = None
-    top_k: int | None = Field(None, ge=1)
-    threshold: float | None = None
+    filters: Mem0Filters | None = None
+    top_k: Count | None = None
+    threshold: float | None = Field(None, strict=True)
 
 
-class ListBody(BaseModel):
+class ListBody(ScopeIds):
     model_config = ConfigDict(extra="allow")
 
-    filters: dict[str, Any] | None = None
+    filters: Mem0Filters | None = None
 
 
-class UpdateBody(BaseModel):
+class UpdateBody(ScopeIds):
     model_config = ConfigDict(extra="allow")
 
     text: str | None = None
 
 
-def scope_of(filters: dict[str, Any] | None) -> Scope:
-    """The scope a mem0 filter names: flat fields or an ``AND`` of them (other operators: 422)."""
-    if not filters:
-        return Scope()
-    found: dict[str, Any] = {}
-    parts = filters.get("AND", []) if isinstance(filters, dict) else None
-    if not isinstance(parts, list):
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "filters: an object or {AND: [...]}")
-    flat = {key: value for key, value in filters.items() if key != "AND"}
-    parts = [*parts, flat] if flat else parts
-    for part in parts:
-        if not isinstance(part, dict):
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "filters: each condition is an object")
-        for key, value in part.items():
-            if key not in SCOPE_FIELDS or not isinstance(value, str):
-                raise HTTPException(
-                    status.HTTP_422_UNPROCESSABLE_CONTENT,
-                    f"filters: only {', '.join(SCOPE_FIELDS)} with a string value are supported",
-                )
-            if found.setdefault(key, value) != value:
-                raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"filters: two values for {key}")
-    return Scope(**found)
+ScopeQuery = Annotated[ScopeIds, Query()]
+"""The entity ids of a request's query string: every mem0 route reads them (see :func:`requested_scope`)."""
+NO_SCOPE = ScopeIds()
 
 
 def as_mem0(
     unit: MemoryUnit, scopes: dict[str, Scope], score: float | None = None, default: Scope | None = None
 ) -> dict[str, Any]:
-    """A unit as mem0 shows a memory; ``default`` is the scope of a recent turn (not yet a stored
-    unit, so its session is unknown here): the search's own filter, which it passed."""
-    scope = scopes.get(unit.session_id or "", default or Scope())
+    """A unit as mem0 shows a memory. ``default`` is the request's own scope: its fields are shown as
+    the request gave them (the directory keeps them scrubbed), and it stands for the scope of a
+    recent turn (not yet a stored unit, so its session is unknown here), which passed it."""
+    request = default or Scope()
+    shown = scopes.get(unit.session_id or "", request).model_dump()
+    shown.update({f: v for f, v in request.model_dump().items() if v is not None})
     item: dict[str, Any] = {
         "id": unit.id,
         "memory": unit.text,
-        **scope.model_dump(),
+        **shown,
         "metadata": {"kind": unit.kind.value, "event_time": unit.event_time, "source_ids": unit.source_ids},
         "categories": [],
         "created_at": unit.stated_at,
@@ -155,6 +151,8 @@ def as_pending(turn: BufferedTurn, scopes: dict[str, Scope]) -> dict[str, Any]:
 def mount_mem0(service: Service, directory: SessionDirectory) -> Any:
     """A callable adding the mem0 routes to the app (``create_app``'s ``extra``)."""
 
+    service.tenant_erasers.append(lambda tenant: directory.forget(tenant, Scope()))
+
     def add_to(app: FastAPI) -> None:
         app.state.mem0 = Mem0Context(service, directory)
         app.include_router(router)
@@ -179,17 +177,29 @@ class Mem0Context:
         scopes: dict[str, Scope] = await _run(self.directory.sessions, tenant, Scope())
         return scopes
 
-    async def unit_or_404(self, tenant: str, memory_id: str, quota: Quota = Quota.QUERY) -> MemoryUnit:
-        found = await self.unit_or_pending(tenant, memory_id, quota)
+    async def unit_or_404(
+        self, tenant: str, memory_id: str, quota: Quota = Quota.QUERY, scope: Scope | None = None
+    ) -> MemoryUnit:
+        found = await self.unit_or_pending(tenant, memory_id, quota, scope)
         if isinstance(found, BufferedTurn):
             raise HTTPException(status.HTTP_409_CONFLICT, PENDING_DETAIL)
         return found
 
     async def unit_or_pending(
-        self, tenant: str, memory_id: str, quota: Quota = Quota.QUERY
+        self, tenant: str, memory_id: str, quota: Quota = Quota.QUERY, scope: Scope | None = None
     ) -> MemoryUnit | BufferedTurn:
         """The memory, or the first memory derived from the message of that id (what ``add``
-        returned), or that message while it is accepted and not decided yet; else a 404."""
+        returned), or that message while it is accepted and not decided yet; else a 404. A request
+        that names a scope reaches only what lies within it (else the same 404)."""
+        found = await self._unit_or_pending(tenant, memory_id, quota)
+        if scope is not None and not scope.empty:
+            session = found.session_id
+            scopes = await self.scopes(tenant)
+            if session is None or session not in scopes or not scopes[session].matches(scope):
+                raise HTTPException(status.HTTP_404_NOT_FOUND, "Memory not found")
+        return found
+
+    async def _unit_or_pending(self, tenant: str, memory_id: str, quota: Quota) -> MemoryUnit | BufferedTurn:
         valid_path_id(memory_id, "memory_id")
         self.service.take(quota, tenant)
         backend = self.service.backend
@@ -218,9 +228,16 @@ class Mem0Context:
             if not page or offset >= total:
                 return units, scopes
 
-    async def accept(self, caller: Caller, events: list[dict[str, Any]]) -> list[str]:
-        """The events' ids, all accepted; mem0 has no partial answer, so the first rejection is a 422."""
-        answer = await self.service.accept_events(caller, events)
+    async def accept(
+        self, caller: Caller, events: list[dict[str, Any]], scope: Scope | None = None
+    ) -> list[str]:
+        """The events' ids, all accepted; mem0 has no partial answer, so the first rejection is a 422.
+        ``scope`` (add's) is recorded only once a message of it is accepted, its ids charged to the
+        ingestion text quota with the messages: a refused or empty request stores nothing."""
+        extra = sum(len(getattr(scope, f) or "") for f in SCOPE_FIELDS) if scope is not None else 0
+        answer = await self.service.accept_events(caller, events, extra_chars=extra)
+        if scope is not None and not scope.empty and answer.accepted:
+            await _run(self.directory.record, tenant_of(caller), scope)
         if answer.rejected:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, answer.rejected[0].reason)
         return answer.accepted
@@ -254,26 +271,38 @@ async def ping(caller: CallerDep) -> dict[str, Any]:
 
 
 @router.post("/v3/memories/add/")
-async def add(body: AddBody, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+async def add(body: AddBody, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE) -> dict[str, Any]:
     tenant = tenant_of(caller)
-    scope = Scope(user_id=body.user_id, agent_id=body.agent_id, run_id=body.run_id)
-    session = await _run(mem0.directory.record, tenant, scope)
-    events = _events_of(body, tenant, session)
-    accepted = await mem0.accept(caller, events)
+    scope = requested_scope(_fields(body), _fields(ids))
+    events = _events_of(body, scope, tenant, scope.session_id())
+    accepted = await mem0.accept(caller, events, scope)
     results = [
-        {"id": mid, "event": "ADD", "memory": e["text"], "status": "PENDING"}
+        # the memory as it is kept: scrubbed (a phone number or card echoed back would sit in logs)
+        {
+            "id": mid,
+            "event": "ADD",
+            "memory": await _run(mem0.service.backend.scrub, e["text"]),
+            "status": "PENDING",
+        }
         for mid, e in zip(accepted, events, strict=True)
     ]
     return {"results": results, "status": "PENDING"}
 
 
-def _events_of(body: AddBody, tenant: str, session: str) -> list[dict[str, Any]]:
+def _fields(model: BaseModel) -> dict[str, Any]:
+    """A request model's fields, the extra ones a client sent included (mem0's options)."""
+    return model.model_dump(exclude_none=True)
+
+
+def _events_of(body: AddBody, scope: Scope, tenant: str, session: str) -> list[dict[str, Any]]:
     """mem0's messages as chat events of one session; unknown roles are the user's."""
     ts = datetime.fromtimestamp(body.timestamp, UTC) if body.timestamp else datetime.now(UTC)
     events: list[dict[str, Any]] = []
     for message in body.messages:
         role = message.role if message.role in ROLES else "user"
-        speaker = (body.user_id if role == "user" else body.agent_id) or str(role)
+        named = (scope.user_id if role == "user" else scope.agent_id) or ""
+        # an id may be longer than a speaker's name, or only spaces: the role speaks then
+        speaker = named.strip()[:MAX_SPEAKER_CHARS].strip() or str(role)
         events.append(
             {
                 "tenant_id": tenant,
@@ -291,9 +320,11 @@ def _events_of(body: AddBody, tenant: str, session: str) -> list[dict[str, Any]]
 
 
 @router.post("/v3/memories/search/")
-async def search(body: SearchBody, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+async def search(
+    body: SearchBody, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+) -> dict[str, Any]:
     tenant = tenant_of(caller)
-    scope = scope_of(body.filters)
+    scope = requested_scope(_fields(body), _fields(ids))
     scopes = await mem0.scopes(tenant)
     wanted = [sid for sid, s in scopes.items() if s.matches(scope)]
     if not scope.empty and not wanted:
@@ -323,32 +354,38 @@ async def get_all(
     mem0: Mem0Dep,
     page: Annotated[int, Query(ge=1)] = 1,
     page_size: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ids: ScopeQuery = NO_SCOPE,
 ) -> dict[str, Any]:
     tenant = tenant_of(caller)
+    scope = requested_scope(_fields(body), _fields(ids))
     mem0.service.take(Quota.QUERY, tenant)
-    units, scopes = await mem0.scoped_units(tenant, scope_of(body.filters))
+    units, scopes = await mem0.scoped_units(tenant, scope)
     chosen = units[(page - 1) * page_size : page * page_size]
     more = page * page_size < len(units)
     return {
         "count": len(units),
         "next": f"?page={page + 1}&page_size={page_size}" if more else None,
         "previous": f"?page={page - 1}&page_size={page_size}" if page > 1 else None,
-        "results": [as_mem0(u, scopes) for u in chosen],
+        "results": [as_mem0(u, scopes, default=scope) for u in chosen],
     }
 
 
 @router.get("/v1/memories/{memory_id}/")
-async def get_one(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+async def get_one(
+    memory_id: MemoryIdPath, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+) -> dict[str, Any]:
     tenant = tenant_of(caller)
-    found = await mem0.unit_or_pending(tenant, memory_id)
+    found = await mem0.unit_or_pending(tenant, memory_id, scope=requested_scope(_fields(ids)))
     scopes = await mem0.scopes(tenant)
     return as_pending(found, scopes) if isinstance(found, BufferedTurn) else as_mem0(found, scopes)
 
 
 @router.get("/v1/memories/{memory_id}/history/")
-async def history(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> list[dict[str, Any]]:
+async def history(
+    memory_id: MemoryIdPath, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+) -> list[dict[str, Any]]:
     tenant = tenant_of(caller)
-    found = await mem0.unit_or_pending(tenant, memory_id)
+    found = await mem0.unit_or_pending(tenant, memory_id, scope=requested_scope(_fields(ids)))
     if isinstance(found, BufferedTurn):
         entry = {
             "id": memory_id,
@@ -363,9 +400,12 @@ async def history(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> list[dict
 
 
 @router.put("/v1/memories/{memory_id}/")
-async def update(memory_id: str, body: UpdateBody, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+async def update(
+    memory_id: MemoryIdPath, body: UpdateBody, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+) -> dict[str, Any]:
     tenant = tenant_of(caller)
-    unit = await mem0.unit_or_404(tenant, memory_id)
+    scope = requested_scope(_fields(body), _fields(ids))
+    unit = await mem0.unit_or_404(tenant, memory_id, scope=scope)
     if body.text is None:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "only the text of a memory can be updated")
     if len(unit.source_ids) != 1 or unit.session_id is None:
@@ -384,9 +424,12 @@ async def update(memory_id: str, body: UpdateBody, caller: CallerDep, mem0: Mem0
 
 
 @router.delete("/v1/memories/{memory_id}/")
-async def delete(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> dict[str, Any]:
+async def delete(
+    memory_id: MemoryIdPath, caller: CallerDep, mem0: Mem0Dep, ids: ScopeQuery = NO_SCOPE
+) -> dict[str, Any]:
     tenant = tenant_of(caller)
-    found = await mem0.unit_or_pending(tenant, memory_id, Quota.FORGET)
+    scope = requested_scope(_fields(ids))
+    found = await mem0.unit_or_pending(tenant, memory_id, Quota.FORGET, scope=scope)
     messages = [memory_id] if isinstance(found, BufferedTurn) else found.source_ids
     await mem0.service.delete(_forget(tenant, messages, caller))  # a pending message: never indexed
     return {"message": "Memory deleted successfully!"}
@@ -396,19 +439,21 @@ async def delete(memory_id: str, caller: CallerDep, mem0: Mem0Dep) -> dict[str, 
 async def delete_all(
     caller: CallerDep,
     mem0: Mem0Dep,
-    user_id: str | None = None,
-    agent_id: str | None = None,
-    run_id: str | None = None,
+    user_id: Annotated[ScopeId | None, Query()] = None,
+    agent_id: Annotated[ScopeId | None, Query()] = None,
+    run_id: Annotated[ScopeId | None, Query()] = None,
+    app_id: Annotated[ScopeId | None, Query()] = None,
 ) -> dict[str, Any]:
     tenant = tenant_of(caller)
-    scope = Scope(user_id=user_id, agent_id=agent_id, run_id=run_id)
-    if scope.empty:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, "name user_id, agent_id or run_id")
+    scope = requested_scope({"user_id": user_id, "agent_id": agent_id, "run_id": run_id, "app_id": app_id})
+    if scope.empty:  # a tenant key may not wipe the tenant here: that is the admin's DELETE /v1/tenants
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "name user_id, agent_id, run_id or app_id")
     mem0.service.take(Quota.FORGET, tenant)
     units, _ = await mem0.scoped_units(tenant, scope)
     sources = sorted({s for u in units for s in u.source_ids})
     if sources:
         await mem0.service.delete(_forget(tenant, sources, caller))
+    await _run(mem0.directory.forget, tenant, scope)  # the end user's ids go with their memories
     return {"message": "Memories deleted successfully!"}
 
 

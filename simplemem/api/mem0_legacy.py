@@ -8,43 +8,30 @@ of a body or query, and expects bare arrays back (a page object when it asks for
 ``page_size``). Its ``GET /v1/ping/``, get, update, delete, delete-all and history are the 3.x
 routes of :mod:`simplemem.api.mem0`, which these reuse: the same tenant checks, quotas and memory
 shapes. ``org_id`` and ``project_id`` echo what ping answered and are ignored: the key decides the
-tenant; ``user_id``, ``agent_id`` and ``run_id``, at the top level or in ``filters``, narrow the
+tenant; ``user_id``, ``agent_id``, ``run_id`` and ``app_id``, at the top level, in the query or in ``filters``, narrow the
 scope inside it (:func:`legacy_scope`).
 """
 
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from fastapi import APIRouter, FastAPI, HTTPException, Query, Request, status
+from fastapi import APIRouter, FastAPI, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from simplemem.api import mem0
 from simplemem.api.directory import SCOPE_FIELDS, Scope
-from simplemem.api.mem0 import AddBody, CallerDep, ListBody, Mem0Dep, SearchBody, scope_of
+from simplemem.api.mem0 import AddBody, CallerDep, ListBody, Mem0Dep, SearchBody
+from simplemem.api.mem0_scope import Mem0Filters, requested_scope
+from simplemem.schemas.query import Count
 
 router = APIRouter(prefix=mem0.PREFIX, tags=["mem0-compatible (older clients)"])
-UNSUPPORTED_SCOPES = ("app_id",)  # a scope we cannot narrow by is refused: ignoring it would widen
 
 
-def legacy_scope(top: Mapping[str, Any], filters: dict[str, Any] | None = None) -> Scope:
-    """The scope a call names: the entity ids at the top level of its body or query narrow what
-    its ``filters`` name (the same id with two values is a 422, never a wider scope)."""
-    scope = scope_of(filters)
-    found = scope.model_dump()
-    named = {**(filters or {}), **top}
-    for field in UNSUPPORTED_SCOPES:
-        if named.get(field) is not None:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{field}: not supported")
-    for field in SCOPE_FIELDS:
-        value = top.get(field)
-        if value is None:
-            continue
-        if not isinstance(value, str) or not value:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{field}: a non-empty string")
-        if found[field] not in (None, value):
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"{field}: two values")
-        found[field] = value
-    return Scope(**found)
+def legacy_scope(top: Mapping[str, Any], filters: Mapping[str, Any] | None = None) -> Scope:
+    """The scope a call names: the entity ids at the top level of its body or query and in its
+    ``filters``, read by the one function every mem0 route reads its scope with
+    (:func:`simplemem.api.mem0_scope.requested_scope`: they narrow, two values of one id are 409)."""
+    return requested_scope(top, {"filters": dict(filters)} if filters else None)
 
 
 def as_filters(scope: Scope) -> dict[str, Any]:
@@ -56,16 +43,20 @@ class LegacySearch(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     query: str = Field(min_length=1)
-    filters: dict[str, Any] | None = None
-    top_k: int | None = Field(None, ge=1)
-    limit: int | None = Field(None, ge=1, description="the 1.x name of top_k")
-    threshold: float | None = None
+    filters: Mem0Filters | None = None
+    top_k: Count | None = None
+    limit: Count | None = Field(None, description="the 1.x name of top_k")
+    threshold: float | None = Field(None, strict=True)
 
 
 class LegacyList(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    filters: dict[str, Any] | None = None
+    filters: Mem0Filters | None = None
+
+
+def _filters(body: LegacySearch | LegacyList) -> dict[str, Any] | None:
+    return body.filters.model_dump(exclude_none=True) if body.filters is not None else None
 
 
 def _top(body: BaseModel) -> dict[str, Any]:
@@ -83,13 +74,13 @@ async def add_v1(body: AddBody, caller: CallerDep, memory: Mem0Dep) -> list[dict
 
 @router.post("/v1/memories/search/")
 async def search_v1(body: LegacySearch, caller: CallerDep, memory: Mem0Dep) -> list[dict[str, Any]]:
-    scope = legacy_scope(_top(body), body.filters)
+    scope = legacy_scope(_top(body), _filters(body))
     return await _search(body, scope, caller, memory)
 
 
 @router.post("/v2/memories/search/")
 async def search_v2(body: LegacySearch, caller: CallerDep, memory: Mem0Dep) -> list[dict[str, Any]]:
-    scope = legacy_scope(_top(body), body.filters)
+    scope = legacy_scope(_top(body), _filters(body))
     return await _search(body, scope, caller, memory)
 
 
@@ -119,7 +110,7 @@ async def list_v1(
 async def list_v2(
     body: LegacyList, caller: CallerDep, memory: Mem0Dep, page: Page = None, page_size: PageSize = None
 ) -> list[dict[str, Any]] | dict[str, Any]:
-    scope = legacy_scope(_top(body), body.filters)
+    scope = legacy_scope(_top(body), _filters(body))
     return await _list(scope, caller, memory, page, page_size)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,8 +18,11 @@ from simplemem.cli.console import json_line, plain
 from simplemem.cli.errors import CliError, one_line_errors
 from simplemem.cli.store import open_store
 from simplemem.schemas.keys import check_id
-from simplemem.schemas.settings import get_settings
+from simplemem.schemas.settings import Settings, get_settings
 from simplemem.schemas.stream import DeletionRecord, DeletionRequest
+
+if TYPE_CHECKING:
+    from simplemem.runtime import Runtime
 
 
 def _request(tenant: str, message_ids: list[str], everything: bool, by: str) -> DeletionRequest:
@@ -64,6 +67,8 @@ def forget(
     request = _request(tenant, list(message_id or []), everything, by)
     with open_store(settings, store, "simplemem forget", create=False) as rt:
         result = rt.forget(request)
+        if everything:
+            _forget_scopes(settings, rt, tenant)
     if settings.mode == "services":
         from simplemem.streams.deletions import publish_deletion
 
@@ -75,6 +80,18 @@ def forget(
                 "run the command again once Kafka is reachable"
             ) from None
     _print(result.record, json_out)
+
+
+def _forget_scopes(settings: Settings, rt: Runtime, tenant: str) -> None:
+    """The tenant's mem0 scopes (its end users' ids) go with it, where the query service kept any."""
+    from simplemem.api.directory import Scope, open_directory
+    from simplemem.api.keys import KEYS_FILE
+
+    if settings.mode == "services" or (rt.store_dir / KEYS_FILE).exists():
+        directory = open_directory(
+            settings, rt.store_dir, lambda text: rt.nlp_preparer.scrubber.scrub(text).text
+        )
+        directory.forget(tenant, Scope())
 
 
 def _print(record: DeletionRecord, json_out: bool) -> None:

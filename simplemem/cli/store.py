@@ -21,6 +21,7 @@ import typer
 
 from simplemem.cli.console import quiet_libraries
 from simplemem.cli.errors import CliError, ExitCode
+from simplemem.processors.stores.private import PRIVATE_FILE_MODE, private_dir
 from simplemem.schemas.keys import check_id
 
 if TYPE_CHECKING:
@@ -35,9 +36,10 @@ HOLDER_BYTES = 1024  # the holder's line is far shorter
 def store_lock(store: Path, holder: str) -> Iterator[None]:
     """Hold ``store``'s lock as ``holder`` (a command line), or raise :class:`CliError` naming the
     process that holds it. The lock goes with the process, however it ends."""
-    fd = os.open(store / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(store / LOCK_FILE, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
     try:
         _acquire(fd, store)
+        os.fchmod(fd, PRIVATE_FILE_MODE)  # a lock file an older version made 0644 (it names the holder)
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} ({holder})".encode(), 0)
         yield
@@ -82,7 +84,7 @@ def open_store(settings: Settings, store: Path | None, holder: str, *, create: b
                 check_not_busy(folder)  # an ingest may be creating it
                 raise CliError(f"no store at {folder} (`simplemem ingest` makes one; a query never does)")
             try:
-                folder.mkdir(parents=True, exist_ok=True)
+                private_dir(folder)
                 stack.enter_context(store_lock(folder, holder))
             except OSError as exc:
                 raise CliError(f"cannot use {folder} as a store: {exc.strerror or exc}") from None

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from simplemem.schemas.keys import TenantId
+from simplemem.schemas.keys import MAX_ID_CHARS, TenantId
 from simplemem.schemas.memory import MemoryUnit
-from simplemem.schemas.query import QueryFilters, QueryResult
-from simplemem.schemas.timebounds import BoundedTime
+from simplemem.schemas.query import Count, QueryFilters, QueryResult
+from simplemem.schemas.timebounds import TextTime
 
 
 class ApiKeyRecord(BaseModel):
@@ -62,9 +62,9 @@ class EventError(BaseModel):
 class QueryBody(QueryFilters):
     """``POST /v1/query``: the question, ``as_of`` and filters; the tenant comes from the key."""
 
-    id: str | None = None
+    id: str | None = Field(None, max_length=MAX_ID_CHARS, description="echoed in the answer")
     query: str = Field(min_length=1)
-    as_of: BoundedTime | None = None
+    as_of: TextTime | None = None
     tenant_id: str | None = Field(None, description="optional; must be the key's tenant")
 
 
@@ -74,9 +74,11 @@ class FeedbackBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1)
-    as_of: BoundedTime | None = None
-    complexity: float | None = Field(None, ge=0.0, le=1.0, description="as the wrong answer reported it")
-    k: int | None = Field(None, ge=1, description="as the wrong answer reported it")
+    as_of: TextTime | None = None
+    complexity: float | None = Field(
+        None, ge=0.0, le=1.0, strict=True, description="as the wrong answer reported it"
+    )
+    k: Count | None = Field(None, description="as the wrong answer reported it")
     note: str | None = Field(None, max_length=500)
 
 

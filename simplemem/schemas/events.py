@@ -14,6 +14,7 @@ from simplemem.schemas.timebounds import BoundedTime
 
 MAX_SPEAKER_CHARS = 200  # a display name, not a place for text (that is `text`, with its own limit)
 MAX_METADATA_BYTES = 16_384  # a frontend's tags and ids; the text limit cannot be got around through it
+MAX_METADATA_DEPTH = 32  # tags nest a level or two; JSON encoders stop at a few hundred (orjson: 255)
 
 
 class Role(StrEnum):
@@ -59,7 +60,11 @@ class Turn(BaseModel):
     @field_validator("metadata")
     @classmethod
     def _small_metadata(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
-        if value is not None and len(orjson.dumps(value)) > MAX_METADATA_BYTES:
+        if value is None:
+            return value
+        if _depth_over(value, MAX_METADATA_DEPTH):  # before encoding it: the encoder would raise
+            raise ValueError(f"nested over {MAX_METADATA_DEPTH} levels deep")
+        if len(orjson.dumps(value)) > MAX_METADATA_BYTES:
             raise ValueError(f"over {MAX_METADATA_BYTES} bytes as JSON")
         return value
 
@@ -73,6 +78,21 @@ class ChatEvent(Turn):
     def session_key(self) -> SessionKey:
         """A session's messages stay ordered together (the partition key is its encoding)."""
         return SessionKey(self.tenant_id, self.session_id)
+
+
+def _depth_over(value: object, limit: int) -> bool:
+    """Whether ``value`` nests objects or arrays more than ``limit`` levels deep (walked without
+    recursion, so any depth is answered)."""
+    level: list[object] = [value]
+    for _ in range(limit):
+        level = [
+            child
+            for item in level
+            for child in (item.values() if isinstance(item, dict) else item if isinstance(item, list) else ())
+        ]
+        if not level:
+            return False
+    return any(isinstance(item, dict | list) for item in level)
 
 
 class EventRejected(ValueError):
@@ -111,6 +131,8 @@ def parse_event(raw: bytes | str | dict[str, Any], *, max_text_chars: int, max_i
         return ChatEvent.model_validate(data)
     except ValidationError as exc:
         raise EventRejected(describe_errors(exc)) from None
+    except (TypeError, RecursionError) as exc:  # a value no validator foresaw: this event alone is refused
+        raise EventRejected(f"event: cannot be validated ({type(exc).__name__})") from None
 
 
 def event_object(raw: Any) -> dict[str, Any]:

@@ -53,11 +53,22 @@ def check_id(value: str, *, tenant: bool = False) -> str:
     return value
 
 
+# What the schemas document: Python's ``\w`` (letters and digits of any script) is ``\p{L}\p{N}_``
+# in a JSON Schema, where ``\w`` means ASCII.
+ID_PATTERN = r"^[\p{L}\p{N}_.:/@|+=#~-]+$"
+TENANT_PATTERN = r"^[\p{L}\p{N}_][\p{L}\p{N}_.:@|+=#~-]*$"
+
 TenantId = Annotated[
-    str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(partial(check_id, tenant=True))
+    str,
+    Field(min_length=1, max_length=MAX_ID_CHARS, json_schema_extra={"pattern": TENANT_PATTERN}),
+    AfterValidator(partial(check_id, tenant=True)),
 ]
 """A tenant id as every model field takes it."""
-ItemId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS), AfterValidator(check_id)]
+ItemId = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_ID_CHARS, json_schema_extra={"pattern": ID_PATTERN}),
+    AfterValidator(check_id),
+]
 """A session or message id as every model field takes it."""
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from datetime import date
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from simplemem.schemas.keys import TenantId, has_control_characters
 from simplemem.schemas.memory import MemoryKind
 from simplemem.schemas.settings import get_settings
-from simplemem.schemas.timebounds import BoundedTime
+from simplemem.schemas.timebounds import BoundedTime, whole_number, written
 
 
 class QueryRequest(BaseModel):
@@ -34,19 +35,33 @@ class QueryRequest(BaseModel):
         return value
 
 
+MAX_K = 1000  # far above any k_max; a bound, so the contract can say it
+Day = Annotated[date, BeforeValidator(written)]
+Count = Annotated[int, Field(ge=1, le=MAX_K), BeforeValidator(whole_number)]
+"""A number of memories a request asks for."""
+PersonName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=200,
+        json_schema_extra={"pattern": r"^[^\x00-\x1f\x7f]*[^\x00-\x1f\x7f\s][^\x00-\x1f\x7f]*$"},
+    ),
+]
+
+
 class QueryFilters(BaseModel):
     """Optional narrowing of a query, on top of what its words say (the query service's filters)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    k: int | None = Field(None, ge=1, description="override the adaptive k (capped at k_max)")
-    persons: list[str] = Field(
+    k: Count | None = Field(None, description="override the adaptive k (capped at k_max)")
+    persons: list[PersonName] = Field(
         default_factory=list, max_length=50, description="only memories about these persons"
     )
-    since: date | None = Field(None, description="first day the memory's time may touch")
-    until: date | None = Field(None, description="last day the memory's time may touch")
+    since: Day | None = Field(None, description="first day the memory's time may touch")
+    until: Day | None = Field(None, description="last day the memory's time may touch")
     kinds: list[MemoryKind] = Field(default_factory=list, description="only memories of these kinds")
-    include_archived: bool = Field(False, description="also memories consolidation archived")
+    include_archived: bool = Field(False, strict=True, description="also memories consolidation archived")
     sessions: list[str] = Field(default_factory=list, description="only memories stated in these sessions")
 
     @field_validator("persons")

@@ -384,6 +384,13 @@ class Settings(BaseSettings):
     api_ingest_rate: str = Field(
         "6000/minute", description="events a tenant may send (limits' notation: N/second|minute|hour)"
     )
+    api_ingest_text_rate: str = Field(
+        "1000000/minute",
+        description="characters of event text a tenant may send: ingestion's work grows with the text",
+    )
+    api_max_batch_chars: int = Field(
+        400_000, ge=1, description="characters of event text one POST /v1/events (or mem0 add) may carry"
+    )
     api_query_rate: str = Field("1200/minute", description="queries, searches and listings a tenant may make")
     api_forget_rate: str = Field(
         "120/minute", description="deletions a tenant may ask for (each runs the forget cascade)"

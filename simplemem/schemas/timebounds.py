@@ -11,7 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
-from pydantic import AfterValidator, AwareDatetime
+from pydantic import AfterValidator, AwareDatetime, BeforeValidator, WithJsonSchema
+from pydantic.json_schema import JsonDict
 
 from simplemem.schemas.settings import get_settings
 
@@ -36,3 +37,50 @@ def check_time(value: datetime) -> datetime:
 
 BoundedTime = Annotated[AwareDatetime, AfterValidator(check_time)]
 """A time with a UTC offset, within the accepted bounds: every model field that takes one."""
+
+
+def written(value: object) -> object:
+    """A time or day as text (ISO 8601), never a number or a boolean: ``0`` or ``false`` where a
+    time belongs is a caller's bug, not the epoch."""
+    if isinstance(value, bool | int | float):
+        raise ValueError("must be an ISO 8601 string, not a number or a boolean")
+    return value
+
+
+def earliest_unix_time() -> JsonDict:
+    """A Unix time's lower bound for the contract: January 1st of the earliest accepted year."""
+    return {"minimum": datetime(get_settings().earliest_year, 1, 1, tzinfo=UTC).timestamp()}
+
+
+def whole_number(value: object) -> object:
+    """An integer as JSON has it: ``5`` or ``5.0``, never ``true`` or ``"5"`` (a caller's bug)."""
+    if isinstance(value, bool | str):
+        raise ValueError("must be a JSON integer")
+    return value
+
+
+def _years_pattern() -> str:
+    """The years a time may have, as the contract's pattern: the earliest accepted year to the
+    current one (a time later than ``max_future_days`` from now in this year is refused too)."""
+    first, last = get_settings().earliest_year, datetime.now(UTC).year
+    decades = []
+    for start in range(first - first % 10, last + 1, 10):
+        low, high = max(first, start), min(last, start + 9)
+        decades.append(f"{start // 10}[{low % 10}-{high % 10}]")
+    return "^(" + "|".join(decades) + ")-"
+
+
+TextTime = Annotated[
+    BoundedTime,
+    BeforeValidator(written),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "format": "date-time",
+            "pattern": _years_pattern(),
+            "description": "ISO 8601 with a UTC offset, from January 1st of SIMPLEMEM_EARLIEST_YEAR to "
+            "SIMPLEMEM_MAX_FUTURE_DAYS after now",
+        }
+    ),
+]
+"""A :data:`BoundedTime` that a request gives as text (the HTTP contract's times)."""

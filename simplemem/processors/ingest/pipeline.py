@@ -11,26 +11,24 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from itertools import chain
 from typing import Protocol, TypeVar
 
-import numpy as np
-
 from simplemem.processors.ingest.admission import FORGOTTEN_REASON, analysed_or_failed, split_forgotten
 from simplemem.processors.ingest.analysis import MessageAnalyzer
 from simplemem.processors.ingest.decompose import Decomposition, DraftUnit
-from simplemem.processors.ingest.embedding import Embedder, embed_text
 from simplemem.processors.ingest.entropy import EntropyFilter, SessionHistory
+from simplemem.processors.ingest.indexing import Guard, Indexer, Write, call_now, guarded
 from simplemem.processors.ingest.sessions import LocalSessions
 from simplemem.processors.ingest.windowing import Windower
 from simplemem.processors.language.coref import name_words
 from simplemem.processors.lifecycle.derived import derive_window
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.stores import batched
-from simplemem.processors.stores.protocols import LexicalStore, VectorStore
 from simplemem.processors.stores.tombstones import Tombstones, forgotten_among
 from simplemem.schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
 from simplemem.schemas.events import ChatEvent, EventRejected, parse_event
@@ -71,58 +69,6 @@ class WindowResult:
     error: str | None = None
 
 
-class Indexer:
-    """Writes units to both stores; embeds only the units that came without a vector."""
-
-    def __init__(self, embedder: Embedder, lexical: LexicalStore, vectors: VectorStore) -> None:
-        self.embedder = embedder
-        self.lexical = lexical
-        self.vectors = vectors
-
-    def index(
-        self, drafts: Sequence[DraftUnit], decided: Sequence[tuple[str, str]] = ()
-    ) -> list[tuple[str, str]]:
-        """Write ``drafts``. ``decided`` are the (tenant, message id) of every message decided now:
-        the units an earlier version of one of them left (a frontend edits a message by sending its
-        id again with new text) are deleted first. Returns the (tenant, unit id) deleted. Two drafts
-        with one id (a message saying the same sentence twice) are one unit: the last is written."""
-        drafts = list({d.unit.id: d for d in drafts}.values())
-        removed = self._remove_replaced(drafts, decided)
-        if drafts:
-            self._write(drafts)
-        return removed
-
-    def _remove_replaced(
-        self, drafts: Sequence[DraftUnit], decided: Sequence[tuple[str, str]]
-    ) -> list[tuple[str, str]]:
-        keep = {d.unit.id for d in drafts}
-        by_tenant: dict[str, list[str]] = {}
-        for tenant, message_id in decided:
-            by_tenant.setdefault(tenant, []).append(message_id)
-        removed: list[tuple[str, str]] = []
-        for tenant, message_ids in by_tenant.items():
-            stale = [u.id for u in self.lexical.units_from_sources(tenant, message_ids) if u.id not in keep]
-            if stale:
-                self.vectors.delete(tenant, stale)
-                self.lexical.delete(tenant, stale)
-                removed += [(tenant, uid) for uid in stale]
-        return removed
-
-    def _write(self, drafts: Sequence[DraftUnit]) -> None:
-        embedded = [d for d in drafts if d.unit.has_vector]
-        missing = [i for i, d in enumerate(embedded) if d.vector is None]
-        fresh = self.embedder.encode([embed_text(embedded[i].unit) for i in missing])
-        matrix = np.zeros((len(embedded), self.embedder.dim), dtype=np.float32)
-        for row, i in enumerate(missing):
-            matrix[i] = fresh[row]
-        for i, d in enumerate(embedded):
-            if d.vector is not None:
-                matrix[i] = np.asarray(d.vector, dtype=np.float32)
-        if embedded:
-            self.vectors.upsert([d.unit for d in embedded], matrix)
-        self.lexical.upsert([d.unit for d in drafts])
-
-
 class Pipeline:
     def __init__(
         self,
@@ -158,21 +104,25 @@ class Pipeline:
     def validate(self, raw: bytes | str, where: str, report: IngestReport) -> ChatEvent | None:
         return validate_line(self.settings, raw, where, report)
 
-    def process_window(self, window: Window) -> WindowResult:
+    def process_window(self, window: Window, guard: Guard = nullcontext) -> WindowResult:
         """Judge and decompose a window against this process's history for its session."""
         key = window.session_key
-        result, self.sessions.histories[key] = self.judge(window, self.sessions.history(key))
+        result, self.sessions.histories[key] = self.judge(window, self.sessions.history(key), guard)
         return result
 
-    def judge(self, window: Window, history: SessionHistory) -> tuple[WindowResult, SessionHistory]:
+    def judge(
+        self, window: Window, history: SessionHistory, guard: Guard = nullcontext
+    ) -> tuple[WindowResult, SessionHistory]:
         """Entropy decision, then decomposition if kept; returns the session's next history. The one
-        read: the tenant's names among the window's words (:meth:`with_known_names`)."""
+        read: the tenant's names among the window's words (:meth:`with_known_names`, under ``guard``)."""
         decision = self.entropy.score(window, history)
         history = self.entropy.remember(history, window.new_messages)
         if not decision.kept:
             return WindowResult(window, kept=False, score=decision.score), history
         try:
-            result = self.decomposer.decompose(self.with_known_names(window))
+            with guard():
+                named = self.with_known_names(window)
+            result = self.decomposer.decompose(named)
         except Exception as exc:  # one bad window must not stop the stream
             log.exception("decomposition failed for %s", window.window_id)
             error = f"decomposition failed: {exc}"
@@ -236,26 +186,34 @@ class Pipeline:
                 report.code_blocks += sum(1 for d in r.drafts if d.unit.kind == MemoryKind.CODE)
         return outcomes
 
-    def run_windows(self, windows: Sequence[Window], report: IngestReport) -> list[MessageOutcome]:
-        return self.commit([self.process_window(w) for w in windows], report)
+    def run_windows(
+        self, windows: Sequence[Window], report: IngestReport, guard: Guard = nullcontext
+    ) -> list[MessageOutcome]:
+        """Decide the windows, then index what they made. ``guard`` is entered around every store
+        access (the query service's store lock): decomposition, most of the work, runs outside it."""
+        results = [self.process_window(w, guard) for w in windows]
+        return self.commit(results, report, guarded(guard) if guard is not nullcontext else None, guard)
 
     def commit(
         self,
         results: Sequence[WindowResult],
         report: IngestReport,
-        write: Callable[[Callable[[], None]], None] | None = None,
+        write: Write | None = None,
+        guard: Guard = nullcontext,
     ) -> list[MessageOutcome]:
         """Index the kept windows' units, account for every message, clear the decided turns from the
-        buffer. ``write`` wraps each store call (the streams retry it through a store outage)."""
-        write = write or (lambda call: call())
-        results = self._without_forgotten(_latest_versions(results))
+        buffer. ``write`` wraps each store call (the streams retry it through a store outage), ``guard``
+        the tombstone read."""
+        write = write or call_now
+        with guard():
+            results = self._without_forgotten(_latest_versions(results))
         drafts = [d for r in results if r.kept and not r.error for d in r.drafts]
         decided = [
             (r.window.tenant_id, m.message_id) for r in results if not r.error for m in r.window.new_messages
         ]
         index_error = None
         try:
-            write(lambda: report.replaced.extend(self.indexer.index(drafts, decided)))
+            report.replaced.extend(self.indexer.index(drafts, decided, write))
         except Exception as exc:
             log.exception("indexing failed")
             index_error = f"indexing failed: {exc}"
@@ -349,6 +307,23 @@ class Pipeline:
             self.flush(report)
         return report
 
+    def analyse_events(self, events: list[ChatEvent]) -> list[AnalyzedMessage | MessageOutcome]:
+        """The half of ingestion that reads no store (scrub, analyse, embed; a message that fails
+        alone is its outcome): the query service runs it outside the store's lock, so queries are
+        not held behind a long text's analysis. :meth:`write_analysed` is the other half."""
+        return analysed_or_failed(lambda: self.analyzer.analyze(events), self.analyzer.analyze, events)
+
+    def write_analysed(
+        self,
+        events: list[ChatEvent],
+        results: list[AnalyzedMessage | MessageOutcome],
+        report: IngestReport,
+        guard: Guard = nullcontext,
+    ) -> None:
+        """Window, decide and index what :meth:`analyse_events` made, entering ``guard`` around each
+        store access (the query service's store lock)."""
+        self._write_analysed(events, results, report, None, guard)
+
     def ingest_analyzed(
         self,
         messages: Iterable[AnalyzedMessage],
@@ -379,14 +354,16 @@ class Pipeline:
         self.sessions.forget_closed()
         self.indexer.vectors.flush()
 
-    def close_silent(self, now: float) -> int:
+    def close_silent(self, now: float, guard: Guard = nullcontext) -> int:
         """Serve's timer: decide or close the windows of sessions gone silent by ``now`` (wall clock,
         the stream's rule and settings); returns how many windows that decided."""
         s = self.settings
         windows = self.sessions.close_silent(now, s.pause_seconds, s.wall_clock_idle_seconds)
+        for window in windows:  # one at a time: a query waits for one window's writes at most
+            self.run_windows([window], IngestReport(), guard)
         if windows:
-            self.run_windows(windows, IngestReport())
-            self.indexer.vectors.flush()
+            with guard():
+                self.indexer.vectors.flush()
         self.sessions.forget_closed()
         return len(windows)
 
@@ -429,6 +406,7 @@ class Pipeline:
         results: list[AnalyzedMessage | MessageOutcome],
         report: IngestReport,
         progress: Callable[[int], None] | None,
+        guard: Guard = nullcontext,
     ) -> None:
         messages: list[AnalyzedMessage] = []
         for result in results:
@@ -436,21 +414,24 @@ class Pipeline:
                 report.record(result)
             else:
                 messages.append(result)
-        self._window_and_index(messages, report)
+        self._window_and_index(messages, report, guard)
         if progress:
             progress(len(events))
 
-    def _window_and_index(self, messages: list[AnalyzedMessage], report: IngestReport) -> None:
-        messages = self.drop_forgotten(messages, report)
-        report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
-        report.repetition_dropped_chars += sum(m.repetition_dropped for m in messages)
-        if self.buffer is not None:
-            self.buffer.push(buffered_turns(messages))
+    def _window_and_index(
+        self, messages: list[AnalyzedMessage], report: IngestReport, guard: Guard = nullcontext
+    ) -> None:
+        with guard():
+            messages = self.drop_forgotten(messages, report)
+            report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
+            report.repetition_dropped_chars += sum(m.repetition_dropped for m in messages)
+            if self.buffer is not None:
+                self.buffer.push(buffered_turns(messages))
         windows: list[Window] = []
         now = self.clock()
         for message in messages:
             windows.extend(self.sessions.add(message, now))
-        self.run_windows(windows, report)
+        self.run_windows(windows, report, guard)
         # A session that ended in this batch has had its last windows judged: its history goes now,
         # not at the end of the input (a long ingest would keep every session's vectors until then).
         self.sessions.forget_closed()

@@ -15,7 +15,7 @@ PRIVATE_FILE_MODE = 0o600
 def private_dir(path: Path) -> Path:
     """``path``, made (with its parents) closed to everyone but its owner if it did not exist."""
     if not path.exists():
-        path.mkdir(parents=True, exist_ok=True)
+        path.mkdir(PRIVATE_DIR_MODE, parents=True, exist_ok=True)  # never wider, whatever the umask
         path.chmod(PRIVATE_DIR_MODE)
     return path
 
