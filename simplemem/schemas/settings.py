@@ -389,7 +389,9 @@ class Settings(BaseSettings):
         description="characters of event text a tenant may send: ingestion's work grows with the text",
     )
     api_max_batch_chars: int = Field(
-        400_000, ge=1, description="characters of event text one POST /v1/events (or mem0 add) may carry"
+        1_000_000,
+        ge=1,
+        description="characters of event text one POST /v1/events (or mem0 add) may carry (one message of SIMPLEMEM_MAX_TEXT_CHARS fits)",
     )
     api_query_rate: str = Field("1200/minute", description="queries, searches and listings a tenant may make")
     api_forget_rate: str = Field(
