@@ -22,9 +22,9 @@ from pathlib import Path
 import httpx
 
 from bench.common import scratch_store
-from bench.harness.serving import ServeProcess
 from simplemem.runtime import LEXICAL_FILE
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from tests.helpers.serving import ServeProcess
 
 TENANT = "bench-ui"
 PER_SESSION_MESSAGES = 34  # about 100 units a session

@@ -13,11 +13,11 @@ from typing import Any
 
 import httpx
 import pytest
-from bench.harness.serving import ServeProcess
-from bench.harness.workers import WorkerProcess
 from playwright.sync_api import expect
 
 from simplemem.schemas.settings import settings_for
+from tests.helpers.serving import ServeProcess
+from tests.helpers.workers import WorkerProcess
 from tests.services import drop_stream_env, require, running_worker, stream_env
 from tests.ui_browser import (
     auth,
@@ -175,7 +175,7 @@ def test_services_mode_activity_counts_dead_letters(
 ) -> None:
     """A line no event parses from goes to the dead letters without a tenant: the admin's activity
     counts it, a tenant's does not (it is nobody's)."""
-    from bench.harness.kcat import kcat_publish
+    from tests.helpers.kcat import kcat_publish
 
     one = tenants["one"]
     kcat_publish(settings_for(env), [b'{"tenant_id": "' + one["tenant"].encode() + b'", "text": "no ids"}'])

@@ -178,10 +178,17 @@ def derive_window(window: Window) -> list[DraftUnit]:
     return out
 
 
-def request_part(line: MemoryUnit, words: int) -> MemoryUnit:
-    """A timeline line as its request alone (its first ``words`` words), citing only the request: what
-    an order question needs of each exchange (when the user brought what up), in half the tokens."""
+def compact(line: MemoryUnit, request_words: int, reply_words: int = 0) -> MemoryUnit:
+    """A timeline line in fewer words: its request's first ``request_words`` and its answer's first
+    ``reply_words``; with none of the answer's, it cites only the request (what an order question needs
+    of each exchange: when the user brought what up). A line cites only what it still shows."""
     if line.kind != MemoryKind.TIMELINE or REPLY_MARK not in line.text:
         return line
-    head = line.text.split(REPLY_MARK, 1)[0]
-    return line.model_copy(update={"text": _words(head, words), "source_ids": line.source_ids[:1]})
+    head, tail = line.text.split(REPLY_MARK, 1)
+    if not reply_words:
+        return line.model_copy(
+            update={"text": _words(head, request_words), "source_ids": line.source_ids[:1]}
+        )
+    speaker, _, answer = tail.partition(": ")
+    text = f"{_words(head, request_words)}{REPLY_MARK}{speaker}: {_words(answer, reply_words)}"
+    return line.model_copy(update={"text": text})

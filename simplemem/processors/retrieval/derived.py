@@ -34,7 +34,7 @@ from itertools import zip_longest
 import numpy as np
 
 from simplemem.processors.language.text import query_terms
-from simplemem.processors.lifecycle.derived import request_part
+from simplemem.processors.lifecycle.derived import compact
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -128,7 +128,8 @@ class Level:
     line_tokens: int
     min_cosine: float = 0.0
     diverse: bool = False
-    request_words: int = 0  # >0: a timeline line is shown as its request alone, this many words at most
+    request_words: int = 0  # >0: a timeline line is shown shorter: this many words of its request,
+    reply_words: int = 0  # and this many of its answer (none: the request alone, citing only it)
     first_person: bool = False  # only for a question in the first person (about the user's own life)
 
 
@@ -158,8 +159,11 @@ _ADVICE_LEVELS = (
     replace(_TIMELINE, lines=3, request_words=16, min_cosine=0.4, diverse=False),
 )
 PLANS: dict[QuestionForm, DerivedPlan] = {
-    QuestionForm.ORDER: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=24, request_words=16)), 0.9),
-    QuestionForm.SUMMARY: DerivedPlan((_INSTRUCTIONS, _TIMELINE), 0.85),
+    # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
+    QuestionForm.ORDER: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=36, request_words=10)), 0.95),
+    QuestionForm.SUMMARY: DerivedPlan(
+        (_INSTRUCTIONS, replace(_TIMELINE, lines=30, request_words=8, reply_words=5)), 0.9
+    ),
     QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
     # a count, a list or a lookup is answered by statements; of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
@@ -260,7 +264,7 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
         top = ranked[: level.lines]
     units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
     if level.request_words:
-        units = {uid: request_part(u, level.request_words) for uid, u in units.items()}
+        units = {uid: compact(u, level.request_words, level.reply_words) for uid, u in units.items()}
     return [(units[uid], fused[uid]) for uid in top if uid in units]
 
 
