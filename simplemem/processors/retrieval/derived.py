@@ -192,20 +192,25 @@ def diverse_order(
     ranked: list[str], relevance: dict[str, float], vectors: dict[str, np.ndarray], n: int
 ) -> list[str]:
     """``n`` of ``ranked`` by maximal marginal relevance: each next one the most relevant (scaled to
-    [0, 1]) less ``DIVERSITY`` times its highest cosine to those already taken."""
+    [0, 1]) less ``DIVERSITY`` times its highest cosine to those already taken (ties: the earlier
+    ranked)."""
+    ids = [uid for uid in ranked if uid in vectors]
+    if not ids:
+        return []
     top = max(relevance.values(), default=0.0) or 1.0
-    left = [uid for uid in ranked if uid in vectors]
-    taken: list[str] = []
-    while left and len(taken) < n:
-
-        def gain(uid: str) -> float:
-            like = max((float(vectors[uid] @ vectors[t]) for t in taken), default=0.0)
-            return relevance[uid] / top - DIVERSITY * like
-
-        best = max(left, key=gain)
+    matrix = np.stack([np.asarray(vectors[uid], dtype=np.float32) for uid in ids])
+    likeness = matrix @ matrix.T
+    gain = np.array([relevance[uid] / top for uid in ids], dtype=np.float64)
+    closest = np.zeros(len(ids))  # each candidate's highest cosine to the ones taken
+    left = np.ones(len(ids), dtype=bool)
+    taken: list[int] = []
+    while left.any() and len(taken) < n:
+        scores = np.where(left, gain - DIVERSITY * closest, -np.inf)
+        best = int(np.argmax(scores))
         taken.append(best)
-        left.remove(best)
-    return taken
+        left[best] = False
+        closest = np.maximum(closest, likeness[best])
+    return [ids[i] for i in taken]
 
 
 @dataclass(frozen=True)

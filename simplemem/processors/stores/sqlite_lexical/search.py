@@ -43,6 +43,15 @@ class SqliteSearch(SqliteLexicalBase):
         ]
         args: list[object] = [*own_args, *sizes["units"], number]
         where_filter(sql, args, flt, tenant_id)
+        if flt.derived:  # a derived line has no context: its own words are its score
+            sql += [
+                "GROUP BY u.rowid ORDER BY s DESC LIMIT ?)",
+                "SELECT u.id, o.s FROM own o JOIN units u ON u.rowid = o.r",
+            ]
+            args.append(limit)
+            with self._lock:
+                rows = self._db.execute(" ".join(sql), args).fetchall()
+            return [Hit(unit_id(key), float(score)) for key, score in rows]
         sql += [
             "GROUP BY u.rowid ORDER BY s DESC LIMIT ?),",
             f"ctx_m(r, t) AS ({ctx_matches}),",
