@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from simplemem.api.browse import count_units, list_units, provenance, session_messages
-from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.protocols import LexicalStore, SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.schemas.browse import BrowseFilter
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
@@ -178,3 +178,49 @@ def test_the_store_walks_a_tenant_in_the_order_stated_within_a_date_range(store:
     within = [u.text for batch in store.iter_units("acme", 2, march) for u in batch]
     assert sorted(within) == ["Ana has a cat.", "Ana has a dog.", "Ana moved to Porto."]
     assert [u.text for batch in store.iter_units("beta", 2, march) for u in batch] == []
+
+
+def derived_lines_are_listed_as_active_memories(lexical: LexicalStore, tenant: str) -> None:
+    """A tenant of a statement, an archived one and a timeline line (kept apart by its status field):
+    the listing and the counts show the line as an active memory of its kind; a units' search still
+    leaves it out."""
+    fact = unit(tenant, "Ana planted tomatoes in the garden.", "m1", "s1", 2)
+    old = unit(tenant, "Ana grows basil.", "m0", "s1", 1, status=MemoryStatus.ARCHIVED)
+    line = unit(tenant, "Ana: I planted tomatoes in the garden.", "m1", "s1", 2, kind=MemoryKind.TIMELINE)
+    lexical.upsert([fact, old, line])
+    every = count_units(lexical, tenant, BrowseFilter())
+    assert (every.total, every.matching) == (3, 3)
+    assert every.by_state == {"active": 2, "archived": 1} and every.by_kind == {"fact": 2, "timeline": 1}
+    active = BrowseFilter(state="active")
+    assert {m.id for m in list_units(lexical, tenant, active, 0, 10).memories} == {fact.id, line.id}
+    assert count_units(lexical, tenant, active).matching == 2
+    dated = BrowseFilter(since="2026-03-02", until="2026-03-02", session="s1")
+    assert {m.id for m in list_units(lexical, tenant, dated, 0, 10).memories} == {fact.id, line.id}
+    timeline = list_units(lexical, tenant, BrowseFilter(kind="timeline"), 0, 10)
+    assert [(m.id, m.kind, m.state) for m in timeline.memories] == [(line.id, "timeline", "active")]
+    assert {m.id for m in list_units(lexical, tenant, BrowseFilter(q="tomatoes"), 0, 10).memories} == {
+        fact.id,
+        line.id,
+    }
+    units_only = SymbolicFilter(active_only=False)  # retrieval's searches: the units alone
+    assert {u.id for batch in lexical.iter_units(tenant, 10, units_only) for u in batch} == {fact.id, old.id}
+    assert {h.id for h in lexical.search(tenant, "tomatoes", 10, units_only)} == {fact.id}
+
+
+def test_derived_lines_are_active_memories_of_their_kind_in_sqlite(tmp_path: Path) -> None:
+    lexical = SqliteLexicalStore(tmp_path / "lexical.db")
+    derived_lines_are_listed_as_active_memories(lexical, "acme")
+    lexical.close()
+
+
+@pytest.mark.integration
+def test_derived_lines_are_active_memories_of_their_kind_in_opensearch() -> None:
+    from simplemem.processors.stores.opensearch_lexical import OpenSearchLexicalStore
+    from tests.services import store_settings
+
+    with store_settings("browse") as s:
+        lexical = OpenSearchLexicalStore(s.opensearch_endpoint, s.opensearch_index)
+        try:
+            derived_lines_are_listed_as_active_memories(lexical, "acme")
+        finally:
+            lexical.close()

@@ -92,7 +92,7 @@ def _searched(lexical: LexicalStore, tenant: str, flt: BrowseFilter, offset: int
     """A text search: BM25 over the memories of every state, best first, the other filters applied
     to its matches."""
     assert flt.q is not None
-    window = SymbolicFilter(active_only=False)
+    window = SymbolicFilter(active_only=False, with_derived=True)
     hits = lexical.search(tenant, flt.q, SEARCH_LIMIT, window)
     units = lexical.get(tenant, [h.id for h in hits], with_context=False)
     matching = [u for u in units if Matcher(flt)(u)]
@@ -116,12 +116,15 @@ def _matching(lexical: LexicalStore, tenant: str, test: Matcher) -> Iterator[Mem
 
 def _in_store(flt: BrowseFilter) -> SymbolicFilter:
     """The part of a filter the stores apply themselves: a date range on the memory's time, and an
-    active state (not archived; superseded is not a stored status)."""
+    active state (not archived; superseded is not a stored status). The derived lines (timeline,
+    profile, ...) are active memories of their own kind: the stores keep them apart from the units
+    (their status field holds their kind), and a listing includes them."""
     ranged = flt.since is not None or flt.until is not None
     return SymbolicFilter(
         first_day=(flt.since or date.min) if ranged else None,
         last_day=(flt.until or date.max) if ranged else None,
         active_only=flt.state == "active",
+        with_derived=True,
     )
 
 
@@ -129,7 +132,8 @@ def count_units(lexical: LexicalStore, tenant: str, flt: BrowseFilter) -> Browse
     """How many memories match, by state, kind and session: one read of the tenant (or of a text
     search's matches)."""
     if flt.q is not None:
-        hits = lexical.search(tenant, flt.q, SEARCH_LIMIT, SymbolicFilter(active_only=False))
+        window = SymbolicFilter(active_only=False, with_derived=True)
+        hits = lexical.search(tenant, flt.q, SEARCH_LIMIT, window)
         units: Iterable[MemoryUnit] = lexical.get(tenant, [h.id for h in hits], with_context=False)
         units = [u for u in units if Matcher(flt)(u)]
     else:

@@ -27,6 +27,7 @@ from simplemem.api.activity import dead_letters
 from simplemem.api.app import CallerDep, Service, ServiceDep, valid_path_id
 from simplemem.api.auth import Caller, tenant_of
 from simplemem.api.browse import count_units, list_units, provenance, session_messages
+from simplemem.api.contract import MemoryIdPath
 from simplemem.api.quotas import Quota
 from simplemem.processors.retrieval.explain import explain
 from simplemem.processors.stores.protocols import LexicalStore
@@ -43,6 +44,7 @@ from simplemem.schemas.browse import (
     Provenance,
 )
 from simplemem.schemas.events import describe_errors
+from simplemem.schemas.keys import MAX_ID_CHARS, TENANT_PATTERN
 from simplemem.schemas.query import QueryFilters
 from simplemem.schemas.stream import DeletionRecord, DeletionRequest
 
@@ -75,21 +77,38 @@ def tenant_for(caller: Caller, named: str | None) -> str:
     return tenant_of(caller, named)
 
 
-TenantParam = Annotated[str | None, Query(description="the admin's choice; a tenant key's own or none")]
+TenantParam = Annotated[
+    str | None,
+    Query(
+        description="the admin's choice; a tenant key's own or none",
+        json_schema_extra={"pattern": TENANT_PATTERN, "minLength": 1, "maxLength": MAX_ID_CHARS},
+    ),
+]
+
+
+def _described(name: str) -> Any:
+    """A filter's query parameter as the contract describes it: :class:`BrowseFilter`'s schema of the
+    field (the model validates it, and the 422 names the field)."""
+    schema = BrowseFilter.model_json_schema(ref_template="#/components/schemas/{model}")
+    field = schema["properties"][name]
+    given = next(s for s in field["anyOf"] if s.get("type") != "null")
+    given = schema.get("$defs", {}).get(given.get("$ref", "").rsplit("/", 1)[-1], given)
+    extra = {k: v for k, v in given.items() if k not in ("title", "description")}
+    return Query(description=field.get("description"), json_schema_extra=extra)
 
 
 def browse_filter(
-    session: str | None = None,
-    kind: str | None = None,
-    state: str | None = None,
-    since: str | None = None,
-    until: str | None = None,
-    q: str | None = None,
+    session: Annotated[str | None, _described("session")] = None,
+    kind: Annotated[str | None, _described("kind")] = None,
+    state: Annotated[str | None, _described("state")] = None,
+    since: Annotated[str | None, _described("since")] = None,
+    until: Annotated[str | None, _described("until")] = None,
+    q: Annotated[str | None, _described("q")] = None,
 ) -> BrowseFilter:
     """The filters from the query string, each named in the 422 when it is wrong."""
     raw = {"session": session, "kind": kind, "state": state, "since": since, "until": until, "q": q}
     try:
-        return BrowseFilter.model_validate({k: v for k, v in raw.items() if v not in (None, "")})
+        return BrowseFilter.model_validate({k: v for k, v in raw.items() if v is not None})
     except ValidationError as exc:
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors(exc)) from None
 
@@ -154,7 +173,7 @@ async def counts(
 
 @browse_routes.get("/v1/browse/memories/{memory_id}", response_model=Provenance)
 async def memory_provenance(
-    memory_id: str, caller: CallerDep, service: ServiceDep, tenant_id: TenantParam = None
+    memory_id: MemoryIdPath, caller: CallerDep, service: ServiceDep, tenant_id: TenantParam = None
 ) -> Provenance:
     """A memory with its scrubbed source messages, the other memories of those messages, what it
     superseded or was superseded by, and an abstract's members."""

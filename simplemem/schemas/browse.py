@@ -5,15 +5,16 @@ was chosen, forgetting a message or a session. The tenant is the key's (the admi
 
 from __future__ import annotations
 
-from datetime import date
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from simplemem.schemas.keys import ItemId
-from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.query import QueryResult
 from simplemem.schemas.stream import DeletionRecord
-from simplemem.schemas.timebounds import BoundedTime
+from simplemem.schemas.timebounds import TextDay, TextTime
 
 # What a memory's ``state`` is: archived (consolidated into an abstract), superseded (a newer memory
 # changed its fact; kept), else active.
@@ -33,12 +34,16 @@ class BrowseFilter(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     session: ItemId | None = Field(None, description="only memories stated in this session")
-    kind: str | None = Field(
-        None, max_length=40, description="only memories of this kind (fact, abstract, code, ...)"
+    kind: MemoryKind | None = Field(
+        None, description="only memories of this kind (fact, abstract, code, or a derived one: timeline, ...)"
     )
-    state: str | None = Field(None, pattern="^(active|superseded|archived)$")
-    since: date | None = Field(None, description="first day the memory's time (event, else stated) may touch")
-    until: date | None = Field(None, description="last day the memory's time may touch")
+    state: Literal["active", "superseded", "archived"] | None = Field(
+        None, description="a derived line (timeline, profile, ...) is active"
+    )
+    since: TextDay | None = Field(
+        None, description="first day the memory's time (event, else stated) may touch"
+    )
+    until: TextDay | None = Field(None, description="last day the memory's time may touch")
     q: str | None = Field(None, min_length=1, max_length=500, description="text search (BM25, best first)")
 
     @property
@@ -132,7 +137,7 @@ class AskBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1)
-    as_of: BoundedTime | None = None
+    as_of: TextTime | None = None
     tenant_id: str | None = Field(None, description="the admin's choice of tenant; a tenant key's own")
 
 
@@ -165,10 +170,22 @@ class ForgetBody(BaseModel):
     """``POST /v1/browse/forget``: a message or a whole session (every message of its memories and
     its turns not decided yet)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"oneOf": [{"required": ["message_id"]}, {"required": ["session_id"]}]},
+    )
 
-    message_id: ItemId | None = None
-    session_id: ItemId | None = None
+    # one of the two, never null: the contract's ``oneOf`` says so
+    message_id: ItemId | SkipJsonSchema[None] = None
+    session_id: ItemId | SkipJsonSchema[None] = None
+
+    @field_validator("message_id", "session_id", mode="before")
+    @classmethod
+    def _given(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("name it, or leave it out")
+        return value
+
     tenant_id: str | None = Field(None, description="the admin's choice of tenant; a tenant key's own")
 
 

@@ -8,7 +8,8 @@ relative dates reach up to 999 years back) or would never be returned (nothing s
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+import re
+from datetime import UTC, date, datetime, timedelta
 from typing import Annotated
 
 from pydantic import AfterValidator, AwareDatetime, BeforeValidator, WithJsonSchema
@@ -84,3 +85,21 @@ TextTime = Annotated[
     ),
 ]
 """A :data:`BoundedTime` that a request gives as text (the HTTP contract's times)."""
+
+DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+
+
+def calendar_day(value: object) -> object:
+    """A day as ``YYYY-MM-DD`` only: ``0`` (the epoch to a lenient parser) or a time where a day
+    belongs is a caller's bug."""
+    if not isinstance(value, str) or re.fullmatch(DAY_PATTERN, value) is None:
+        raise ValueError("must be a day written YYYY-MM-DD")
+    return value
+
+
+TextDay = Annotated[
+    date,
+    BeforeValidator(calendar_day),
+    WithJsonSchema({"type": "string", "format": "date", "pattern": DAY_PATTERN}),
+]
+"""A day that a request gives as text (a query string's ``since``/``until``)."""

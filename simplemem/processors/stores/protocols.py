@@ -19,6 +19,9 @@ from simplemem.schemas.memory import DERIVED_KINDS, MemoryStatus, MemoryUnit
 MIN_NAME_PREFIX = 3
 
 
+DERIVED_STATUSES = tuple(sorted(k.value for k in DERIVED_KINDS))
+
+
 @dataclass(frozen=True)
 class SymbolicFilter:
     """Constraints a memory must meet. Every search also carries its tenant. ``names``: the memory is
@@ -33,14 +36,20 @@ class SymbolicFilter:
     active_only: bool = True
     or_stated: bool = False
     derived: tuple[str, ...] = ()  # non-empty: these derived kinds instead of the units
+    # the derived lines too, as active memories (a person browsing sees them; retrieval asks for
+    # them apart, by kind, with ``derived``)
+    with_derived: bool = False
 
     def statuses(self) -> tuple[str, ...]:
         """The values of the stores' status field a match may have (:func:`search_status`)."""
         if self.derived:
             return self.derived
-        if self.active_only:
-            return (MemoryStatus.ACTIVE.value,)
-        return (MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value)
+        units = (
+            (MemoryStatus.ACTIVE.value,)
+            if self.active_only
+            else (MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value)
+        )
+        return units + DERIVED_STATUSES if self.with_derived else units
 
     def stated_bounds(self) -> tuple[float, float]:
         """The range as [start, end) POSIX seconds of its UTC days (the stores keep ``stated_at`` so)."""
