@@ -100,7 +100,9 @@ def test_replay_is_idempotent(golden_runtime, golden) -> None:  # type: ignore[n
     fresh.ingest([(str(i), orjson.dumps(e)) for i, e in enumerate(golden["events"])])
     after = golden_runtime.lexical.count("golden"), golden_runtime.vectors.count("golden")
     assert before == after
-    assert before[0] == golden_runtime.report.units + golden_runtime.report.derived  # statements and derived lines
+    assert (
+        before[0] == golden_runtime.report.units + golden_runtime.report.derived
+    )  # statements and derived lines
 
 
 def test_as_of_hides_later_memories(golden_runtime, golden) -> None:  # type: ignore[no-untyped-def]
