@@ -323,3 +323,31 @@ def test_bad_browse_input_is_a_422_naming_the_field(api: httpx.Client, first: di
     r = api.post("/v1/browse/forget", json={}, headers=key)
     assert r.status_code == 422 and "message_id" in r.json()["detail"]
     assert api.get("/v1/browse/memories/no such id", headers=key).status_code == 422
+
+
+def test_browse_input_of_a_wrong_type_is_refused_as_the_contract_says(
+    api: httpx.Client, first: dict[str, Any]
+) -> None:
+    """What the OpenAPI document refuses the routes refuse (and the reverse: the fuzz test), naming
+    the field: a day that is a number or a time, a kind no memory has, a time that is a number, a
+    null id."""
+    key = auth(first["key"])
+    for params, field in [
+        ({"since": "0"}, "since"),
+        ({"until": "2026-03-01T00:00:00Z"}, "until"),
+        ({"kind": "facts"}, "kind"),
+        ({"session": "two words"}, "session"),
+    ]:
+        r = api.get("/v1/browse/counts", params=params, headers=key)
+        assert r.status_code == 422 and field in r.json()["detail"], (params, r.text)
+    r = api.post("/v1/browse/ask", json={"query": "Where does my sister live?", "as_of": 0}, headers=key)
+    assert r.status_code == 422 and "as_of" in r.json()["detail"], r.text
+    r = api.post("/v1/browse/forget", json={"message_id": None, "session_id": "home"}, headers=key)
+    assert r.status_code == 422 and "message_id" in r.json()["detail"], r.text
+    derived = [
+        m for m in first["memories"] if m["kind"] in ("timeline", "profile", "instruction", "preference")
+    ]
+    assert derived, "the tenant should have a derived line (else this proves nothing)"
+    kind = derived[0]["kind"]  # a derived line is an active memory of its kind
+    r = api.get("/v1/browse/counts", params={"kind": kind, "state": "active"}, headers=key)
+    assert r.status_code == 200 and r.json()["matching"] == sum(m["kind"] == kind for m in derived), r.text
