@@ -1,5 +1,8 @@
 """LongMemEval_S questions as tenants: each question's own history (haystack) as chat events.
 
+    python -m bench.longmemeval_data --out FILE [--data FILE] [--limit N]   # the events as a JSONL file
+
+
 Read from ``../shared/data/longmemeval`` (MIT licence, see its README), never copied here. Each
 question is one tenant; its haystack sessions are replayed in time order (the file lists some out of
 order), each session's turns ``TURN_SECONDS`` apart from its date, the last one ending the session.
@@ -10,6 +13,7 @@ evidence turns (``has_answer``) and answer sessions. Dates carry no zone: UTC is
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections import defaultdict
 from dataclasses import dataclass
@@ -143,3 +147,28 @@ def load_questions(path: Path, limit: int | None = None, per_type: int | None = 
                 chosen.append(item)
         items = chosen
     return [question(item) for item in items[:limit]]
+
+
+def write_events(questions: list[LmeQuestion], out: Path) -> int:
+    """The histories as the JSON lines ``simplemem ingest`` reads; returns how many were written."""
+    n = 0
+    with out.open("wb") as f:
+        for q in questions:
+            for e in q.events():
+                f.write(orjson.dumps(e) + b"\n")
+                n += 1
+    return n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_FILE, help="the LongMemEval_S dev file")
+    ap.add_argument("--limit", type=int, default=None, help="first N questions only")
+    ap.add_argument("--out", type=Path, required=True, help="the JSONL file to write")
+    args = ap.parse_args()
+    n = write_events(load_questions(args.data, args.limit), args.out)
+    print(f"{n} events written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()

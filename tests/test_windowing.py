@@ -143,3 +143,57 @@ def test_silent_sessions_are_settled_after_the_pause_and_closed_after_the_idle_t
     ]
     assert set(w.buffers) == {SessionKey("t1", "quiet"), SessionKey("t1", "talking")}  # settled stays open
     assert w.close_silent(now=111.0, pause=5, idle=100) == []  # nothing new to decide
+
+
+def test_a_later_turn_of_the_tenant_closes_its_sessions_left_idle() -> None:
+    """A bulk import of sessions that no event ends: each one closes once a turn of its tenant is
+    stated more than the idle time after its last, not at the end of the input."""
+    w = sessions(window_size=10, stride=5, idle_seconds=3600)
+    for i in range(3):
+        w.add(message(i, session="monday"))
+    w.add(message(0, session="other-tenant", tenant="t2"))
+    assert w.add(message(30, session="monday-evening")) == []  # 28 minutes later: not idle yet
+    out = w.add(message(80, session="tuesday"))  # 78 minutes after monday's last turn
+    assert [(x.session_id, x.reason) for x in out] == [("monday", CloseReason.IDLE)]
+    assert [m.message_id for m in out[0].new_messages] == ["monday:m0", "monday:m1", "monday:m2"]
+    assert set(w.buffers) == {
+        SessionKey("t1", "monday-evening"),  # 50 minutes before tuesday's turn
+        SessionKey("t1", "tuesday"),
+        SessionKey("t2", "other-tenant"),  # another tenant's time is its own
+    }
+    out = w.add(message(95, session="tuesday"))
+    assert [x.session_id for x in out] == ["monday-evening"]
+    w.forget_closed()
+    assert set(w.histories) <= set(w.buffers)
+
+
+def test_closing_idle_sessions_early_cuts_the_same_windows_as_at_their_next_turn() -> None:
+    """Interleaved sessions in time order: every message decided once, in the windows that the
+    session's own gaps and the end of the input would cut."""
+    w = sessions(window_size=4, stride=2, idle_seconds=3600)
+    order = [("a", 0), ("b", 1), ("a", 2), ("b", 3), ("a", 4), ("b", 200), ("a", 400), ("a", 401)]
+    out = [win for s, i in order for win in w.add(message(i, session=s))] + w.close_all()
+    windows = sorted((x.session_id, [m.message_id for m in x.new_messages]) for x in out)
+    assert windows == [
+        ("a", ["a:m0", "a:m2", "a:m4"]),
+        ("a", ["a:m400", "a:m401"]),
+        ("b", ["b:m1", "b:m3"]),
+        ("b", ["b:m200"]),
+    ]
+
+
+def test_a_turn_stated_earlier_than_the_tenant_s_latest_closes_nothing() -> None:
+    """Input grouped by session (each session's whole span, then the next's): a session is not left
+    idle by a turn stated before its own last one."""
+    w = sessions(window_size=10, stride=5, idle_seconds=3600)
+    w.add(message(500, session="late"))
+    assert w.add(message(0, session="early")) == []
+    assert w.add(message(1, session="early")) == []
+    assert set(w.buffers) == {SessionKey("t1", "late"), SessionKey("t1", "early")}
+
+
+def test_many_turns_keep_the_idle_order_near_the_open_sessions() -> None:
+    w = sessions(window_size=10, stride=5, idle_seconds=3600)
+    for i in range(2000):
+        w.add(message(i, session=f"s{i % 3}", minutes=0.01))
+    assert len(w._by_last_turn["t1"]) <= 2 * len(w.buffers) + 64
