@@ -191,6 +191,7 @@ async def stepped(
             print(f"step {rate} turns/s is past the SLO or the lag grows: stepping stops", flush=True)
             break
     if args.burst_rate:
+        await settled(lag, args.burst_rate, args.drain_timeout)  # a failed step's backlog first
         everything += await noisy(args, settings, source, burst, seen, holder)
     deadline = time.perf_counter() + args.drain_timeout
     turns_topic = settings.topic(settings.turns_topic)
@@ -215,6 +216,13 @@ async def stepped(
     stop_watch.set()
     watcher.stop.set()
     await asyncio.gather(*tasks)
+
+
+async def settled(lag: LagMonitor, rate: float, timeout: float) -> None:
+    """Until the workers' lag is under a second of input (or ``timeout``)."""
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline and (not lag.samples or (lag.samples[-1][1] or 0) > rate):
+        await asyncio.sleep(1.0)
 
 
 async def noisy(
