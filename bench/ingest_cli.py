@@ -2,8 +2,8 @@
 
     python -m bench.ingest_cli EVENTS [EVENTS ...] [--repeat N] [--in-process] [--floor]
 
-For each events file (JSON lines; ``python -m bench.longmemeval_data --out FILE`` or
-``python -m bench.beam_data --out FILE`` writes one), ``--repeat`` times, each in a fresh store:
+For each events file (JSON lines; ``python -m bench.longmemeval_data --out FILE`` writes one, and
+``bench.beam`` leaves its ``events.jsonl`` in its inputs folder), ``--repeat`` times, each in a fresh store:
 ``./bin/simplemem ingest EVENTS --store DIR --json`` from another folder, with its wall time from
 start to exit (model loading included), its CPU seconds (user + system, from ``wait4``), the peak RSS
 of its process tree (sampled every 0.1 s, summed over the tree) and of its main process (the kernel's
@@ -196,16 +196,26 @@ def floor(events: Path) -> None:
     texts = [orjson.loads(line)["text"] for line in events.read_bytes().splitlines() if line.strip()]
     embedder = open_runtime(s, Path(tempfile.mkdtemp(prefix="simplemem-bench-"))).embedder
     embedder.encode(texts[:8])
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     embedder.encode(texts)
-    minilm = time.perf_counter() - start
+    minilm, minilm_cpu = time.perf_counter() - start, time.process_time() - cpu
     nlp = load_pipeline(s.spacy_model, s.blas_threads)
     pipe(nlp, texts[:8])
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for i in range(0, len(texts), 256):  # the pipeline's batches: the docs of one batch at a time
         pipe(nlp, texts[i : i + 256])
-    spacy = time.perf_counter() - start
-    print(orjson.dumps({"turns": len(texts), "minilm_s": minilm, "spacy_s": spacy}).decode())
+    spacy, spacy_cpu = time.perf_counter() - start, time.process_time() - cpu
+    print(
+        orjson.dumps(
+            {
+                "turns": len(texts),
+                "minilm_s": minilm,
+                "minilm_cpu_s": minilm_cpu,
+                "spacy_s": spacy,
+                "spacy_cpu_s": spacy_cpu,
+            }
+        ).decode()
+    )
 
 
 def _child(mode: str, events: Path) -> dict[str, float]:
@@ -273,8 +283,9 @@ def main() -> None:
             f = _child("floor", events.resolve())
             both = f["minilm_s"] + f["spacy_s"]
             print(
-                f"  floor: int8 MiniLM alone {f['minilm_s']:.1f} s, spaCy alone {f['spacy_s']:.1f} s over the "
-                f"{f['turns']} texts: {f['turns'] / both:.1f} turns/s for both on one core; "
+                f"  floor: int8 MiniLM alone {f['minilm_s']:.1f} s ({f['minilm_cpu_s']:.1f} CPU-s), spaCy alone "
+                f"{f['spacy_s']:.1f} s ({f['spacy_cpu_s']:.1f} CPU-s) over the {f['turns']} texts: "
+                f"{f['turns'] / both:.1f} turns/s for both one after the other; "
                 f"load {f['load']:.1f} -> {f['load_end']:.1f}"
             )
 
