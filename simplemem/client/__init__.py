@@ -34,6 +34,15 @@ from simplemem.schemas.api import (
     KeyCreated,
     MemoryPage,
 )
+from simplemem.schemas.browse import (
+    BrowseCounts,
+    BrowseFilter,
+    BrowsePage,
+    Forgotten,
+    MemoryRow,
+    Provenance,
+    SourceMessage,
+)
 from simplemem.schemas.events import Role, Turn
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryResult, RetrievedMemory
@@ -41,6 +50,9 @@ from simplemem.schemas.query import QueryFilters, QueryResult, RetrievedMemory
 __all__ = [
     "Accepted",
     "AsyncClient",
+    "BrowseCounts",
+    "BrowseFilter",
+    "BrowsePage",
     "Client",
     "Conflict",
     "Conversation",
@@ -48,11 +60,14 @@ __all__ = [
     "FeedbackAnswer",
     "FeedbackBody",
     "Forbidden",
+    "Forgotten",
     "InvalidRequest",
     "KeyCreated",
     "MemoryPage",
+    "MemoryRow",
     "MemoryUnit",
     "NotFound",
+    "Provenance",
     "QueryFilters",
     "QueryResult",
     "RateLimited",
@@ -60,6 +75,7 @@ __all__ = [
     "RetryPolicy",
     "Role",
     "ServiceError",
+    "SourceMessage",
     "Turn",
     "Unauthorized",
     "Unavailable",

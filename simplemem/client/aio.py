@@ -22,6 +22,7 @@ from simplemem.schemas.api import (
     KeyCreated,
     MemoryPage,
 )
+from simplemem.schemas.browse import BrowseCounts, BrowseFilter, BrowsePage, Forgotten, Provenance
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryResult
 
@@ -104,6 +105,27 @@ class AsyncClient:
 
     async def forget_message(self, message_id: str) -> Accepted:
         return await self.call(calls.forget_message(message_id))
+
+    async def browse(
+        self,
+        filters: BrowseFilter | None = None,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        tenant_id: str | None = None,
+    ) -> BrowsePage:
+        return await self.call(calls.browse(filters, offset, limit, tenant_id))
+
+    async def browse_counts(
+        self, filters: BrowseFilter | None = None, *, tenant_id: str | None = None
+    ) -> BrowseCounts:
+        return await self.call(calls.browse_counts(filters, tenant_id))
+
+    async def provenance(self, memory_id: str, *, tenant_id: str | None = None) -> Provenance:
+        return await self.call(calls.provenance(memory_id, tenant_id))
+
+    async def forget_session(self, session_id: str, *, tenant_id: str | None = None) -> Forgotten:
+        return await self.call(calls.forget_session(session_id, tenant_id))
 
     async def forget_tenant(self, tenant_id: str) -> Accepted:
         return await self.call(calls.forget_tenant(tenant_id))

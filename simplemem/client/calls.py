@@ -24,6 +24,7 @@ from simplemem.schemas.api import (
     MemoryPage,
     QueryBody,
 )
+from simplemem.schemas.browse import BrowseCounts, BrowseFilter, BrowsePage, ForgetBody, Forgotten, Provenance
 from simplemem.schemas.events import Turn
 from simplemem.schemas.query import QueryFilters, QueryResult
 
@@ -125,6 +126,35 @@ def forget_message(message_id: str) -> Call[Accepted]:
 
 def forget_tenant(tenant_id: str) -> Call[Accepted]:
     return Call("DELETE", f"/v1/tenants/{_segment(tenant_id)}", _model(Accepted))
+
+
+def browse(
+    filters: BrowseFilter | None, offset: int, limit: int | None, tenant_id: str | None
+) -> Call[BrowsePage]:
+    params = _browse_params(filters, tenant_id) | {"offset": offset} | ({"limit": limit} if limit else {})
+    return Call("GET", "/v1/browse", _model(BrowsePage), params=params)
+
+
+def browse_counts(filters: BrowseFilter | None, tenant_id: str | None) -> Call[BrowseCounts]:
+    return Call("GET", "/v1/browse/counts", _model(BrowseCounts), params=_browse_params(filters, tenant_id))
+
+
+def provenance(memory_id: str, tenant_id: str | None) -> Call[Provenance]:
+    params = {"tenant_id": tenant_id} if tenant_id else {}
+    return Call("GET", f"/v1/browse/memories/{_segment(memory_id)}", _model(Provenance), params=params)
+
+
+def forget_session(session_id: str, tenant_id: str | None) -> Call[Forgotten]:
+    body = ForgetBody(session_id=session_id, tenant_id=tenant_id)
+    return Call(
+        "POST", "/v1/browse/forget", _model(Forgotten), json=body.model_dump(mode="json", exclude_none=True)
+    )
+
+
+def _browse_params(filters: BrowseFilter | None, tenant_id: str | None) -> dict[str, Any]:
+    """The filters as the query string carries them (only those given); the admin's tenant."""
+    params = (filters or BrowseFilter()).model_dump(mode="json", exclude_none=True)
+    return params | ({"tenant_id": tenant_id} if tenant_id else {})
 
 
 def create_key(tenant_id: str) -> Call[KeyCreated]:

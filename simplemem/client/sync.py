@@ -21,6 +21,7 @@ from simplemem.schemas.api import (
     KeyCreated,
     MemoryPage,
 )
+from simplemem.schemas.browse import BrowseCounts, BrowseFilter, BrowsePage, Forgotten, Provenance
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryResult
 
@@ -109,6 +110,31 @@ class Client:
     def forget_message(self, message_id: str) -> Accepted:
         """Forget a message and everything derived from it."""
         return self.call(calls.forget_message(message_id))
+
+    def browse(
+        self,
+        filters: BrowseFilter | None = None,
+        *,
+        offset: int = 0,
+        limit: int | None = None,
+        tenant_id: str | None = None,
+    ) -> BrowsePage:
+        """A page of the tenant's memories, filtered (``/ui/``'s listing); ``tenant_id``: the admin's choice."""
+        return self.call(calls.browse(filters, offset, limit, tenant_id))
+
+    def browse_counts(
+        self, filters: BrowseFilter | None = None, *, tenant_id: str | None = None
+    ) -> BrowseCounts:
+        """How many memories match, by state, kind and session (the service reads every one)."""
+        return self.call(calls.browse_counts(filters, tenant_id))
+
+    def provenance(self, memory_id: str, *, tenant_id: str | None = None) -> Provenance:
+        """A memory with the scrubbed messages it came from and the memories related to it."""
+        return self.call(calls.provenance(memory_id, tenant_id))
+
+    def forget_session(self, session_id: str, *, tenant_id: str | None = None) -> Forgotten:
+        """Forget every message a session's memories cite, and its turns not decided yet."""
+        return self.call(calls.forget_session(session_id, tenant_id))
 
     def forget_tenant(self, tenant_id: str) -> Accepted:
         """Forget a whole tenant and revoke its keys (the admin's key)."""

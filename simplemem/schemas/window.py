@@ -12,16 +12,19 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, NamedTuple
 
-import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 from simplemem.schemas.events import Role
 from simplemem.schemas.keys import SessionKey
 
 _HALF = "h:"
+# numpy is imported where a vector is converted, not here: the client reads these schemas (a
+# deletion record cites this module) and must not load numpy (tests/test_client.py).
 
 
 def _vector_to_text(vector: list[float], dtype: str = "<f4", prefix: str = "") -> str:
+    import numpy as np
+
     return prefix + base64.b64encode(np.asarray(vector, dtype=dtype).tobytes()).decode("ascii")
 
 
@@ -31,6 +34,8 @@ def _half_to_text(vector: list[float]) -> str:
 
 def _vector_from_any(value: Any) -> Any:
     if isinstance(value, str):
+        import numpy as np
+
         if value.startswith(_HALF):
             return (
                 np.frombuffer(base64.b64decode(value[len(_HALF) :]), dtype="<f2").astype(np.float32).tolist()
