@@ -46,30 +46,27 @@ class SqliteSearch(SqliteLexicalBase):
         if flt.derived:  # a derived line has no context: its own words are its score
             sql += [
                 "GROUP BY u.rowid ORDER BY s DESC LIMIT ?)",
-                "SELECT u.id, o.s FROM own o JOIN units u ON u.rowid = o.r",
+                "SELECT u.id, o.s FROM own o JOIN units u ON u.rowid = o.r ORDER BY o.s DESC",
             ]
-            args.append(limit)
-            with self._lock:
-                rows = self._db.execute(" ".join(sql), args).fetchall()
-            return [Hit(unit_id(key), float(score)) for key, score in rows]
-        sql += [
-            "GROUP BY u.rowid ORDER BY s DESC LIMIT ?),",
-            f"ctx_m(r, t) AS ({ctx_matches}),",
-            f"ctx_w(t, w) AS ({IDF_SQL.format('ctx_m')}),",
-            f"around AS (SELECT c.rowid AS context, SUM(w.w) * {saturation('c')} AS s FROM ctx_m m",
-            "JOIN ctx_w w ON w.t = m.t JOIN contexts c ON c.rowid = m.r AND c.tenant_id = ?",
-            "GROUP BY c.rowid ORDER BY s DESC LIMIT ?),",
-            "scored AS (SELECT r, s FROM own UNION ALL",
-            f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.context = a.context",
-            "WHERE u.tenant_id = ?",
-        ]
-        args += [reach, *ctx_args, *sizes["contexts"], tenant_id, reach, number]
-        where_filter(sql, args, flt, tenant_id)
-        # summed and cut before the ids are read: a context shared by 40 statements adds 40 rows
-        sql += [
-            "), best AS (SELECT r, SUM(s) AS s FROM scored GROUP BY r ORDER BY s DESC LIMIT ?)",
-            "SELECT u.id, b.s FROM best b JOIN units u ON u.rowid = b.r ORDER BY b.s DESC",
-        ]
+        else:
+            sql += [
+                "GROUP BY u.rowid ORDER BY s DESC LIMIT ?),",
+                f"ctx_m(r, t) AS ({ctx_matches}),",
+                f"ctx_w(t, w) AS ({IDF_SQL.format('ctx_m')}),",
+                f"around AS (SELECT c.rowid AS context, SUM(w.w) * {saturation('c')} AS s FROM ctx_m m",
+                "JOIN ctx_w w ON w.t = m.t JOIN contexts c ON c.rowid = m.r AND c.tenant_id = ?",
+                "GROUP BY c.rowid ORDER BY s DESC LIMIT ?),",
+                "scored AS (SELECT r, s FROM own UNION ALL",
+                f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.context = a.context",
+                "WHERE u.tenant_id = ?",
+            ]
+            args += [reach, *ctx_args, *sizes["contexts"], tenant_id, reach, number]
+            where_filter(sql, args, flt, tenant_id)
+            # summed and cut before the ids are read: a context shared by 40 statements adds 40 rows
+            sql += [
+                "), best AS (SELECT r, SUM(s) AS s FROM scored GROUP BY r ORDER BY s DESC LIMIT ?)",
+                "SELECT u.id, b.s FROM best b JOIN units u ON u.rowid = b.r ORDER BY b.s DESC",
+            ]
         args.append(limit)
         with self._lock:
             rows = self._db.execute(" ".join(sql), args).fetchall()
