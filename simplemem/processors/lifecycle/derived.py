@@ -91,18 +91,23 @@ def gist(message: AnalyzedMessage) -> str:
     return _words(text, GIST_WORDS)
 
 
-def _line(message: AnalyzedMessage, kind: MemoryKind, text: str, sentence: Sentence | None) -> DraftUnit:
-    unit = MemoryUnit.build(
+def _unit(message: AnalyzedMessage, kind: MemoryKind, text: str, cited: list[str]) -> MemoryUnit:
+    """A derived line stated by ``message`` (its time, speaker, session), citing ``cited``."""
+    return MemoryUnit.build(
         tenant_id=message.tenant_id,
-        text=f"{message.speaker}: {text}",
+        text=text,
         kind=kind,
-        source_ids=[message.message_id],
+        source_ids=cited,
         stated_at=message.ts.isoformat(),
         speaker=message.speaker,
         role=message.role,
         session_id=message.session_id,
         persons=[message.speaker],
     )
+
+
+def _line(message: AnalyzedMessage, kind: MemoryKind, text: str, sentence: Sentence | None) -> DraftUnit:
+    unit = _unit(message, kind, f"{message.speaker}: {text}", [message.message_id])
     vector = sentence.embedding if sentence is not None and sentence.embedding else message.embedding
     return DraftUnit(unit, list(vector) if vector else None)
 
@@ -134,17 +139,7 @@ def _exchange(request: AnalyzedMessage, reply: AnalyzedMessage) -> DraftUnit:
     """One timeline line for a request and its answer, citing both (it states both), dated by the
     request: when the user brought the subject up."""
     text = f"{request.speaker}: {_words(gist(request), REQUEST_WORDS)}{REPLY_MARK}{reply.speaker}: {reply_gist(reply)}"
-    unit = MemoryUnit.build(
-        tenant_id=request.tenant_id,
-        text=text,
-        kind=MemoryKind.TIMELINE,
-        source_ids=[request.message_id, reply.message_id],
-        stated_at=request.ts.isoformat(),
-        speaker=request.speaker,
-        role=request.role,
-        session_id=request.session_id,
-        persons=[request.speaker],
-    )
+    unit = _unit(request, MemoryKind.TIMELINE, text, [request.message_id, reply.message_id])
     return DraftUnit(unit, None)  # embedded by the indexer: the line's own words, both sides
 
 

@@ -118,7 +118,7 @@ def aspects(query: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Level:
-    """What a question kind reads of the derived memory: which kinds, at most how many lines, each
+    """What a question form reads of the derived memory: which kinds, at most how many lines, each
     cut to ``line_tokens``; ``min_cosine``: how close in meaning a line must be to be shown (0: found
     by its words is enough); ``diverse``: lines unlike the ones already taken are preferred (a
     timeline should cover the subject, not repeat its most-matching moment)."""
