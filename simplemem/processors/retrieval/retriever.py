@@ -73,8 +73,11 @@ class Retriever:
         ``config`` in place of the retriever's own for this query."""
         planned = self.plan(request, filters, config)
         qvec = self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
-        selection = self.select(planned, self.gather(planned, qvec))
-        return self.render(planned, selection, self.derived(planned, qvec()))
+        # the derived lines need nothing the statements' candidates do: searched at once (services)
+        found, derived = self.fan_out.both(
+            lambda: self.gather(planned, qvec), lambda: self.derived(planned, qvec())
+        )
+        return self.render(planned, self.select(planned, found), derived)
 
     def plan(
         self,
