@@ -29,9 +29,9 @@ from simplemem.processors.stores.file_format import open_format
 from simplemem.processors.stores.private import private_file
 from simplemem.processors.stores.sqlite_bm25 import idf
 from simplemem.processors.stores.sqlite_keys import PAGE_SIZE, TENANTS_TABLE
-from simplemem.schemas.memory import MemoryUnit
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryUnit
 
-FORMAT_VERSION = 16  # the file format this code reads and writes (``PRAGMA user_version``)
+FORMAT_VERSION = 17  # the file format this code reads and writes (``PRAGMA user_version``)
 
 # ``body`` is the first column: FTS5 marks each term's positions in any other column with two bytes.
 # Both indexes keep which rows hold a term, not where or how often (``detail=none``, no sizes): the
@@ -131,6 +131,18 @@ def tenant_token(tenant_id: str) -> str:
     return "t" + hashlib.sha1(tenant_id.encode("utf-8")).hexdigest()[:20]
 
 
+def derived_token(tenant_id: str) -> str:
+    """The FTS token of the tenant's derived lines (timeline, profile, instructions, preferences), in
+    place of :func:`tenant_token`: a search of either layer walks only that layer's rows (the
+    derived lines are a few percent of a long history's rows), and each layer's BM25 counts its own."""
+    return "d" + tenant_token(tenant_id)[1:]
+
+
+def layer_token(tenant_id: str, derived: bool) -> str:
+    """The FTS token of the tenant's units (``derived`` False) or derived lines."""
+    return derived_token(tenant_id) if derived else tenant_token(tenant_id)
+
+
 def body(unit: MemoryUnit) -> str:
     """The words a unit's FTS row indexes: its text, keywords and date."""
     parts = [unit.text, " ".join(unit.keywords), unit.event_time or ""]
@@ -138,8 +150,9 @@ def body(unit: MemoryUnit) -> str:
 
 
 def fts_values(unit: MemoryUnit) -> tuple[str, str]:
-    """What a unit's FTS row indexes (tenant, body): the same values insert it and delete it."""
-    return tenant_token(unit.tenant_id), body(unit)
+    """What a unit's FTS row indexes (its layer's token, body): the same values insert it and delete
+    it."""
+    return layer_token(unit.tenant_id, unit.kind in DERIVED_KINDS), body(unit)
 
 
 def context_hash(text: str) -> bytes:

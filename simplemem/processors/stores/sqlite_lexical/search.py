@@ -9,7 +9,12 @@ from simplemem.processors.stores.sqlite_bm25 import IDF_SQL, matches, saturation
 from simplemem.processors.stores.sqlite_keys import unit_id
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
 from simplemem.processors.stores.sqlite_lexical.names import names_match
-from simplemem.processors.stores.sqlite_lexical.schema import ACTIVE_SQL, EVENT_END_SQL, tenant_token
+from simplemem.processors.stores.sqlite_lexical.schema import (
+    ACTIVE_SQL,
+    EVENT_END_SQL,
+    layer_token,
+    tenant_token,
+)
 from simplemem.schemas.memory import MemoryStatus
 
 # The share of its context's BM25 score a unit gets (its own words count fully).
@@ -26,20 +31,24 @@ class SqliteSearch(SqliteLexicalBase):
         terms = query_terms(query)
         if not terms:
             return []
+        # The plan is pinned to the matches: each unit is reached from a match by its rowid or its
+        # context (``+`` and ``INDEXED BY``). Left to choose, SQLite walked the tenant's time index
+        # (for a date or ``stated_before`` filter), every unit of the tenant per search.
         # Each FTS side keeps its best matches only (a common word matches thousands of contexts, each
         # shared by dozens of units); the unit side is filtered before its cut, so a date range or a
         # person filter never empties it. Context matches add to the units they reach.
         reach = limit * SEARCH_REACH
         number = self._number(tenant_id)
+        own_token = layer_token(tenant_id, bool(flt.derived))
         with self._lock:
-            sizes = self._sizes(tenant_id)
-        own_matches, own_args = matches("units_fts", tenant_token(tenant_id), terms)
+            sizes = self._sizes(tenant_id, own_token)
+        own_matches, own_args = matches("units_fts", own_token, terms)
         ctx_matches, ctx_args = matches("contexts_fts", tenant_token(tenant_id), terms)
         sql = [
             f"WITH own_m(r, t) AS ({own_matches}),",
             f"own_w(t, w) AS ({IDF_SQL.format('own_m')}),",
             f"own AS (SELECT u.rowid AS r, SUM(w.w) * {saturation('u')} AS s FROM own_m m",
-            "JOIN own_w w ON w.t = m.t JOIN units u ON u.rowid = m.r WHERE u.tenant_id = ?",
+            "JOIN own_w w ON w.t = m.t JOIN units u ON u.rowid = m.r WHERE +u.tenant_id = ?",
         ]
         args: list[object] = [*own_args, *sizes["units"], number]
         where_filter(sql, args, flt, tenant_id)
@@ -57,7 +66,8 @@ class SqliteSearch(SqliteLexicalBase):
                 "JOIN ctx_w w ON w.t = m.t JOIN contexts c ON c.rowid = m.r AND c.tenant_id = ?",
                 "GROUP BY c.rowid ORDER BY s DESC LIMIT ?),",
                 "scored AS (SELECT r, s FROM own UNION ALL",
-                f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a JOIN units u ON u.context = a.context",
+                f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a",
+                "JOIN units u INDEXED BY units_by_context ON u.context = a.context",
                 "WHERE u.tenant_id = ?",
             ]
             args += [reach, *ctx_args, *sizes["contexts"], tenant_id, reach, number]
@@ -72,13 +82,17 @@ class SqliteSearch(SqliteLexicalBase):
             rows = self._db.execute(" ".join(sql), args).fetchall()
         return [Hit(unit_id(key), float(score)) for key, score in rows]
 
-    def _sizes(self, tenant_id: str) -> dict[str, tuple[int, float]]:
-        """Per index, the tenant's rows and their mean length (BM25's N and average length)."""
+    def _sizes(self, tenant_id: str, own_token: str) -> dict[str, tuple[int, float]]:
+        """Per index, the rows of the layer searched and their mean length (BM25's N and average
+        length): the units' of ``own_token``, the tenant's contexts'."""
         sizes = {"units": (0, 1.0), "contexts": (0, 1.0)}
-        for side, rows, words in self._db.execute(
-            "SELECT side, rows, words FROM word_counts WHERE tenant=?", (tenant_token(tenant_id),)
+        wanted = {("units", own_token), ("contexts", tenant_token(tenant_id))}
+        for token, side, rows, words in self._db.execute(
+            "SELECT tenant, side, rows, words FROM word_counts WHERE tenant IN (?,?)",
+            (own_token, tenant_token(tenant_id)),
         ):
-            sizes[side] = (rows, words / rows if rows > 0 else 1.0)
+            if (side, token) in wanted:
+                sizes[side] = (rows, words / rows if rows > 0 else 1.0)
         return sizes
 
 
