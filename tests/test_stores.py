@@ -767,3 +767,42 @@ def test_the_values_nearly_every_unit_holds_are_stored_as_null(tmp_path: Path) -
     assert db.execute("SELECT count(*) FROM contexts").fetchone()[0] == 1
     reopened.close()
     db.close()
+
+
+def test_a_search_reaches_units_from_its_matches_not_by_walking_the_tenant(tmp_path: Path) -> None:
+    """A BM25 search under a time filter reads the units its matches name (by rowid or context), not
+    every unit of the tenant through the time index: a tenant's history must not slow each search."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    store.upsert([unit("t1", f"note {i} about the garden shed") for i in range(30)])
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    before = SymbolicFilter(stated_before=datetime(2026, 2, 1, tzinfo=UTC))
+    assert store.search("t1", "garden shed", 5, before)
+    store._db.set_trace_callback(None)
+    search_sql = next(s for s in statements if "own_m" in s)
+    plan = [row[3] for row in store._db.execute("EXPLAIN QUERY PLAN " + search_sql)]
+    assert not [step for step in plan if "units_by_time" in step], plan
+
+
+def test_a_derived_search_reads_the_derived_lines_only(tmp_path: Path) -> None:
+    """The derived lines have their own FTS token: a search of them matches none of the statements'
+    rows (and a statements' search none of theirs), so each layer's cost and BM25 are its own."""
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    fact = unit("t1", "the garden shed roof leaks")
+    line = MemoryUnit.build(
+        tenant_id="t1",
+        text="asked how to fix the garden shed roof",
+        kind=MemoryKind.TIMELINE,
+        source_ids=["t1:m1"],
+        stated_at="2026-01-10T10:00:00+00:00",
+    )
+    store.upsert([fact, line])
+    statements: list[str] = []
+    store._db.set_trace_callback(statements.append)
+    derived = SymbolicFilter(derived=(MemoryKind.TIMELINE.value,))
+    assert [h.id for h in store.search("t1", "garden shed roof", 5, derived)] == [line.id]
+    store._db.set_trace_callback(None)
+    search_sql = next(s for s in statements if "own_m" in s)
+    own_m = search_sql[: search_sql.index("own_w(t")].rstrip().rstrip(",") + " SELECT count(*) FROM own_m"
+    assert store._db.execute(own_m).fetchone()[0] == 3  # the line's rows for its three terms only
+    assert [h.id for h in store.search("t1", "garden shed roof", 5, SymbolicFilter())] == [fact.id]
