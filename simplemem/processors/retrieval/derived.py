@@ -12,6 +12,9 @@ they are made) and what share of the context's budget they may take; the stateme
 - **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
   you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
   the task and what the user asked before on the subject, so the answer follows them;
+- **recall** ("how did you recommend ...", "what did you suggest for ...", "what steps did you give me
+  ...": what the assistant said before) reads a few timeline lines whole, each citing the request and
+  the answer it recalls; asked in the past tense, it is not a request for new advice;
 - **history** ("have I ever ...", "did we ...": whether something came up) reads a few timeline lines:
   the answer is in what the user brought up, and a contradiction shows as two such lines;
 - **duration** reads only the standing instructions close to the question in meaning (every form
@@ -47,6 +50,7 @@ class QuestionForm(StrEnum):
     DURATION = "duration"
     SUMMARY = "summary"
     ADVICE = "advice"
+    RECALL = "recall"
     HISTORY = "history"
 
 
@@ -79,6 +83,12 @@ _ADVICE = re.compile(
 )
 
 
+# the assistant's past words asked about: "did you", "had you", "you suggested", "you told me"
+_RECALL = re.compile(
+    r"\b(?:did|had) you\b|\byou (?:recommended|suggested|advised|proposed|told me|said|mentioned|"
+    r"explained|showed me|gave me|walked me through|helped me)\b",
+    re.IGNORECASE,
+)
 _HISTORY = re.compile(
     r"^(?:(?:so|and|also|ok(?:ay)?)[,\s]+)*(?:have|had|did|was|were) (?:I|we)\b(?: (?:ever|already|ever actually))?",
     re.IGNORECASE,
@@ -92,6 +102,7 @@ def question_form(query: str) -> QuestionForm:
         (QuestionForm.SUMMARY, _SUMMARY),
         (QuestionForm.DURATION, _DURATION),
         (QuestionForm.LIST, _LIST),
+        (QuestionForm.RECALL, _RECALL),
         (QuestionForm.ADVICE, _ADVICE),
         (QuestionForm.HISTORY, _HISTORY),
     ):
@@ -165,6 +176,10 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
         (_INSTRUCTIONS, replace(_TIMELINE, lines=30, request_words=8, reply_words=5)), 0.9
     ),
     QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
+    # the exchanges that hold what was said, closest in meaning first (not spread over the subject)
+    QuestionForm.RECALL: DerivedPlan(
+        (_INSTRUCTIONS, replace(_TIMELINE, lines=4, min_cosine=0.3, diverse=False)), 0.4
+    ),
     # a count, a list or a lookup is answered by statements; of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
     QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS,), 0.15),

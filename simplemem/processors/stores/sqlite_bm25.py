@@ -14,13 +14,25 @@ from __future__ import annotations
 
 import math
 import re
+import sqlite3
 from collections.abc import Sequence
+
+from cachetools import LRUCache
 
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, used before version 15
 _TOKEN = re.compile(r"[^\W_]+")  # FTS5's unicode61 tokens: letters and digits (an underscore splits)
 # A term's BM25 weight from the rows that hold it (``{}``: the CTE of matches) and the tenant's rows
 # (the one argument), by :func:`idf`.
 IDF_SQL = "SELECT t, idf(count(*), ?) FROM {} GROUP BY t"
+# A search walks every row holding a term, so a term held by more than this share of a layer's rows
+# and more than ``COMMON_ROWS`` of them costs far more than it tells (its idf is low): it is left out
+# of the search, unless the query has fewer than ``MIN_TERMS`` rarer ones. A tenant with fewer rows
+# than ``COMMON_ROWS`` is searched on every term.
+COMMON_SHARE = 0.05
+COMMON_ROWS = 1000
+MIN_TERMS = 3
+# A remembered count is used until the layer's rows have changed by more than this share since.
+STALE_SHARE = 0.1
 
 
 def quote(term: str) -> str:
@@ -57,3 +69,36 @@ def saturation(alias: str) -> str:
     """BM25's factor for a term found once in a row of ``alias`` (its ``words``), the tenant's mean
     length the one argument."""
     return f"{BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {alias}.words / ?))"
+
+
+class TermFrequencies:
+    """How many of a layer's rows hold each term, remembered per (index, token, term): counting is a
+    walk of the term's rows, and :func:`affordable` needs the counts before the search."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self._counts: LRUCache[tuple[str, str, str], tuple[int, int]] = LRUCache(maxsize=size)
+
+    def counts(
+        self, db: sqlite3.Connection, fts: str, token: str, terms: Sequence[str], rows: int
+    ) -> dict[str, int]:
+        out = {}
+        for term in terms:
+            key = (fts, token, term)
+            known = self._counts.get(key)
+            if known is None or abs(rows - known[1]) > STALE_SHARE * known[1]:
+                match = f"{quote(token)} AND ({fts_term(term)})"
+                held = db.execute(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (match,)).fetchone()[0]
+                known = (int(held), rows)
+                self._counts[key] = known
+            out[term] = known[0]
+        return out
+
+
+def affordable(terms: Sequence[str], counts: dict[str, int], rows: int) -> list[str]:
+    """The terms worth a search of a layer of ``rows`` rows (:data:`COMMON_SHARE`), in their order."""
+    common = max(COMMON_SHARE * rows, COMMON_ROWS)
+    rare = [t for t in terms if counts[t] <= common]
+    if len(rare) >= MIN_TERMS:
+        return rare
+    rarest = set(sorted(terms, key=lambda t: counts[t])[:MIN_TERMS])
+    return [t for t in terms if t in rarest]

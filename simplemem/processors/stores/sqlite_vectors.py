@@ -35,7 +35,7 @@ from simplemem.processors.stores.sqlite_keys import (
     unit_id,
     unit_key,
 )
-from simplemem.schemas.memory import MemoryStatus, MemoryUnit
+from simplemem.schemas.memory import MemoryUnit
 
 STORED = np.int8
 OLDER = np.float16  # rows written before int8: twice the bytes of a dimension
@@ -78,8 +78,9 @@ class TenantRows:
     """One tenant's rows, columns as arrays; vectors unit length (float32: no conversion per search)."""
 
     ids: list[str]
-    status: npt.NDArray[np.str_]  # :func:`search_status`: a derived line's kind, else its status
-    active: npt.NDArray[np.bool_]
+    # the rows of each value of the status field (:func:`search_status`: a derived line's kind, else
+    # the unit's status)
+    by_status: dict[str, npt.NDArray[np.intp]]
     event_start: npt.NDArray[np.int64]
     event_end: npt.NDArray[np.int64]
     stated_at: npt.NDArray[np.float64]
@@ -88,10 +89,10 @@ class TenantRows:
     @classmethod
     def of(cls, rows: Sequence[tuple[Any, ...]], dim: int) -> TenantRows:
         matrix = decoded([r[5] for r in rows], dim)
+        status = np.array([r[1] for r in rows], dtype=np.str_)
         return cls(
             ids=[unit_id(r[0]) for r in rows],
-            status=np.array([r[1] for r in rows], dtype=np.str_),
-            active=np.array([r[1] == MemoryStatus.ACTIVE.value for r in rows], dtype=np.bool_),
+            by_status={str(s): np.flatnonzero(status == s) for s in np.unique(status)},
             event_start=np.array([r[2] for r in rows], dtype=np.int64),
             event_end=np.array([r[3] for r in rows], dtype=np.int64),
             stated_at=np.array([r[4] for r in rows], dtype=np.float64),
@@ -99,23 +100,25 @@ class TenantRows:
         )
 
     def passing(self, flt: SymbolicFilter) -> npt.NDArray[np.intp]:
-        """The rows that meet the filter's status, event-time and stated-time constraints."""
-        statuses = flt.statuses()
-        if statuses == (MemoryStatus.ACTIVE.value,):
-            mask = self.active.copy()
-        else:
-            mask = np.isin(self.status, statuses)
+        """The rows that meet the filter's status, event-time and stated-time constraints, in row
+        order. A status picks its rows by :attr:`by_status` (the derived lines are a few percent of a
+        long history: a search of them touches only theirs)."""
+        parts = [self.by_status[s] for s in flt.statuses() if s in self.by_status]
+        if not parts:
+            return np.empty(0, dtype=np.intp)
+        rows = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
         if flt.first_day is not None and flt.last_day is not None:
-            within = (self.event_end >= flt.first_day.toordinal()) & (
-                self.event_start <= flt.last_day.toordinal()
+            within = (self.event_end[rows] >= flt.first_day.toordinal()) & (
+                self.event_start[rows] <= flt.last_day.toordinal()
             )
             if flt.or_stated:
                 start, end = flt.stated_bounds()
-                within |= (self.stated_at >= start) & (self.stated_at < end)
-            mask &= within
+                stated = self.stated_at[rows]
+                within |= (stated >= start) & (stated < end)
+            rows = rows[within]
         if flt.stated_before is not None:
-            mask &= self.stated_at <= flt.stated_before.timestamp()
-        return np.flatnonzero(mask)
+            rows = rows[self.stated_at[rows] <= flt.stated_before.timestamp()]
+        return rows
 
 
 class SqliteVectorStore:
@@ -177,10 +180,10 @@ class SqliteVectorStore:
         if limit <= 0 or not keep.size:
             return []
         query = np.asarray(vector, dtype=np.float32)
-        matrix = rows.matrix if keep.size == len(rows.ids) else rows.matrix[keep]
-        scores = matrix @ (query / max(float(np.linalg.norm(query)), 1e-12))
-        top = np.argsort(-scores, kind="stable")[:limit]  # cosine, as Milvus's COSINE metric
-        return [Hit(rows.ids[keep[i]], float(scores[i])) for i in top]
+        query = query / max(float(np.linalg.norm(query)), 1e-12)
+        # cosine, as Milvus's COSINE metric: a few rows are copied out, most are scored in place
+        scores = rows.matrix[keep] @ query if 2 * keep.size < len(rows.ids) else (rows.matrix @ query)[keep]
+        return [Hit(rows.ids[keep[i]], float(scores[i])) for i in best_first(scores, limit)]
 
     def _tenant_rows(self, tenant_id: str) -> TenantRows:
         """The tenant's rows as arrays (read once, kept until the tenant's next write; the least
@@ -263,3 +266,13 @@ class SqliteVectorStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def best_first(scores: npt.NDArray[np.float32], limit: int) -> npt.NDArray[np.intp]:
+    """The positions of the ``limit`` highest scores, highest first, ties in position order (as a
+    stable sort of all of them, without sorting all of them)."""
+    if limit >= scores.size:
+        return np.argsort(-scores, kind="stable")
+    kth = np.partition(scores, scores.size - limit)[scores.size - limit]
+    tied_or_above = np.flatnonzero(scores >= kth)
+    return tied_or_above[np.argsort(-scores[tied_or_above], kind="stable")][:limit]

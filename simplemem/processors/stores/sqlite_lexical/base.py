@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from simplemem.processors.stores.sqlite_bm25 import TermFrequencies
 from simplemem.processors.stores.sqlite_docs import StoredContext, open_context, read_unit
 from simplemem.processors.stores.sqlite_keys import TenantNumbers, unit_id, unit_key
 from simplemem.processors.stores.sqlite_lexical.schema import (
@@ -25,6 +26,7 @@ class SqliteLexicalBase:
         self._db = open_lexical_file(path)
         self._lock = threading.Lock()
         self._tenants = TenantNumbers(self._db)
+        self._frequencies = TermFrequencies()
 
     def _number(self, name: str) -> int:
         """The tenant's number in this file (:class:`TenantNumbers`), for a read: it takes the lock

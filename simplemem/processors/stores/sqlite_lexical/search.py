@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from simplemem.processors.language.text import query_terms
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter
-from simplemem.processors.stores.sqlite_bm25 import IDF_SQL, matches, saturation
+from simplemem.processors.stores.sqlite_bm25 import COMMON_ROWS, IDF_SQL, affordable, matches, saturation
 from simplemem.processors.stores.sqlite_keys import unit_id
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
 from simplemem.processors.stores.sqlite_lexical.names import names_match
@@ -42,8 +42,10 @@ class SqliteSearch(SqliteLexicalBase):
         own_token = layer_token(tenant_id, bool(flt.derived))
         with self._lock:
             sizes = self._sizes(tenant_id, own_token)
-        own_matches, own_args = matches("units_fts", own_token, terms)
-        ctx_matches, ctx_args = matches("contexts_fts", tenant_token(tenant_id), terms)
+            own_terms = self._affordable("units_fts", own_token, terms, sizes["units"][0])
+            ctx_terms = self._affordable("contexts_fts", tenant_token(tenant_id), terms, sizes["contexts"][0])
+        own_matches, own_args = matches("units_fts", own_token, own_terms)
+        ctx_matches, ctx_args = matches("contexts_fts", tenant_token(tenant_id), ctx_terms)
         sql = [
             f"WITH own_m(r, t) AS ({own_matches}),",
             f"own_w(t, w) AS ({IDF_SQL.format('own_m')}),",
@@ -81,6 +83,13 @@ class SqliteSearch(SqliteLexicalBase):
         with self._lock:
             rows = self._db.execute(" ".join(sql), args).fetchall()
         return [Hit(unit_id(key), float(score)) for key, score in rows]
+
+    def _affordable(self, fts: str, token: str, terms: list[str], rows: int) -> list[str]:
+        """The terms this search walks (:func:`affordable`); all of them in a layer too small for
+        any to be common."""
+        if rows <= COMMON_ROWS:
+            return terms
+        return affordable(terms, self._frequencies.counts(self._db, fts, token, terms, rows), rows)
 
     def _sizes(self, tenant_id: str, own_token: str) -> dict[str, tuple[int, float]]:
         """Per index, the rows of the layer searched and their mean length (BM25's N and average
