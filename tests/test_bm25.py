@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from simplemem.processors.stores.sqlite_bm25 import fts_term, idf, matches, word_count
+import numpy as np
+
+from simplemem.processors.stores.sqlite_bm25 import (
+    COMMON_ROWS,
+    affordable,
+    fts_term,
+    idf,
+    matches,
+    word_count,
+)
+from simplemem.processors.stores.sqlite_vectors import best_first
 
 
 def test_a_query_term_is_asked_for_token_by_token_as_the_index_reads_it() -> None:
@@ -21,3 +31,27 @@ def test_each_term_is_matched_within_the_tenants_rows_and_numbered() -> None:
     sql, args = matches("units_fts", "tok", ["ski", "e-mail"])
     assert sql.count("MATCH ?") == 2 and "SELECT rowid, 1 FROM units_fts" in sql
     assert args == ['"tok" AND ("ski")', '"tok" AND ("e" AND "mail")']
+
+
+def test_a_term_too_common_to_pay_for_is_left_out_of_a_large_layers_search() -> None:
+    rows = 40 * COMMON_ROWS
+    counts = {"project": rows // 4, "kayak": 12, "rapids": 30, "paddle": 80}
+    assert affordable(["project", "kayak", "rapids", "paddle"], counts, rows) == ["kayak", "rapids", "paddle"]
+
+
+def test_a_query_of_common_terms_keeps_its_rarest_ones() -> None:
+    rows = 40 * COMMON_ROWS
+    counts = {"use": rows // 2, "project": rows // 4, "plan": rows // 5, "kayak": 12}
+    assert affordable(["use", "project", "plan", "kayak"], counts, rows) == ["project", "plan", "kayak"]
+
+
+def test_a_small_layer_keeps_a_term_that_most_of_its_rows_hold() -> None:
+    counts = {"kayak": 600, "rapids": 3, "paddle": 5}
+    assert affordable(["kayak", "rapids", "paddle"], counts, 700) == ["kayak", "rapids", "paddle"]
+
+
+def test_the_best_scores_come_first_and_ties_in_row_order() -> None:
+    scores = np.array([0.2, 0.9, 0.5, 0.9, 0.1, 0.5], dtype=np.float32)
+    assert list(best_first(scores, 3)) == [1, 3, 2]
+    assert list(best_first(scores, 4)) == [1, 3, 2, 5]
+    assert list(best_first(scores, 10)) == [1, 3, 2, 5, 0, 4]
