@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from simplemem.processors.lifecycle.derived import derive_window, reply_gist
-from simplemem.processors.retrieval.derived import QuestionForm, diverse_order, question_form
+from simplemem.processors.retrieval.derived import QuestionForm, diverse_order, focused, question_form
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
@@ -358,3 +358,23 @@ def test_a_question_that_enumerates_is_searched_by_each_of_its_aspects() -> None
     )
     assert parts[1:] == ["the key features implemented", "the deployment timeline", "the security fixes."]
     assert aspects("What did I plan for dogs, cats and birds?") == []  # single words: one aspect
+
+
+def test_a_timeline_keeps_to_the_sessions_that_hold_its_subject() -> None:
+    """Lines of a session that matches the question only in passing (another project sharing a word)
+    leave the pool; every session that carries the subject keeps its lines."""
+
+    def line(uid: str, session: str) -> MemoryUnit:
+        return MemoryUnit.build(
+            tenant_id="t1",
+            text=f"user: line {uid}",
+            kind=MemoryKind.TIMELINE,
+            source_ids=[f"m{uid}"],
+            stated_at="2026-01-10T10:00:00+00:00",
+            session_id=session,
+        )
+
+    units = {u.id: u for u in [line("a", "s1"), line("b", "s1"), line("c", "s2"), line("d", "s3")]}
+    a, b, c, d = units
+    relevance = {a: 1.0, b: 0.9, c: 0.6, d: 0.2}
+    assert focused([a, b, c, d], relevance, units) == [a, b, c]

@@ -264,6 +264,24 @@ def _round_robin(rankings: list[list[str]]) -> list[str]:
     return out
 
 
+# A timeline spans the sessions where its subject was talked about: a session whose lines weigh less
+# than this share of the heaviest session's is about something else (another project of the user's).
+SESSION_FOCUS = 0.25
+
+
+def focused(pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit]) -> list[str]:
+    """The lines of ``pool`` from the sessions that hold the subject (:data:`SESSION_FOCUS`): a long
+    history holds many subjects, and an order or a summary of one must not list the others' moments
+    because they share its words."""
+    weight: dict[str | None, float] = {}
+    for uid in pool:
+        if uid in units:
+            session = units[uid].session_id
+            weight[session] = weight.get(session, 0.0) + relevance[uid]
+    heaviest = max(weight.values(), default=0.0)
+    return [uid for uid in pool if uid in units and weight[units[uid].session_id] >= SESSION_FOCUS * heaviest]
+
+
 def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float]]:
     """The derived lines of ``level``'s kinds that match the question best (BM25 and the vectors,
     fused), at most ``level.lines``, best first; for a diverse level of a question with aspects, each
@@ -279,10 +297,12 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
         ranked = _round_robin([ranked, *(r for r, _ in rankings)])
     if level.diverse:
         pool = ranked[: 3 * level.lines]
+        units = {u.id: u for u in lexical.get(tenant, pool, with_context=False)}
+        pool = focused(pool, fused, units)
         top = diverse_order(pool, fused, vectors.vectors(tenant, pool), level.lines)
     else:
         top = ranked[: level.lines]
-    units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
+        units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
     if level.request_words:
         units = {uid: compact(u, level.request_words, level.reply_words) for uid, u in units.items()}
     return [(units[uid], fused[uid]) for uid in top if uid in units]
