@@ -14,7 +14,7 @@ import numpy as np
 import orjson
 import pytest
 
-from simplemem.processors.lifecycle.derived import derive_window, reply_gist
+from simplemem.processors.lifecycle.derived import compact, derive_window, reply_gist, subject_words
 from simplemem.processors.retrieval.derived import QuestionForm, diverse_order, focused, question_form
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
@@ -378,3 +378,25 @@ def test_a_timeline_keeps_to_the_sessions_that_hold_its_subject() -> None:
     a, b, c, d = units
     relevance = {a: 1.0, b: 0.9, c: 0.6, d: 0.2}
     assert focused([a, b, c, d], relevance, units) == [a, b, c]
+
+
+def test_a_digest_keeps_the_words_that_carry_the_subject() -> None:
+    asked = "I'm kinda trying to figure out how I can split the 2024 budget between Ana and the garage"
+    assert subject_words(asked, 5) == "split 2024 budget between Ana"
+    assert subject_words("hmm, can you just show me?", 4) == ""
+
+
+def test_a_digest_line_shows_both_sides_and_cites_what_it_shows() -> None:
+    line = MemoryUnit.build(
+        tenant_id="t1",
+        text="user: I'm trying to set up the Postgres schema for invoices — assistant: Start with a table per entity",
+        kind=MemoryKind.TIMELINE,
+        source_ids=["m1", "m2"],
+        stated_at="2026-01-10T10:00:00+00:00",
+    )
+    both = compact(line, 4, 2, digest=True)
+    assert both.text == "user: set up Postgres schema — assistant: Start table"
+    assert both.source_ids == ["m1", "m2"]
+    request = compact(line, 3, digest=True)
+    assert request.text == "user: set up Postgres" and request.source_ids == ["m1"]
+    assert compact(line, 3).text == "user: I'm trying to ..."

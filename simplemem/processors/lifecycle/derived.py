@@ -29,6 +29,7 @@ import re
 from collections.abc import Iterator
 
 from simplemem.processors.ingest.decompose import DraftUnit
+from simplemem.processors.language.text import STOPWORDS
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.window import AnalyzedMessage, Sentence, Window
@@ -173,17 +174,44 @@ def derive_window(window: Window) -> list[DraftUnit]:
     return out
 
 
-def compact(line: MemoryUnit, request_words: int, reply_words: int = 0) -> MemoryUnit:
+def compact(
+    line: MemoryUnit, request_words: int, reply_words: int = 0, *, digest: bool = False
+) -> MemoryUnit:
     """A timeline line in fewer words: its request's first ``request_words`` and its answer's first
     ``reply_words``; with none of the answer's, it cites only the request (what an order question needs
-    of each exchange: when the user brought what up). A line cites only what it still shows."""
+    of each exchange: when the user brought what up). A line cites only what it still shows. A
+    ``digest`` counts only the words that carry the subject (:func:`subject_words`): a summary reads
+    twice the moments in the same tokens."""
     if line.kind != MemoryKind.TIMELINE or REPLY_MARK not in line.text:
         return line
+    cut = subject_words if digest else _words
     head, tail = line.text.split(REPLY_MARK, 1)
+    speaker, _, request = head.partition(": ")
+    head = f"{speaker}: {cut(request, request_words)}"
     if not reply_words:
-        return line.model_copy(
-            update={"text": _words(head, request_words), "source_ids": line.source_ids[:1]}
-        )
-    speaker, _, answer = tail.partition(": ")
-    text = f"{_words(head, request_words)}{REPLY_MARK}{speaker}: {_words(answer, reply_words)}"
+        return line.model_copy(update={"text": head, "source_ids": line.source_ids[:1]})
+    replier, _, answer = tail.partition(": ")
+    text = f"{head}{REPLY_MARK}{replier}: {cut(answer, reply_words)}"
     return line.model_copy(update={"text": text})
+
+
+# Words of a conversational request that say how it is asked, not what about ("I'm kinda trying to
+# figure out how I can ..."). English only.
+_ASKING = frozenset(
+    """i'm im i've i'd i'll you're you've let's it's that's there's what's how's can't don't doesn't
+    kinda really just also actually basically trying try tried want wanted wanting need needed wondering
+    wonder figure thinking think thought know hmm ok okay yeah yes hey hi so well like sure please thanks
+    thank help helping explain show tell give make get got going go maybe still bit little lot something out
+    anything way ways things thing stuff right now here specifically particularly especially""".split()
+)
+
+
+def subject_words(text: str, limit: int) -> str:
+    """The first ``limit`` words of ``text`` that carry its subject: neither a stopword nor a word of
+    asking (:data:`_ASKING`); numbers and names kept, in their order."""
+    kept = [w for w in _WORD.findall(text) if _bare(w) not in STOPWORDS and _bare(w) not in _ASKING]
+    return " ".join(kept[:limit]).rstrip(",;:")
+
+
+def _bare(word: str) -> str:
+    return word.strip(".,;:!?()[]\"'“”‘’").lower().replace("’", "'")

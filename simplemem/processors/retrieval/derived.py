@@ -5,7 +5,8 @@ they are made) and what share of the context's budget they may take; the stateme
 
 - **order** ("in what order did I ...", "what came first", "the sequence of ...") and **summary**
   ("summarize ...", "give me an overview", "how has my project progressed") read the timeline: the
-  dated lines of what the user brought up that match the question, shown in date order;
+  dated lines of what the user brought up that match the question, from the sessions that hold the
+  subject, each as a digest (the words that carry its subject), shown in date order;
 - **list** ("how many ...", "list all ...", "which ... have I") and **lookup** read the standing
   instructions close to them and, asked in the first person, the profile lines close to them: the
   statements hold their answer (a timeline line there repeats a statement and costs its tokens);
@@ -142,6 +143,7 @@ class Level:
     request_words: int = 0  # >0: a timeline line is shown shorter: this many words of its request,
     reply_words: int = 0  # and this many of its answer (none: the request alone, citing only it)
     first_person: bool = False  # only for a question in the first person (about the user's own life)
+    digest: bool = False  # the request and answer words counted are those that carry the subject
 
 
 @dataclass(frozen=True)
@@ -171,9 +173,12 @@ _ADVICE_LEVELS = (
 )
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
-    QuestionForm.ORDER: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=36, request_words=10)), 0.95),
+    # (in digests: the words that carry each moment's subject, not how it was asked)
+    QuestionForm.ORDER: DerivedPlan(
+        (_INSTRUCTIONS, replace(_TIMELINE, lines=72, request_words=5, digest=True)), 0.95
+    ),
     QuestionForm.SUMMARY: DerivedPlan(
-        (_INSTRUCTIONS, replace(_TIMELINE, lines=30, request_words=8, reply_words=5)), 0.9
+        (_INSTRUCTIONS, replace(_TIMELINE, lines=60, request_words=4, reply_words=3, digest=True)), 0.9
     ),
     QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
     # the exchanges that hold what was said, closest in meaning first (not spread over the subject)
@@ -190,6 +195,7 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     QuestionForm.DURATION: DerivedPlan((_INSTRUCTIONS,), 0.15),
 }
 POOL = 40  # candidates each index returns before fusion
+DIVERSE_POOL = 80  # the same for a diverse level (an order or a summary shows dozens of moments)
 RANK_CONSTANT = 60  # reciprocal-rank fusion's constant
 DIVERSITY = 0.5  # with ``diverse``: the weight of a candidate's likeness to the lines already taken
 
@@ -243,16 +249,17 @@ class Searches:
 
 
 def _ranked(
-    search: Searches, text: str, vec: np.ndarray, flt: SymbolicFilter, min_cosine: float
+    search: Searches, text: str, vec: np.ndarray, flt: SymbolicFilter, level: Level
 ) -> tuple[list[str], dict[str, float]]:
-    semantic = search.vectors.search(search.tenant, vec, POOL, flt)
+    pool = DIVERSE_POOL if level.diverse else POOL
+    semantic = search.vectors.search(search.tenant, vec, pool, flt)
     fused = _fused(
-        semantic, batched.search(search.lexical, search.tenant, text, POOL, flt, search.expression_terms)
+        semantic, batched.search(search.lexical, search.tenant, text, pool, flt, search.expression_terms)
     )
     cosine = {h.id: h.score for h in semantic}
     ranked = sorted(fused, key=lambda uid: (-fused[uid], uid))
-    if min_cosine:
-        ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= min_cosine]
+    if level.min_cosine:
+        ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= level.min_cosine]
     return ranked, fused
 
 
@@ -288,9 +295,9 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     aspect's best lines in turn."""
     lexical, vectors, tenant = search.lexical, search.vectors, search.tenant
     flt = SymbolicFilter(stated_before=search.as_of, derived=tuple(k.value for k in level.kinds))
-    ranked, fused = _ranked(search, search.query, search.qvec, flt, level.min_cosine)
+    ranked, fused = _ranked(search, search.query, search.qvec, flt, level)
     if level.diverse and search.parts:
-        rankings = [_ranked(search, text, vec, flt, level.min_cosine) for text, vec in search.parts]
+        rankings = [_ranked(search, text, vec, flt, level) for text, vec in search.parts]
         for _, scores in rankings:
             for uid, score in scores.items():
                 fused[uid] = max(fused.get(uid, 0.0), score)
@@ -304,7 +311,10 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
         top = ranked[: level.lines]
         units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
     if level.request_words:
-        units = {uid: compact(u, level.request_words, level.reply_words) for uid, u in units.items()}
+        units = {
+            uid: compact(u, level.request_words, level.reply_words, digest=level.digest)
+            for uid, u in units.items()
+        }
     return [(units[uid], fused[uid]) for uid in top if uid in units]
 
 
