@@ -171,6 +171,11 @@ _ADVICE_LEVELS = (
     # what the user asked before on the subject tailors advice as much as what they said they like
     replace(_TIMELINE, lines=3, request_words=16, min_cosine=0.4, diverse=False),
 )
+# A count or a list is spread over many messages: a digest of the moments on its subject cites them
+# in a few tokens each, beside the statements that hold the details.
+_LIST_TIMELINE = replace(_TIMELINE, lines=20, request_words=6, digest=True)
+# A lookup's answer may be what the user asked about: the few closest exchanges, as digests.
+_LOOKUP_TIMELINE = replace(_TIMELINE, lines=8, request_words=10, min_cosine=0.3, diverse=False, digest=True)
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
     # (in digests: the words that carry each moment's subject, not how it was asked)
@@ -187,10 +192,15 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     ),
     # a count, a list or a lookup is answered by statements; of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
-    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS,), 0.15),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.45),
     QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
     QuestionForm.LOOKUP: DerivedPlan(
-        (_INSTRUCTIONS, Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True)), 0.25
+        (
+            _INSTRUCTIONS,
+            Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True),
+            _LOOKUP_TIMELINE,
+        ),
+        0.3,
     ),
     QuestionForm.DURATION: DerivedPlan((_INSTRUCTIONS,), 0.15),
 }
