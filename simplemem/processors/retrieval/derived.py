@@ -7,9 +7,10 @@ they are made) and what share of the context's budget they may take; the stateme
   ("summarize ...", "give me an overview", "how has my project progressed") read the timeline: the
   dated lines of what the user brought up that match the question, from the sessions that hold the
   subject, each as a digest (the words that carry its subject), shown in date order;
-- **list** ("how many ...", "list all ...", "which ... have I") and **lookup** read the standing
-  instructions close to them and, asked in the first person, the profile lines close to them: the
-  statements hold their answer (a timeline line there repeats a statement and costs its tokens);
+- **list** ("how many ...", "list all ...", "which ... have I") reads a digest of the moments on its
+  subject (a count is spread over many messages) beside the statements that hold the details;
+  **lookup** reads, asked in the first person, the profile lines close to it and the few exchanges
+  closest in meaning, as digests;
 - **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
   you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
   the task and what the user asked before on the subject, so the answer follows them;
