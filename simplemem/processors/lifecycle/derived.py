@@ -174,6 +174,11 @@ def derive_window(window: Window) -> list[DraftUnit]:
     return out
 
 
+def is_exchange(line: MemoryUnit) -> bool:
+    """Whether a derived line is a timeline line of a request and its answer (:func:`_exchange`)."""
+    return line.kind == MemoryKind.TIMELINE and REPLY_MARK in line.text
+
+
 def compact(
     line: MemoryUnit, request_words: int, reply_words: int = 0, *, digest: bool = False
 ) -> MemoryUnit:
@@ -182,7 +187,7 @@ def compact(
     of each exchange: when the user brought what up). A line cites only what it still shows. A
     ``digest`` counts only the words that carry the subject (:func:`subject_words`): a summary reads
     twice the moments in the same tokens."""
-    if line.kind != MemoryKind.TIMELINE or REPLY_MARK not in line.text:
+    if not is_exchange(line):
         return line
     cut = subject_words if digest else _words
     head, tail = line.text.split(REPLY_MARK, 1)

@@ -8,9 +8,9 @@ they are made) and what share of the context's budget they may take; the stateme
   dated lines of what the user brought up that match the question, from the sessions that hold the
   subject, each as a digest (the words that carry its subject), shown in date order;
 - **list** ("how many ...", "list all ...", "which ... have I") reads a digest of the moments on its
-  subject (a count is spread over many messages) beside the statements that hold the details;
-  **lookup** reads, asked in the first person, the profile lines close to it and the few exchanges
-  closest in meaning, as digests;
+  subject (a count is spread over many messages; in a conversation with an assistant) beside the
+  statements that hold the details; **lookup** reads, asked in the first person, the profile lines
+  close to it: the statements hold its answer (a timeline line repeats one and costs its tokens);
 - **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
   you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
   the task and what the user asked before on the subject, so the answer follows them;
@@ -39,7 +39,7 @@ from itertools import zip_longest
 import numpy as np
 
 from simplemem.processors.language.text import query_terms
-from simplemem.processors.lifecycle.derived import compact
+from simplemem.processors.lifecycle.derived import compact, is_exchange
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -145,6 +145,9 @@ class Level:
     reply_words: int = 0  # and this many of its answer (none: the request alone, citing only it)
     first_person: bool = False  # only for a question in the first person (about the user's own life)
     digest: bool = False  # the request and answer words counted are those that carry the subject
+    # only the lines of a request and its answer: between people a timeline line is one message's
+    # first words, which its statements already hold
+    exchanges_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,9 +177,7 @@ _ADVICE_LEVELS = (
 )
 # A count or a list is spread over many messages: a digest of the moments on its subject cites them
 # in a few tokens each, beside the statements that hold the details.
-_LIST_TIMELINE = replace(_TIMELINE, lines=20, request_words=6, digest=True)
-# A lookup's answer may be what the user asked about: the few closest exchanges, as digests.
-_LOOKUP_TIMELINE = replace(_TIMELINE, lines=8, request_words=10, min_cosine=0.3, diverse=False, digest=True)
+_LIST_TIMELINE = replace(_TIMELINE, lines=12, request_words=6, digest=True, exchanges_only=True)
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
     # (in digests: the words that carry each moment's subject, not how it was asked)
@@ -193,15 +194,10 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     ),
     # a count, a list or a lookup is answered by statements; of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
-    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.45),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.25),
     QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
     QuestionForm.LOOKUP: DerivedPlan(
-        (
-            _INSTRUCTIONS,
-            Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True),
-            _LOOKUP_TIMELINE,
-        ),
-        0.3,
+        (_INSTRUCTIONS, Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True)), 0.25
     ),
     QuestionForm.DURATION: DerivedPlan((_INSTRUCTIONS,), 0.15),
 }
@@ -313,11 +309,19 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
             for uid, score in scores.items():
                 fused[uid] = max(fused.get(uid, 0.0), score)
         ranked = _round_robin([ranked, *(r for r, _ in rankings)])
-    if level.diverse:
+    if level.diverse or level.exchanges_only:
         pool = ranked[: 3 * level.lines]
-        units = {u.id: u for u in lexical.get(tenant, pool, with_context=False)}
+        units = {
+            u.id: u
+            for u in lexical.get(tenant, pool, with_context=False)
+            if is_exchange(u) or not level.exchanges_only
+        }
+        pool = [uid for uid in pool if uid in units]
+    if level.diverse:
         pool = focused(pool, fused, units)
         top = diverse_order(pool, fused, vectors.vectors(tenant, pool), level.lines)
+    elif level.exchanges_only:
+        top = pool[: level.lines]
     else:
         top = ranked[: level.lines]
         units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
