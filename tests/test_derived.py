@@ -15,7 +15,15 @@ import orjson
 import pytest
 
 from simplemem.processors.lifecycle.derived import compact, derive_window, reply_gist, subject_words
-from simplemem.processors.retrieval.derived import QuestionForm, diverse_order, focused, question_form
+from simplemem.processors.retrieval.derived import (
+    PLANS,
+    QuestionForm,
+    Searches,
+    diverse_order,
+    focused,
+    gather_level,
+    question_form,
+)
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
@@ -400,3 +408,30 @@ def test_a_digest_line_shows_both_sides_and_cites_what_it_shows() -> None:
     request = compact(line, 3, digest=True)
     assert request.text == "user: set up Postgres" and request.source_ids == ["m1"]
     assert compact(line, 3).text == "user: I'm trying to ..."
+
+
+def test_a_list_reads_the_exchanges_with_an_assistant_not_the_lines_between_people(tmp_path: Path) -> None:
+    """Between people a timeline line is one message's first words, which its statements hold; a list
+    question reads only the lines of a request and its answer, as digests."""
+    exchange = unit(
+        "user: I'm trying to plan the garden beds — assistant: Start with raised beds",
+        MemoryKind.TIMELINE,
+        "m1",
+    )
+    said = unit("Ana: I planted tomatoes in the garden beds.", MemoryKind.TIMELINE, "m3")
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert([exchange, said])
+    vectors.upsert([exchange, said], np.array([[1, 0], [1, 0.1]], dtype=np.float32))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    search = Searches(
+        lexical, vectors, "t", T0 + timedelta(days=1), 64, "How many garden beds did I plan?", q
+    )
+    list_timeline = next(
+        level for level in PLANS[QuestionForm.LIST].levels if MemoryKind.TIMELINE in level.kinds
+    )
+    found = [line for line, _ in gather_level(search, list_timeline)]
+    assert [line.id for line in found] == [exchange.id]
+    assert found[0].text == "user: plan garden beds" and found[0].source_ids == ["m1"]
+    lexical.close()
+    vectors.close()
