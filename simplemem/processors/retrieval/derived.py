@@ -325,12 +325,12 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     else:
         top = ranked[: level.lines]
         units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
+    shown = [(units[uid], fused[uid]) for uid in top if uid in units]
     if level.request_words:
-        units = {
-            uid: compact(u, level.request_words, level.reply_words, digest=level.digest)
-            for uid, u in units.items()
-        }
-    return [(units[uid], fused[uid]) for uid in top if uid in units]
+        return [
+            (compact(u, level.request_words, level.reply_words, digest=level.digest), sc) for u, sc in shown
+        ]
+    return shown
 
 
 def gather_derived(search: Searches, plan: DerivedPlan, first_person: bool) -> list[tuple[MemoryUnit, float]]:
