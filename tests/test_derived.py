@@ -435,3 +435,31 @@ def test_a_list_reads_the_exchanges_with_an_assistant_not_the_lines_between_peop
     assert found[0].text == "user: plan garden beds" and found[0].source_ids == ["m1"]
     lexical.close()
     vectors.close()
+
+
+def test_a_profile_shows_the_latest_of_lines_that_state_the_same_thing(tmp_path: Path) -> None:
+    """ "I use Flask 2.3" then, weeks later, "I use Flask 3.0": a lookup about the user reads the one
+    that holds now; a profile line about something else stays."""
+
+    def profile(text: str, source: str, day: int) -> MemoryUnit:
+        return MemoryUnit.build(
+            tenant_id="t",
+            text=text,
+            kind=MemoryKind.PROFILE,
+            source_ids=[source],
+            stated_at=(T0 + timedelta(days=day)).isoformat(),
+        )
+
+    old = profile("user: I'm using Flask 2.3 for the budget API", "m1", 0)
+    new = profile("user: I'm using Flask 3.0 for the budget API", "m9", 20)
+    other = profile("user: I'm a data analyst at a bakery", "m4", 5)
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert([old, new, other])
+    vectors.upsert([old, new, other], np.array([[1, 0], [0.98, 0.2], [0.6, 0.8]], dtype=np.float32))
+    q = np.array([1.0, 0.05], dtype=np.float32)
+    search = Searches(lexical, vectors, "t", T0 + timedelta(days=30), 64, "Which Flask version do I use?", q)
+    level = next(lv for lv in PLANS[QuestionForm.LOOKUP].levels if MemoryKind.PROFILE in lv.kinds)
+    assert [line.id for line, _ in gather_level(search, level)] == [new.id, other.id]
+    lexical.close()
+    vectors.close()

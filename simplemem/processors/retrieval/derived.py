@@ -148,6 +148,9 @@ class Level:
     # only the lines of a request and its answer: between people a timeline line is one message's
     # first words, which its statements already hold
     exchanges_only: bool = False
+    # of lines that say the same thing in other values ("I use Flask 2.3" then "I use Flask 3.0"),
+    # only the latest stated: a profile shows what holds now
+    latest_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -197,7 +200,11 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.25),
     QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
     QuestionForm.LOOKUP: DerivedPlan(
-        (_INSTRUCTIONS, Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True)), 0.25
+        (
+            _INSTRUCTIONS,
+            Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True, latest_only=True),
+        ),
+        0.25,
     ),
     QuestionForm.DURATION: DerivedPlan((_INSTRUCTIONS,), 0.15),
 }
@@ -296,6 +303,27 @@ def focused(pool: list[str], relevance: dict[str, float], units: dict[str, Memor
     return [uid for uid in pool if uid in units and weight[units[uid].session_id] >= SESSION_FOCUS * heaviest]
 
 
+SAME_FACT = 0.8  # cosine above which two profile lines state the same thing (its value may differ)
+
+
+def latest(ranked: list[str], units: dict[str, MemoryUnit], vectors: dict[str, np.ndarray]) -> list[str]:
+    """``ranked`` without a line that a later-stated line like it (:data:`SAME_FACT`) replaces; the
+    later one takes the place of the best ranked of them."""
+    kept: list[str] = []
+    for uid in ranked:
+        vec = vectors.get(uid)
+        same = [
+            i
+            for i, k in enumerate(kept)
+            if vec is not None and k in vectors and float(vec @ vectors[k]) >= SAME_FACT
+        ]
+        if not same:
+            kept.append(uid)
+        elif units[uid].stated_at > units[kept[same[0]]].stated_at:
+            kept[same[0]] = uid
+    return kept
+
+
 def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float]]:
     """The derived lines of ``level``'s kinds that match the question best (BM25 and the vectors,
     fused), at most ``level.lines``, best first; for a diverse level of a question with aspects, each
@@ -309,7 +337,7 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
             for uid, score in scores.items():
                 fused[uid] = max(fused.get(uid, 0.0), score)
         ranked = _round_robin([ranked, *(r for r, _ in rankings)])
-    if level.diverse or level.exchanges_only:
+    if level.diverse or level.exchanges_only or level.latest_only:
         pool = ranked[: 3 * level.lines]
         units = {
             u.id: u
@@ -320,6 +348,8 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     if level.diverse:
         pool = focused(pool, fused, units)
         top = diverse_order(pool, fused, vectors.vectors(tenant, pool), level.lines)
+    elif level.latest_only:
+        top = latest(pool, units, vectors.vectors(tenant, pool))[: level.lines]
     elif level.exchanges_only:
         top = pool[: level.lines]
     else:
