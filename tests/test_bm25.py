@@ -55,3 +55,12 @@ def test_the_best_scores_come_first_and_ties_in_row_order() -> None:
     assert list(best_first(scores, 3)) == [1, 3, 2]
     assert list(best_first(scores, 4)) == [1, 3, 2, 5]
     assert list(best_first(scores, 10)) == [1, 3, 2, 5, 0, 4]
+
+
+def test_a_large_layer_walks_each_term_in_its_latest_rows_weighed_by_its_count_in_all() -> None:
+    rows = 50 * COMMON_ROWS
+    large = walk("units_fts", "tok", ["kayak", "rapids"], rows, {"kayak": 12, "rapids": 3 * TERM_ROWS})
+    assert large.match_sql.count(f"ORDER BY rowid DESC LIMIT {TERM_ROWS}") == 2
+    assert large.weight_args == [0, idf(12, rows), 1, idf(3 * TERM_ROWS, rows)]
+    small = walk("units_fts", "tok", ["kayak"], 700, None)
+    assert "LIMIT" not in small.match_sql and small.weight_sql == IDF_SQL and small.weight_args == [700]

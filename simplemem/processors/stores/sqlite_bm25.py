@@ -16,6 +16,7 @@ import math
 import re
 import sqlite3
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from cachetools import LRUCache
 
@@ -31,6 +32,9 @@ IDF_SQL = "SELECT t, idf(count(*), ?) FROM {} GROUP BY t"
 COMMON_SHARE = 0.05
 COMMON_ROWS = 1000
 MIN_TERMS = 3
+# A term is walked in at most this many of a large layer's rows, its latest (a long-lived tenant's
+# history grows; what a search costs must not).
+TERM_ROWS = 2000
 # A remembered count is used until the layer's rows have changed by more than this share since.
 STALE_SHARE = 0.1
 
@@ -58,11 +62,41 @@ def idf(holding: int, rows: int) -> float:
     return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
 
 
-def matches(fts: str, token: str, terms: Sequence[str]) -> tuple[str, list[str]]:
+def matches(fts: str, token: str, terms: Sequence[str], latest: int = 0) -> tuple[str, list[str]]:
     """A SELECT of (rowid, term's number) for each row of ``fts`` that holds the tenant's ``token``
-    and a term, with its arguments."""
-    parts = [f"SELECT rowid, {i} FROM {fts} WHERE {fts} MATCH ?" for i in range(len(terms))]
+    and a term (with ``latest``, a term's latest rows only), with its arguments."""
+    if latest:
+        inner = f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT {latest}"
+        parts = [f"SELECT rowid, {i} FROM ({inner})" for i in range(len(terms))]
+    else:
+        parts = [f"SELECT rowid, {i} FROM {fts} WHERE {fts} MATCH ?" for i in range(len(terms))]
     return " UNION ALL ".join(parts), [f"{quote(token)} AND ({fts_term(t)})" for t in terms]
+
+
+@dataclass(frozen=True)
+class Walk:
+    """What a search reads of one FTS index: its matches (``match_sql``: a SELECT of (rowid, term's
+    number)) and each term's BM25 weight (``weight_sql``, over the CTE ``{}`` of the matches), with
+    their arguments."""
+
+    match_sql: str
+    match_args: list[str]
+    weight_sql: str
+    weight_args: list[object]
+
+
+def walk(fts: str, token: str, terms: Sequence[str], rows: int, counts: dict[str, int] | None) -> Walk:
+    """The walk of ``terms`` in a layer of ``rows`` rows. With their ``counts`` (a large layer), each
+    term is walked in its latest :data:`TERM_ROWS` rows only, weighed by its count in all of them: a
+    search costs the same in a year's history as in a month's. Without, every row is walked and the
+    weights are counted on the way."""
+    if counts is None:
+        match_sql, match_args = matches(fts, token, terms)
+        return Walk(match_sql, match_args, IDF_SQL, [rows])
+    match_sql, match_args = matches(fts, token, terms, latest=TERM_ROWS)
+    values = ", ".join("(?, ?)" for _ in terms)
+    weights: list[object] = [x for i, t in enumerate(terms) for x in (i, idf(counts[t], rows))]
+    return Walk(match_sql, match_args, f"VALUES {values}", weights)
 
 
 def saturation(alias: str) -> str:

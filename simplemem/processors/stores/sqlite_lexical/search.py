@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from simplemem.processors.language.text import query_terms
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter
-from simplemem.processors.stores.sqlite_bm25 import COMMON_ROWS, IDF_SQL, affordable, matches, saturation
+from simplemem.processors.stores.sqlite_bm25 import COMMON_ROWS, Walk, affordable, saturation, walk
 from simplemem.processors.stores.sqlite_keys import unit_id
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
 from simplemem.processors.stores.sqlite_lexical.names import names_match
@@ -42,17 +42,15 @@ class SqliteSearch(SqliteLexicalBase):
         own_token = layer_token(tenant_id, bool(flt.derived))
         with self._lock:
             sizes = self._sizes(tenant_id, own_token)
-            own_terms = self._affordable("units_fts", own_token, terms, sizes["units"][0])
-            ctx_terms = self._affordable("contexts_fts", tenant_token(tenant_id), terms, sizes["contexts"][0])
-        own_matches, own_args = matches("units_fts", own_token, own_terms)
-        ctx_matches, ctx_args = matches("contexts_fts", tenant_token(tenant_id), ctx_terms)
+            own = self._walk("units_fts", own_token, terms, sizes["units"][0])
+            ctx = self._walk("contexts_fts", tenant_token(tenant_id), terms, sizes["contexts"][0])
         sql = [
-            f"WITH own_m(r, t) AS ({own_matches}),",
-            f"own_w(t, w) AS ({IDF_SQL.format('own_m')}),",
+            f"WITH own_m(r, t) AS ({own.match_sql}),",
+            f"own_w(t, w) AS ({own.weight_sql.format('own_m')}),",
             f"own AS (SELECT u.rowid AS r, SUM(w.w) * {saturation('u')} AS s FROM own_m m",
             "JOIN own_w w ON w.t = m.t JOIN units u ON u.rowid = m.r WHERE +u.tenant_id = ?",
         ]
-        args: list[object] = [*own_args, *sizes["units"], number]
+        args: list[object] = [*own.match_args, *own.weight_args, sizes["units"][1], number]
         where_filter(sql, args, flt, tenant_id)
         if flt.derived:  # a derived line has no context: its own words are its score
             sql += [
@@ -62,8 +60,8 @@ class SqliteSearch(SqliteLexicalBase):
         else:
             sql += [
                 "GROUP BY u.rowid ORDER BY s DESC LIMIT ?),",
-                f"ctx_m(r, t) AS ({ctx_matches}),",
-                f"ctx_w(t, w) AS ({IDF_SQL.format('ctx_m')}),",
+                f"ctx_m(r, t) AS ({ctx.match_sql}),",
+                f"ctx_w(t, w) AS ({ctx.weight_sql.format('ctx_m')}),",
                 f"around AS (SELECT c.rowid AS context, SUM(w.w) * {saturation('c')} AS s FROM ctx_m m",
                 "JOIN ctx_w w ON w.t = m.t JOIN contexts c ON c.rowid = m.r AND c.tenant_id = ?",
                 "GROUP BY c.rowid ORDER BY s DESC LIMIT ?),",
@@ -72,7 +70,7 @@ class SqliteSearch(SqliteLexicalBase):
                 "JOIN units u INDEXED BY units_by_context ON u.context = a.context",
                 "WHERE u.tenant_id = ?",
             ]
-            args += [reach, *ctx_args, *sizes["contexts"], tenant_id, reach, number]
+            args += [reach, *ctx.match_args, *ctx.weight_args, sizes["contexts"][1], tenant_id, reach, number]
             where_filter(sql, args, flt, tenant_id)
             # summed and cut before the ids are read: a context shared by 40 statements adds 40 rows
             sql += [
@@ -84,12 +82,13 @@ class SqliteSearch(SqliteLexicalBase):
             rows = self._db.execute(" ".join(sql), args).fetchall()
         return [Hit(unit_id(key), float(score)) for key, score in rows]
 
-    def _affordable(self, fts: str, token: str, terms: list[str], rows: int) -> list[str]:
-        """The terms this search walks (:func:`affordable`); all of them in a layer too small for
-        any to be common."""
+    def _walk(self, fts: str, token: str, terms: list[str], rows: int) -> Walk:
+        """How this search reads an index (:func:`walk`): in a layer too small for any term to be
+        common, every term in every row; else the :func:`affordable` terms in their latest rows."""
         if rows <= COMMON_ROWS:
-            return terms
-        return affordable(terms, self._frequencies.counts(self._db, fts, token, terms, rows), rows)
+            return walk(fts, token, terms, rows, None)
+        counts = self._frequencies.counts(self._db, fts, token, terms, rows)
+        return walk(fts, token, affordable(terms, counts, rows), rows, counts)
 
     def _sizes(self, tenant_id: str, own_token: str) -> dict[str, tuple[int, float]]:
         """Per index, the rows of the layer searched and their mean length (BM25's N and average
