@@ -6,10 +6,13 @@ import numpy as np
 
 from simplemem.processors.stores.sqlite_bm25 import (
     COMMON_ROWS,
+    IDF_SQL,
+    TERM_ROWS,
     affordable,
     fts_term,
     idf,
     matches,
+    walk,
     word_count,
 )
 from simplemem.processors.stores.sqlite_vectors import best_first
