@@ -489,7 +489,8 @@ def _tree(root: Path, *parts: str, age: float, file: bool = False) -> Path:
 
 def test_milvus_storage_loses_its_empty_trees_not_its_files(tmp_path: Path) -> None:
     """Milvus's collector deletes files on local storage but not their folders, and lists every
-    leftover folder again at each pass: the runner removes the empty trees that are old enough."""
+    leftover folder again at each pass: the runner removes the empty trees (before the server starts:
+    every one; the age bound keeps a folder just made for a file)."""
     from simplemem.infra.milvus.server import prune_empty_trees
 
     old, fresh = 3600.0, 1.0

@@ -36,10 +36,9 @@ GARBAGE_COLLECTION = {"dataCoord.gc.interval": 60, "dataCoord.gc.dropTolerance":
 # as empty trees, each one "removed" again at every pass, and the empty segment folders slowed every
 # listing: after a few test runs a pass took seconds of a full core.
 OBJECT_FOLDERS = ("insert_log", "delta_log", "stats_log", "index_files")
-# While the server runs, an empty tree is removed once nothing in it changed for this long: a folder the
-# server has just made for a file it is about to write is never taken.
-EMPTY_TREE_AGE_SECONDS = 300.0
-PRUNE_EVERY_SECONDS = 60.0
+# The empty trees are removed before the server starts, never while it runs: its collector walks these
+# folders, and a folder removed under that walk crashes the server (a nil pointer in
+# ``LocalChunkManager.ListWithPrefix``: Go's walk hands it no file info for an entry that vanished).
 
 
 def components_with_ip(template_text: str) -> list[str]:
@@ -118,7 +117,7 @@ def main() -> int:
     from milvus import default_server  # the PyPI package `milvus`, not pymilvus
 
     server = default_server
-    storage = _configure(server, args)
+    _configure(server, args)
     stopping = False
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
@@ -140,12 +139,8 @@ def main() -> int:
         f"its own logs in {args.data_dir}/logs",
         flush=True,
     )
-    pruned_at = time.monotonic()
     while not stopping and proc is not None and proc.poll() is None:
         time.sleep(0.2)
-        if time.monotonic() - pruned_at >= PRUNE_EVERY_SECONDS:
-            prune_empty_trees(storage, min_age=EMPTY_TREE_AGE_SECONDS)
-            pruned_at = time.monotonic()
     code = proc.returncode if proc is not None and proc.returncode is not None else 0
     if stopping:
         print("milvus server: stopping", flush=True)
