@@ -84,6 +84,56 @@ def test_outputs_are_delivered_then_state_written_then_the_batch_acknowledged() 
     ]
 
 
+class DurableStateStep(RecordingStep):
+    """Its state write returns only once the (slow) durable store took it, as the sessions table's does."""
+
+    async def finish(self, items: list[Item]) -> Handled:
+        handled = await super().finish(items)
+        written = handled.commit
+
+        async def durable() -> None:
+            self.log.events.append("state sent")
+            await asyncio.sleep(0.01)  # Kafka acknowledging the changelog records
+            written()
+
+        return Handled(handled.outputs, durable)
+
+
+def test_a_batch_is_acknowledged_only_once_its_state_write_returned() -> None:
+    """The fault run's lost turns: offsets committed while their session states were still queued."""
+    log = Log()
+    runner = AgentRunner(DurableStateStep(log), log.deliver, overlap=True)
+    asyncio.run(runner.run(from_list([log.batch(item(0)), log.batch(item(1))])))
+    assert log.events == [
+        "deliver ok",
+        "state sent",
+        "state 0",
+        "ack 0",
+        "deliver ok",
+        "state sent",
+        "state 1",
+        "ack 1",
+    ]
+
+
+def test_a_batch_of_states_reaches_the_table_through_its_durable_write() -> None:
+    """With a durable write, the table changes only through it, after it returned."""
+    table: dict[bytes, bytes] = {}
+    written: list[bytes] = []
+
+    async def write(changes: Any) -> None:
+        assert not table, "nothing visible before the write is acknowledged"
+        written.extend(changes)
+        table.update(changes)
+
+    sessions = SessionTable(table, write)
+    a, b = SessionKey("t", "a"), SessionKey("t", "b")
+    asyncio.run(sessions.put_all({a: _state(pending=True), b: _state(closed_at=100.0)}))
+    assert written == [a.encode(), b.encode()] and set(table) == set(written)
+    assert sessions.idle(now=200.0, pause_seconds=5, idle_seconds=30) == [a], "the timers know the states"
+    assert sessions.expire(now=200.0, grace_seconds=60) == 1
+
+
 def test_a_poison_record_becomes_a_dead_letter_and_the_rest_goes_on() -> None:
     log = Log()
     runner = AgentRunner(RecordingStep(log), log.deliver)

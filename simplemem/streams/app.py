@@ -42,6 +42,7 @@ from simplemem.schemas.stream import ConsolidationRequest, ScrubbedRecord
 from simplemem.streams import diagnostics, metrics
 from simplemem.streams.backlog import ScrubBacklog
 from simplemem.streams.batching import Batcher
+from simplemem.streams.changelog import AcknowledgedWrites
 from simplemem.streams.erasure import roll_markers
 from simplemem.streams.gaps import GapGuard, Hole
 from simplemem.streams.kafka_io import committed_offsets, end_offsets, session_partition
@@ -150,7 +151,10 @@ def _sessions_table(app: faust.App, settings: Settings) -> SessionTable:
         # a closed session's state drops its window's turns; the older values go within the deadline
         extra_topic_configs={"max.message.bytes": str(MAX_RECORD_BYTES), **compacted(settings)},
     )
-    return SessionTable(table)
+    # a batch's states are in the changelog before the batch is acknowledged (streams/changelog.py)
+    return SessionTable(
+        table, AcknowledgedWrites(table, _KAFKA_UNAVAILABLE, settings.stage_retry_max_seconds)
+    )
 
 
 @dataclass

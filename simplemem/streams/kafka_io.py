@@ -181,20 +181,28 @@ async def fetch_record(
 
 
 async def fetch_range(
-    settings: Settings, topic: str, partition: int, start: int, end: int
+    settings: Settings, topic: str, partition: int, start: int, end: int, patience: float = 60.0
 ) -> list[ConsumerRecord[bytes, bytes]]:
-    """The records at offsets ``start`` (included) to ``end`` (excluded) of one partition."""
+    """The records at offsets ``start`` (included) to ``end`` (excluded) of one partition, all of
+    them: an empty fetch (a busy broker) is tried again, and after ``patience`` seconds without
+    progress this raises rather than return part of the range (the gap guard marks the whole range
+    as consumed, so a short answer would let the group commit past records no agent saw)."""
     consumer = await _started_consumer(settings)
     records: list[ConsumerRecord[bytes, bytes]] = []
     try:
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])
         consumer.seek(tp, start)
+        waited = 0.0
         while await consumer.position(tp) < end:
             batch = await consumer.getmany(tp, timeout_ms=5000, max_records=end - start)
             msgs = batch.get(tp, [])
-            if not msgs:
-                break
+            if msgs:
+                waited = 0.0
+            elif (waited := waited + 5.0) >= patience:
+                raise RuntimeError(
+                    f"{topic}/{partition}: offsets {start}..{end - 1} not readable in {patience:.0f} s"
+                )
             records.extend(m for m in msgs if start <= m.offset < end)
     finally:
         await consumer.stop()

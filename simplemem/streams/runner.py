@@ -1,7 +1,8 @@
 """How an agent works through its batches, whatever its step: the order that makes replays safe.
 
 For each batch: the step computes (``prepare`` then ``finish``), its outputs are delivered and
-acknowledged by Kafka, then its state is written (``Handled.commit``), and only then is the batch
+acknowledged by Kafka, then its state is written (``Handled.commit``; the memorize step's returns
+once Kafka holds the states, :mod:`simplemem.streams.changelog`), and only then is the batch
 acknowledged (its offsets may be committed). A crash anywhere before the acknowledgement replays
 the batch; the steps skip what they had applied.
 
@@ -15,6 +16,7 @@ record: the batch is left unacknowledged and replayed by the next owner of the p
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -48,10 +50,16 @@ class Batch:
 
 @dataclass
 class Handled:
-    """What a step made of some records: outputs to deliver, then the state write to run."""
+    """What a step made of some records: outputs to deliver, then the state write to run (awaited
+    when it is a coroutine: the batch is acknowledged once the state is durable)."""
 
     outputs: list[Output] = field(default_factory=list)
-    commit: Callable[[], None] = lambda: None
+    commit: Callable[[], Awaitable[None] | None] = lambda: None
+
+    async def write_state(self) -> None:
+        done = self.commit()
+        if inspect.isawaitable(done):
+            await done
 
 
 class BatchStep(Protocol[P]):
@@ -127,7 +135,7 @@ class AgentRunner(Generic[P]):
             await self.deliver(handled.outputs)
             if not await self._still_ours(batch):
                 return
-            handled.commit()  # no await between the check and the state write
+            await handled.write_state()
         except Exception:
             log.exception("a batch of %d records failed; redoing it record by record", len(batch.items))
             if not await self.isolate(batch):
@@ -164,5 +172,5 @@ class AgentRunner(Generic[P]):
                 continue
             if not await self._still_ours(batch):
                 return False
-            handled.commit()
+            await handled.write_state()
         return True

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import cached_property
@@ -269,11 +269,18 @@ class ScrubStep:
         return poison_outputs(item, FailurePoint.ANALYZE, error, self.worker.settings)
 
 
-class SessionTable:
-    """The sessions table (bytes -> bytes) as session states, and what the timers need of it."""
+# Writes session states (encoded key -> JSON, None removes) durably, then into the table's copy.
+StateWrite = Callable[[Mapping[bytes, bytes | None]], Awaitable[None]]
 
-    def __init__(self, table: MutableMapping[bytes, bytes]) -> None:
+
+class SessionTable:
+    """The sessions table (bytes -> bytes) as session states, and what the timers need of it.
+    ``write``: how a batch's states reach the table (:mod:`simplemem.streams.changelog` in a worker:
+    acknowledged by Kafka first); without it, straight into ``table``."""
+
+    def __init__(self, table: MutableMapping[bytes, bytes], write: StateWrite | None = None) -> None:
         self.table = table
+        self.write = write
         self.pending_since: dict[SessionKey, float] = {}  # an open window -> its last turn (wall clock)
         self.settled_since: dict[SessionKey, float] = {}  # open, nothing undecided -> its last turn
         self.closed_since: dict[SessionKey, float] = {}  # a closed session -> when it was closed
@@ -285,6 +292,16 @@ class SessionTable:
     def put(self, key: SessionKey, state: SessionState) -> None:
         self.table[key.encode()] = dumps(state)
         self.track(key, state)
+
+    async def put_all(self, states: Mapping[SessionKey, SessionState]) -> None:
+        """A batch's states, durable before this returns (the batch is acknowledged after it)."""
+        if self.write is None:
+            for key, state in states.items():
+                self.put(key, state)
+            return
+        await self.write({key.encode(): dumps(state) for key, state in states.items()})
+        for key, state in states.items():
+            self.track(key, state)
 
     def track(self, key: SessionKey, state: SessionState) -> None:
         if state.buffer is not None and state.buffer.pending:
@@ -369,10 +386,9 @@ class MemorizeStep:
         outcomes += [("outcomes", message_key(o.tenant_id, o.message_id), dumps(o)) for o in result.outcomes]
         outcomes += turn_tombstones(result.forgotten_records, self.worker.settings)
 
-        def commit() -> None:
-            for key, state in result.states.items():
-                if state is not states.get(key):
-                    self.sessions.put(key, state)
+        async def commit() -> None:
+            changed = {key: state for key, state in result.states.items() if state is not states.get(key)}
+            await self.sessions.put_all(changed)
             self.worker.count(result)
 
         return Handled([*units, *outcomes], commit)
