@@ -72,7 +72,8 @@ class Batcher:
                     continue
             items = await self.guard.complete([item_of(e) for e in events])
             ack = partial(self._acknowledge, stream, events, self.guard.filled())
-            yield Batch(items, ack, self._fence(Stamp.of(epochs)))
+            moment = None if self.ownership is None else self.ownership.moment
+            yield Batch(items, ack, self._fence(Stamp.of(epochs)), moment)
             events, epochs = [], {}
 
     def _fence(self, stamp: Stamp) -> Callable[[], Awaitable[bool]] | None:

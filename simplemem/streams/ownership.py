@@ -42,6 +42,7 @@ class Ownership:
         self.poll_seconds = poll_seconds
         self.owned: set[TopicPartition] = set()
         self.epochs: dict[TopicPartition, int] = {}
+        self.rebalances = 0  # rebalances begun (see moment)
         self._held_before: set[TopicPartition] = set()
         self._settled = asyncio.Event()
         self._settled.set()
@@ -50,6 +51,7 @@ class Ownership:
         """A rebalance starts: nothing revoked may be written for until the assignment is known."""
         self._held_before |= self.owned
         self.owned -= set(partitions)
+        self.rebalances += 1
         self._settled.clear()
 
     def assigned(self, partitions: Iterable[TopicPartition]) -> None:
@@ -60,6 +62,12 @@ class Ownership:
         self.owned = now
         self._held_before = set()
         self._settled.set()
+
+    def moment(self) -> int:
+        """Changes whenever a rebalance begins (-1 while one is under way): a state write that
+        straddled one may have been overwritten by the restore of a partition this worker kept,
+        which read the changelog's end before the write reached it."""
+        return -1 if self.rebalancing() else self.rebalances
 
     def epoch(self, tp: TopicPartition) -> int:
         return self.epochs.get(tp, 0)

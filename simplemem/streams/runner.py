@@ -43,9 +43,14 @@ class Batch:
     ack: Callable[[], Awaitable[None]]
     # whether this worker still owns the batch's partitions (simplemem.streams.ownership); None: always
     still_ours: Callable[[], Awaitable[bool]] | None = None
+    # changes when a rebalance begins (Ownership.moment); None: never
+    moment: Callable[[], int] | None = None
 
     async def owned(self) -> bool:
         return self.still_ours is None or await self.still_ours()
+
+    def now(self) -> int:
+        return 0 if self.moment is None else self.moment()
 
 
 @dataclass
@@ -135,13 +140,26 @@ class AgentRunner(Generic[P]):
             await self.deliver(handled.outputs)
             if not await self._still_ours(batch):
                 return
-            await handled.write_state()
+            if not await self._write_state(batch, handled):
+                return
         except Exception:
             log.exception("a batch of %d records failed; redoing it record by record", len(batch.items))
             if not await self.isolate(batch):
                 return
         await batch.ack()
         self.done(batch.items)
+
+    async def _write_state(self, batch: Batch, handled: Handled) -> bool:
+        """The state write; False (the batch stays unacknowledged, and is read again from the
+        committed offset) if a rebalance began meanwhile: its restore may have put older states
+        over the ones just written."""
+        moment = batch.now()
+        await handled.write_state()
+        if batch.now() == moment:
+            return True
+        self.fenced += 1
+        log.warning("a rebalance began while a batch's states were written; left unacknowledged (read again)")
+        return False
 
     async def _still_ours(self, batch: Batch) -> bool:
         if await batch.owned():
@@ -172,5 +190,6 @@ class AgentRunner(Generic[P]):
                 continue
             if not await self._still_ours(batch):
                 return False
-            await handled.write_state()
+            if not await self._write_state(batch, handled):
+                return False
         return True
