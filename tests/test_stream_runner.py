@@ -116,6 +116,30 @@ def test_a_batch_is_acknowledged_only_once_its_state_write_returned() -> None:
     ]
 
 
+def test_a_batch_whose_states_were_written_across_a_rebalance_is_read_again() -> None:
+    """A rebalance that begins during the state write may restore older states over the new ones
+    (a kept partition's restore read the changelog's end before they reached it): no acknowledgement."""
+    log, rebalances = Log(), [0]
+
+    class RebalancedDuringWrite(DurableStateStep):
+        async def finish(self, items: list[Item]) -> Handled:
+            handled = await super().finish(items)
+            durable = handled.commit
+
+            async def across_a_rebalance() -> None:
+                rebalances[0] += items[0].source.offset == 0  # only the first batch's write
+                await durable()  # type: ignore[misc]
+
+            return Handled(handled.outputs, across_a_rebalance)
+
+    runner = AgentRunner(RebalancedDuringWrite(log), log.deliver)
+    first, second = log.batch(item(0)), log.batch(item(1))
+    first.moment = second.moment = lambda: rebalances[0]
+    asyncio.run(runner.run(from_list([first, second])))
+    assert "ack 0" not in log.events and log.events[-1] == "ack 1"
+    assert runner.fenced == 1
+
+
 def test_a_batch_of_states_reaches_the_table_through_its_durable_write() -> None:
     """With a durable write, the table changes only through it, after it returned."""
     table: dict[bytes, bytes] = {}
