@@ -355,6 +355,18 @@ def test_closed_sessions_are_removed_after_their_grace_period() -> None:
     assert sessions.idle(200.0, 5, 30) == []
 
 
+def test_a_worker_removes_only_the_closed_sessions_of_its_own_partitions() -> None:
+    """The table also holds standby copies of other workers' sessions: removing one of those could
+    erase, in the changelog, a session its owner has just reopened."""
+    table: dict[bytes, bytes] = {}
+    sessions = SessionTable(table)
+    mine, theirs = SessionKey("t", "mine"), SessionKey("t", "theirs")
+    sessions.put(mine, _state(closed_at=100.0))
+    sessions.put(theirs, _state(closed_at=100.0))
+    assert sessions.expire(now=1000.0, grace_seconds=60, mine=lambda key: key == mine) == 1
+    assert set(table) == {theirs.encode()}
+
+
 def test_a_restarted_worker_learns_its_sessions_from_the_table() -> None:
     table: dict[bytes, bytes] = {}
     SessionTable(table).put(SessionKey("t", "a"), _state(closed_at=100.0))

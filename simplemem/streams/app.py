@@ -318,8 +318,15 @@ def _idle_sessions_timer(parts: Parts) -> None:
         for key in due:
             record = ScrubbedRecord.idle_check(key, now)
             await parts.topics["scrubbed"].send(key=key.encode(), value=dumps(record), force=True)
-        metrics.SESSIONS_REMOVED.inc(sessions.expire(now, settings.session_state_grace_seconds))
+        removed = sessions.expire(now, settings.session_state_grace_seconds, _owned_here(parts))
+        metrics.SESSIONS_REMOVED.inc(removed)
         metrics.SESSIONS.set(len(sessions))
+
+
+def _owned_here(parts: Parts) -> Callable[[SessionKey], bool]:
+    """Whether a session's partition of the scrubbed topic is this worker's now."""
+    topic, partitions = parts.topics["scrubbed"].get_topic_name(), parts.settings.topic_partitions
+    return lambda key: (topic, session_partition(key, partitions)) in parts.ownership.owned
 
 
 def _scrubbing(parts: Parts) -> Callable[[SessionKey], bool]:

@@ -343,13 +343,19 @@ class SessionTable:
             del self.settled_since[key]
         return due + quiet
 
-    def expire(self, now: float, grace_seconds: float) -> int:
-        """Remove the states of sessions closed longer than ``grace_seconds`` ago; returns how many."""
+    def expire(
+        self, now: float, grace_seconds: float, mine: Callable[[SessionKey], bool] = lambda key: True
+    ) -> int:
+        """Remove the states of sessions closed longer than ``grace_seconds`` ago; returns how many.
+        Only ``mine``: the table also holds standby copies of other workers' sessions, possibly
+        behind their owner's (a session reopened there); their removal is the owner's."""
         removed = 0
         for key, closed in list(self.closed_since.items()):
             if now - closed < grace_seconds:
                 continue
             del self.closed_since[key]
+            if not mine(key):
+                continue
             state = self.get(key)
             if state is not None and state.closed_at is not None:  # not reopened since
                 del self.table[key.encode()]
