@@ -3,7 +3,7 @@
 A Faust table's ``table[key] = value`` changes the worker's copy at once and queues the changelog
 record in Faust's producer buffer, sent later. Faust flushes that buffer before it commits offsets
 and before a restore reads the changelog's end, but its flush gives up as soon as no record leaves
-the buffer for 0.1 s (a record waits for Kafka's answer to the one before it on its partition), so:
+the buffer for 0.1 s (a record can wait there behind the batches before it on its partition), so:
 
 - offsets were committed while the states their records produced were still in the buffer: a worker
   killed then lost those states, and the turns buffered in their windows with them (consumed,
@@ -13,8 +13,9 @@ the buffer for 0.1 s (a record waits for Kafka's answer to the one before it on 
 
 Here a batch's states are sent directly to the changelog and acknowledged by Kafka (waiting out a
 broker outage) before the worker's copy changes, and the agent acknowledges the batch after that:
-whatever its offsets commit, the changelog already holds, and a restore can only bring back states
-at least as new as the ones the worker holds.
+whatever its offsets commit, the changelog already holds. A restore that began while the states
+were on their way may still put older ones over them; the runner then leaves the batch
+unacknowledged, and it is read again (:meth:`simplemem.streams.runner.AgentRunner.complete`).
 """
 
 from __future__ import annotations
