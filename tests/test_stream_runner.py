@@ -16,7 +16,7 @@ from simplemem.schemas.keys import SessionKey
 from simplemem.schemas.stream import SourceRef
 from simplemem.streams.batching import Batcher
 from simplemem.streams.gaps import GapGuard, Item
-from simplemem.streams.ownership import Ownership
+from simplemem.streams.ownership import Ownership, Stamp
 from simplemem.streams.runner import AgentRunner, Batch, Handled, Output
 from simplemem.streams.worker import SessionTable
 from tests.helpers import message
@@ -256,6 +256,54 @@ def test_ownership_survives_a_rebalance_that_keeps_a_partition_but_not_one_that_
     asyncio.run(scenario())
 
 
+def test_after_a_rebalance_no_batch_taken_before_it_is_delivered_even_on_a_kept_partition() -> None:
+    """The fault run's lost turns: a batch with records of a kept and a moved partition was fenced,
+    the next one (kept partition only) delivered; the kept partition's output then had later turns
+    before the fenced ones, read again after it, which the memorize step skipped as replays."""
+    kept, moved = ("turns", 0), ("turns", 1)
+
+    async def scenario() -> tuple[list[str], int]:
+        log, generation = Log(), [1]
+        ownership = Ownership(generation=lambda: generation[0])
+        ownership.assigned([kept, moved])
+        gate = asyncio.Event()
+        runner = AgentRunner(RecordingStep(log, gate), log.deliver)
+        mixed = log.batch(item(0), item(1), item(0, partition=1))
+        mixed.still_ours = partial(ownership.holds, Stamp(ownership.stamp([kept, moved]).epochs, 1))
+        behind = log.batch(item(2))
+        behind.still_ours = partial(ownership.holds, Stamp(ownership.stamp([kept]).epochs, 1))
+        task = asyncio.ensure_future(runner.run(from_list([mixed, behind])))
+        await asyncio.sleep(0.01)
+        ownership.revoked([kept, moved])
+        generation[0] = 2
+        ownership.assigned([kept])
+        gate.set()
+        await task
+        return log.events, runner.fenced
+
+    events, fenced = asyncio.run(scenario())
+    assert events == [] and fenced == 2, "offset 2 would be delivered before 0 and 1"
+
+
+def test_a_batch_never_mixes_records_fetched_before_and_after_a_rebalance() -> None:
+    async def committed(topic: str, partition: int) -> int | None:
+        return None
+
+    async def fetch(topic: str, partition: int, first: int, end: int) -> list[Item]:
+        return []
+
+    async def mark(hole: Any) -> None:
+        pass
+
+    stream = FakeStream([0, 1, 0, 1], generations=[1, 1, 2, 2])  # read again after the rebalance
+    batcher = Batcher(size=10, linger=0.0, guard=GapGuard(committed, fetch), mark_gap=mark)
+
+    async def scenario() -> list[list[int]]:
+        return [[i.source.offset for i in b.items] async for b in batcher.batches(stream)]
+
+    assert asyncio.run(scenario()) == [[0, 1]] and stream.acked == []
+
+
 def test_the_gap_guard_puts_skipped_records_back_in_order() -> None:
     fetched: list[tuple[int, int]] = []
 
@@ -282,8 +330,9 @@ def test_the_gap_guard_puts_skipped_records_back_in_order() -> None:
 class FakeStream:
     """A Faust stream in manual-acknowledgement mode: everything is buffered at once."""
 
-    def __init__(self, offsets: list[int]) -> None:
+    def __init__(self, offsets: list[int], generations: list[int] | None = None) -> None:
         self.pending = list(offsets)
+        self.generations = list(generations or [1] * len(offsets))
         self.acked: list[int] = []
         self.channel = self
 
@@ -296,10 +345,9 @@ class FakeStream:
 
     async def events(self) -> AsyncIterator[Any]:
         while self.pending:
-            offset = self.pending.pop(0)
-            msg = type(
-                "M", (), {"topic": "turns", "partition": 0, "offset": offset, "key": None, "value": b"v"}
-            )
+            offset, generation = self.pending.pop(0), self.generations.pop(0)
+            fields = {"topic": "turns", "partition": 0, "offset": offset, "key": None, "value": b"v"}
+            msg = type("M", (), {**fields, "generation_id": generation})
             yield type("E", (), {"message": msg})()
 
     async def ack(self, event: Any) -> bool:

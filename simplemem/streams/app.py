@@ -76,7 +76,7 @@ def create_app(settings: Settings) -> faust.App:
         worker=Worker(settings),
         topics=_topics(app, settings),
         sessions=_sessions_table(app, settings),
-        ownership=Ownership(lambda: bool(app.rebalancing)),
+        ownership=Ownership(lambda: bool(app.rebalancing), generation=lambda: app.consumer_generation_id),
     )
     _track_ownership(parts)
     _scrub_agent(parts)

@@ -9,6 +9,7 @@ after the agent finished it. A batch is what is buffered (up to ``size``); a sma
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any, Protocol
@@ -17,6 +18,8 @@ from simplemem.schemas.stream import SourceRef
 from simplemem.streams.gaps import GapGuard, Hole, Item
 from simplemem.streams.ownership import Ownership, Stamp, TopicPartition
 from simplemem.streams.runner import Batch
+
+log = logging.getLogger(__name__)
 
 
 class ManualStream(Protocol):
@@ -30,6 +33,12 @@ class ManualStream(Protocol):
 
 
 MarkGap = Callable[[Hole], Awaitable[None]]
+
+
+def _generation(event: Any) -> int | None:
+    """The consumer group generation Faust fetched the record in."""
+    generation: int | None = getattr(event.message, "generation_id", None)
+    return generation
 
 
 def item_of(event: Any) -> Item:
@@ -59,6 +68,10 @@ class Batcher:
         epochs: dict[TopicPartition, int] = {}  # each partition's epoch when its first record came
         started = 0.0
         async for event in stream.events():
+            if events and _generation(event) != _generation(events[0]):
+                # fetched before a rebalance: left unacknowledged, read again from the committed offset
+                log.warning("%d records fetched before a rebalance dropped (read again)", len(events))
+                events, epochs = [], {}
             if not events:
                 started = loop.time()
             events.append(event)
@@ -73,7 +86,7 @@ class Batcher:
             items = await self.guard.complete([item_of(e) for e in events])
             ack = partial(self._acknowledge, stream, events, self.guard.filled())
             moment = None if self.ownership is None else self.ownership.moment
-            yield Batch(items, ack, self._fence(Stamp.of(epochs)), moment)
+            yield Batch(items, ack, self._fence(Stamp.of(epochs, _generation(events[0]))), moment)
             events, epochs = [], {}
 
     def _fence(self, stamp: Stamp) -> Callable[[], Awaitable[bool]] | None:

@@ -11,6 +11,14 @@ writes its state only while every one of them is still this worker's, in the sam
 partition lost and got back in between is not the same ownership (the other owner may have written
 in the meantime). A fenced batch is dropped unacknowledged: its records are read again from the
 committed offset by whoever owns the partition now.
+
+A partition this worker keeps through a rebalance needs the same rule: Faust seeks every partition
+back to its committed offset at each rebalance, so a batch dropped there is read again, but only
+after the batches taken behind it. Had those been delivered, the scrubbed topic would hold a
+session's later turns before its earlier ones, and the memorize step (which skips turns at or
+before the last position a session applied, as replays) would skip the earlier ones for good: the
+fault run's lost turns. So a batch is also fenced once the consumer generation its records were
+fetched in has ended, and a batch never mixes two generations (:mod:`simplemem.streams.batching`).
 """
 
 from __future__ import annotations
@@ -23,22 +31,30 @@ TopicPartition = tuple[str, int]
 
 
 class Stamp(NamedTuple):
-    """A batch's partitions and the epoch each was owned in when its records arrived."""
+    """A batch's partitions and the epoch each was owned in when its records arrived; and the
+    consumer generation its records were fetched in (None: not known)."""
 
     epochs: tuple[tuple[TopicPartition, int], ...]
+    generation: int | None = None
 
     @classmethod
-    def of(cls, epochs: Mapping[TopicPartition, int]) -> Stamp:
-        return cls(tuple(sorted(epochs.items())))
+    def of(cls, epochs: Mapping[TopicPartition, int], generation: int | None = None) -> Stamp:
+        return cls(tuple(sorted(epochs.items())), generation)
 
 
 class Ownership:
     """The partitions assigned to this worker, with an epoch per partition that changes each time
     the partition is assigned after having been someone else's."""
 
-    def __init__(self, rebalancing: Callable[[], bool] = lambda: False, poll_seconds: float = 0.1) -> None:
+    def __init__(
+        self,
+        rebalancing: Callable[[], bool] = lambda: False,
+        poll_seconds: float = 0.1,
+        generation: Callable[[], int | None] = lambda: None,
+    ) -> None:
         # Faust's own flag, up from the first moment of a rebalance (before its revocation signal)
         self.rebalancing = rebalancing
+        self.generation = generation  # the consumer group generation now (Faust's)
         self.poll_seconds = poll_seconds
         self.owned: set[TopicPartition] = set()
         self.epochs: dict[TopicPartition, int] = {}
@@ -76,9 +92,11 @@ class Ownership:
         return Stamp.of({tp: self.epoch(tp) for tp in partitions})
 
     async def holds(self, stamp: Stamp) -> bool:
-        """Whether every partition of ``stamp`` is still owned in its epoch (after waiting for a
-        rebalance in progress to end)."""
+        """Whether every partition of ``stamp`` is still owned in its epoch, and its records' generation
+        is the group's current one (after waiting for a rebalance in progress to end)."""
         while self.rebalancing():
             await asyncio.sleep(self.poll_seconds)
         await self._settled.wait()
+        if stamp.generation is not None and stamp.generation != self.generation():
+            return False
         return all(tp in self.owned and self.epoch(tp) == epoch for tp, epoch in stamp.epochs)
