@@ -1,12 +1,13 @@
 """Workers SIGKILLed while turns stream in, against the real Kafka, OpenSearch, Milvus and Redis: every
 published turn is decided (indexed, filtered or failed), none twice.
 
-The fault run (``bench.faults``) lost turns this way: a worker's offsets were committed while the
-session states of the same records (their open windows) were still in Faust's producer buffer, and
-a rebalance restored a kept partition's states from a changelog that lacked the newest ones
-(:mod:`simplemem.streams.changelog`). Two workers share the partitions; a steady stream of sixteen
-tenants' conversations, interleaved turn by turn, runs while one worker then the other is killed
-(each replaced at once, as a supervisor would), right after the group committed offsets.
+The fault run (``bench.faults``) lost turns to the rebalances the kills cause: a batch with records of
+a partition the worker kept and of one it lost was dropped, the batch behind it (kept partition only)
+delivered, so a session's later turns reached the scrubbed topic before its earlier ones, which the
+memorize step then skipped as replays (:mod:`simplemem.streams.ownership`). Two workers share the
+partitions; a steady stream of sixteen tenants' conversations, interleaved turn by turn, runs while
+one worker then the other is killed (each replaced at once, as a supervisor would), right after the
+group committed offsets.
 """
 
 from __future__ import annotations

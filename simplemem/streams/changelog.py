@@ -3,13 +3,13 @@
 A Faust table's ``table[key] = value`` changes the worker's copy at once and queues the changelog
 record in Faust's producer buffer, sent later. Faust flushes that buffer before it commits offsets
 and before a restore reads the changelog's end, but its flush gives up as soon as no record leaves
-the buffer for 0.1 s (a record can wait there behind the batches before it on its partition), so:
+the buffer for 0.1 s (a record can wait there behind the batches before it on its partition; a slow
+or busy broker makes that longer), so:
 
-- offsets were committed while the states their records produced were still in the buffer: a worker
-  killed then lost those states, and the turns buffered in their windows with them (consumed,
-  committed, never decided: the fault run's "lost" turns);
-- a rebalance restored the partitions a worker kept from a changelog that lacked its latest states,
-  over the newer copies it held, and the worker went on from the older windows.
+- offsets could be committed while the states their records produced were still in the buffer: a
+  worker killed then would lose those states, and the turns waiting in their windows with them;
+- a rebalance could restore the partitions a worker kept from a changelog that lacked its latest
+  states, over the newer copies it held.
 
 Here a batch's states are sent directly to the changelog and acknowledged by Kafka (waiting out a
 broker outage) before the worker's copy changes, and the agent acknowledges the batch after that:
