@@ -5,9 +5,10 @@ The fault run (``bench.faults``) lost turns to the rebalances the kills cause: a
 a partition the worker kept and of one it lost was dropped, the batch behind it (kept partition only)
 delivered, so a session's later turns reached the scrubbed topic before its earlier ones, which the
 memorize step then skipped as replays (:mod:`simplemem.streams.ownership`). Two workers share the
-partitions; a steady stream of sixteen tenants' conversations, interleaved turn by turn, runs while
-one worker then the other is killed (each replaced at once, as a supervisor would), right after the
-group committed offsets.
+partitions; a stream of 24 tenants' conversations, interleaved turn by turn and faster than the
+workers take it (so batches wait behind the one in flight), runs while one worker then the other is
+killed right after the group committed offsets, each replaced at once as a supervisor would: each
+replacement's arrival takes partitions from a busy survivor.
 """
 
 from __future__ import annotations
@@ -31,20 +32,20 @@ from tests.services import drop_stream_env, require, stream_env
 
 pytestmark = pytest.mark.integration
 
-RATE = 20  # turns per second: a steady stream, well within two workers' reach
+RATE = 60  # turns per second: more than two workers take on this machine, so batches queue behind
 KILLS = 3
 
 
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    values = stream_env("faultkill", tmp_path_factory.mktemp("faust"), 4, 3)
+    values = stream_env("faultkill", tmp_path_factory.mktemp("faust"), 8, 3)
     settings = settings_for(values)
     require(settings, kafka=True)
     yield values
     drop_stream_env(settings)
 
 
-def interleaved_turns(copies: int = 2) -> list[bytes]:
+def interleaved_turns(copies: int = 3) -> list[bytes]:
     """The shipped chat set, ``copies`` tenants per conversation, one turn of each tenant in turn."""
     from bench.chat_data import load_chat_set
 
@@ -120,15 +121,13 @@ def test_workers_killed_mid_stream_lose_no_turn_and_store_none_twice(
         done = threading.Event()
         publisher = threading.Thread(target=publish_steadily, args=(settings, lines, done), daemon=True)
         publisher.start()
-        spacing = len(lines) / RATE / (KILLS + 1)
         for n in range(KILLS):
-            time.sleep(spacing)
+            time.sleep(5)
             slot = n % 2
             kill_after_a_commit(settings, workers[slot])
             workers[slot] = WorkerProcess(env, tmp_path / f"worker{slot}-{n + 1}.log").start()
+            workers[slot].wait_ready()  # it joins the group: the survivor gives up partitions mid-batch
         publisher.join()
-        for w in workers:
-            w.wait_ready()
         missing = wait_until_decided(settings, published)
     finally:
         for w in workers:
@@ -149,9 +148,9 @@ def wait_until_decided(settings: Settings, published: set[tuple[str, str]]) -> s
     return missing
 
 
-def stored_twice(settings: Settings) -> list[tuple[tuple[str, ...], str]]:
-    """The same statement from the same turns under two unit ids on the units topic (latest record
-    per id; a tombstone removes its id)."""
+def stored_twice(settings: Settings) -> list[tuple[str, tuple[str, ...], str]]:
+    """The same statement of a tenant from the same turns under two unit ids on the units topic
+    (latest record per id; a tombstone removes its id)."""
     from simplemem.streams.kafka_io import read_topic
 
     latest: dict[bytes, MemoryUnit | None] = {}
@@ -159,6 +158,8 @@ def stored_twice(settings: Settings) -> list[tuple[tuple[str, ...], str]]:
         latest[r.key] = MemoryUnit.model_validate_json(r.value) if r.value else None
     stated = (MemoryKind.FACT, MemoryKind.CODE)  # what windows make (consolidation's are derived)
     counts = Counter(
-        (tuple(sorted(u.source_ids)), u.text) for u in latest.values() if u is not None and u.kind in stated
+        (u.tenant_id, tuple(sorted(u.source_ids)), u.text)
+        for u in latest.values()
+        if u is not None and u.kind in stated
     )
     return [key for key, n in counts.items() if n > 1]

@@ -166,8 +166,8 @@ class AgentRunner(Generic[P]):
             return True
         self.fenced += 1
         log.warning(
-            "a batch of %d records was taken before a rebalance gave its partitions to "
-            "another worker; dropped unacknowledged (the new owner reads it again)",
+            "a batch of %d records was taken before a rebalance; dropped unacknowledged "
+            "(its partitions' owner reads it again from the committed offset, in order)",
             len(batch.items),
         )
         return False
