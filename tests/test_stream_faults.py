@@ -14,6 +14,8 @@ replacement's arrival takes partitions from a busy survivor.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import threading
 import time
 from collections import Counter
@@ -36,8 +38,9 @@ RATE = 60  # turns per second: more than two workers take on this machine, so ba
 KILLS = 3
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """Each test its own topics, group and stores."""
     values = stream_env("faultkill", tmp_path_factory.mktemp("faust"), 8, 3)
     settings = settings_for(values)
     require(settings, kafka=True)
@@ -163,3 +166,38 @@ def stored_twice(settings: Settings) -> list[tuple[str, tuple[str, ...], str]]:
         if u is not None and u.kind in stated
     )
     return [key for key, n in counts.items() if n > 1]
+
+
+def test_a_worker_paused_past_its_session_timeout_loses_no_turn_when_it_comes_back(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A worker that stalls (a long GC pause, a frozen VM) longer than the group's session timeout
+    loses its partitions to the other, which goes on from their committed offsets; when it wakes up,
+    the batches it had taken are from a generation that has ended and must not be written, even on a
+    partition the group gives back to it."""
+    from simplemem.streams.topics import ensure_topics
+
+    settings = settings_for(env)
+    asyncio.run(ensure_topics(settings))
+    lines = interleaved_turns()
+    published = {(e["tenant_id"], e["message_id"]) for e in map(orjson.loads, lines)}
+    workers = [WorkerProcess(env, tmp_path / f"worker{slot}.log").start() for slot in range(2)]
+    try:
+        for w in workers:
+            w.wait_ready()
+        kcat_publish(settings, lines)  # all at once: both workers have batches in flight
+        for paused in workers:
+            time.sleep(5)
+            assert paused.proc is not None
+            os.killpg(paused.proc.pid, signal.SIGSTOP)
+            time.sleep(settings.stream_session_timeout_seconds + 10)
+            os.killpg(paused.proc.pid, signal.SIGCONT)
+        missing = wait_until_decided(settings, published)
+    finally:
+        for w in workers:
+            if w.proc is not None and w.proc.poll() is None:
+                os.killpg(w.proc.pid, signal.SIGCONT)
+            w.stop()
+    assert not missing, f"{len(missing)} of {len(published)} turns never decided, e.g. {sorted(missing)[:5]}"
+    twice = stored_twice(settings)
+    assert not twice, f"{len(twice)} memories stored under two ids, e.g. {twice[:3]}"
