@@ -4,9 +4,10 @@ message; a tenth superseded), timed over HTTP and, when Chromium is installed, i
 
     python -m bench.ui_listing [--units 100000] [--store DIR] [--repeat 5]
 
-Prints, per read, the median and slowest of ``--repeat`` requests: the first page unfiltered, filtered
-(a session stated first and one stated last, a rare kind, a state, a date range), a text search, the
-counts (a full read), a memory's provenance; then the page's time from "Sign in" to its first rows.
+Prints, per filter, the median and slowest of ``--repeat`` requests of its first page and of its counts
+(``/v1/browse/counts``): no filter, a session stated first and one stated last, a rare and a common kind,
+each state, a date range, combinations, a text search; then a memory's provenance and the page's time
+from "Sign in" to its first rows.
 The units are written straight into the store's lexical file (no models: the listing reads no vector).
 """
 
@@ -150,26 +151,38 @@ def main() -> None:
             ).json()
             last_session = last["memories"][0]["session_id"]
             reads = [
-                ("first page, no filter", {}),
+                ("no filter", {}),
                 ("session stated first", {"session": "s00000"}),
                 ("session stated last", {"session": last_session}),
                 ("kind=code (1 in 100)", {"kind": "code"}),
+                ("kind=fact", {"kind": "fact"}),
+                ("state=active", {"state": "active"}),
                 ("state=superseded", {"state": "superseded"}),
+                ("state=archived (none)", {"state": "archived"}),
                 ("date range (one month)", {"since": "2025-06-01", "until": "2025-06-30"}),
+                ("date range (no match)", {"since": "2025-12-01", "until": "2025-12-31"}),
+                ("session last + kind=fact", {"session": last_session, "kind": "fact"}),
+                ("session last + superseded", {"session": last_session, "state": "superseded"}),
+                ("kind=code + June", {"kind": "code", "since": "2025-06-01", "until": "2025-06-30"}),
                 ("text search", {"q": "violin passport"}),
+                ("text search + session last", {"q": "violin passport", "session": last_session}),
             ]
-            print(f"{'read':32} {'median ms':>10} {'max ms':>8}  rows  total")
+            print(f"{'filter':30} {'page med':>9} {'max':>7} {'counts med':>11} {'max':>7}  rows  matching")
             first_id = None
             for name, params in reads:
                 med, worst, body = timed(
                     client, args.repeat, "GET", "/v1/browse", params={**params, "limit": 50}, headers=headers
                 )
-                assert isinstance(body, dict)
-                first_id = first_id or body["memories"][0]["id"]
-                print(f"{name:32} {med:10.1f} {worst:8.1f}  {len(body['memories']):4}  {body['total']}")
-            med, worst, body = timed(client, args.repeat, "GET", "/v1/browse/counts", headers=headers)
-            assert isinstance(body, dict)
-            print(f"{'counts (full read)':32} {med:10.1f} {worst:8.1f}     -  {body['matching']}")
+                cmed, cworst, counted = timed(
+                    client, args.repeat, "GET", "/v1/browse/counts", params=params, headers=headers
+                )
+                assert isinstance(body, dict) and isinstance(counted, dict)
+                if body["memories"]:
+                    first_id = first_id or body["memories"][0]["id"]
+                print(
+                    f"{name:30} {med:9.1f} {worst:7.1f} {cmed:11.1f} {cworst:7.1f}  "
+                    f"{len(body['memories']):4}  {counted['matching']}"
+                )
             med, worst, _ = timed(
                 client, args.repeat, "GET", f"/v1/browse/memories/{first_id}", headers=headers
             )

@@ -3,7 +3,7 @@ filters, paging, counts, a memory's provenance, a session's messages, and no oth
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
 
@@ -75,7 +75,7 @@ def test_filters_combine_and_page(store: SqliteLexicalStore) -> None:
     s2 = BrowseFilter(session="s2")
     first = list_units(store, "acme", s2, 0, 2)
     assert sorted(texts(first)) == ["Ana has a dog.", "Ana moved to Porto."] or len(texts(first)) == 2
-    assert first.total is None and first.next_offset == 2  # more to read: not counted here
+    assert first.total == 3 and first.next_offset == 2  # the store counts the matches
     rest = list_units(store, "acme", s2, 2, 2)
     assert len(rest.memories) == 1 and rest.next_offset is None and rest.total == 3
     assert {*texts(first), *texts(rest)} == {"Ana moved to Porto.", "Ana has a dog.", "Ana has a cat."}
@@ -222,5 +222,117 @@ def test_derived_lines_are_active_memories_of_their_kind_in_opensearch() -> None
         lexical = OpenSearchLexicalStore(s.opensearch_endpoint, s.opensearch_index)
         try:
             derived_lines_are_listed_as_active_memories(lexical, "acme")
+        finally:
+            lexical.close()
+
+
+def many_sessions(tenant: str, sessions: int, per_session: int) -> list[MemoryUnit]:
+    """Units of ``sessions`` sessions, each stated after the one before (a later session's match
+    comes after every earlier session's units in the order stated)."""
+    return [
+        unit(tenant, f"Ana noted item {s}-{i}.", f"m{s}-{i}", f"s{s}", 1 + s, keywords=[f"k{i}"])
+        for s in range(sessions)
+        for i in range(per_session)
+    ]
+
+
+def filtered_reads_decode_only_what_they_show(lexical: LexicalStore, decoded: Callable[[], int]) -> None:
+    """A session stated last, a rare kind, a state: the page reads the units it shows, the counts
+    read none (``decoded``: units read back so far)."""
+    units = many_sessions("big", 4, 60)
+    rare = unit("big", "print('rare')", "mc", "s3", 4, kind=MemoryKind.CODE)
+    lexical.upsert([*units, rare])
+    before = decoded()
+    page = list_units(lexical, "big", BrowseFilter(session="s3"), 0, 5)
+    assert len(page.memories) == 5 and {m.session_id for m in page.memories} == {"s3"}
+    assert page.total == 61 and page.next_offset == 5
+    assert decoded() - before == 5
+    before = decoded()
+    counted = count_units(lexical, "big", BrowseFilter(session="s3"))
+    assert (counted.matching, counted.by_kind, counted.sessions) == (61, {"fact": 60, "code": 1}, {"s3": 61})
+    assert count_units(lexical, "big", BrowseFilter(kind="code")).matching == 1
+    assert decoded() == before
+    code = list_units(lexical, "big", BrowseFilter(kind="code", since="2026-03-04"), 0, 5)
+    assert [m.text for m in code.memories] == ["print('rare')"] and code.total == 1
+    assert decoded() - before == 1
+
+
+def test_a_filtered_listing_reads_only_its_rows_in_sqlite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from simplemem.processors.stores.sqlite_lexical import base
+
+    calls = [0]
+    real = base.read_unit
+
+    def counted(*args: object, **kw: object) -> MemoryUnit:
+        calls[0] += 1
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(base, "read_unit", counted)
+    lexical = SqliteLexicalStore(tmp_path / "lexical.db")
+    filtered_reads_decode_only_what_they_show(lexical, lambda: calls[0])
+    lexical.close()
+
+
+@pytest.mark.integration
+def test_a_filtered_listing_reads_only_its_rows_in_opensearch(monkeypatch: pytest.MonkeyPatch) -> None:
+    from simplemem.processors.stores.opensearch_lexical import OpenSearchLexicalStore
+    from simplemem.processors.stores.opensearch_lexical.base import OpenSearchBase
+    from tests.services import store_settings
+
+    calls = [0]
+    real = OpenSearchBase._with_contexts
+
+    def counted(self: OpenSearchBase, tenant_id: str, hits: list, with_context: bool = True) -> list:  # type: ignore[type-arg]
+        calls[0] += len(hits)
+        return real(self, tenant_id, hits, with_context)
+
+    monkeypatch.setattr(OpenSearchBase, "_with_contexts", counted)
+    with store_settings("listing") as s:
+        lexical = OpenSearchLexicalStore(s.opensearch_endpoint, s.opensearch_index)
+        try:
+            filtered_reads_decode_only_what_they_show(lexical, lambda: calls[0])
+        finally:
+            lexical.close()
+
+
+@pytest.mark.integration
+def test_filters_combine_and_count_alike_in_opensearch(store: SqliteLexicalStore) -> None:
+    """The embedded store's listing and counts, repeated on OpenSearch with the same units."""
+    from simplemem.processors.stores.opensearch_lexical import OpenSearchLexicalStore
+    from tests.services import store_settings
+
+    units = [u for batch in store.iter_units("acme", 100) for u in batch]
+    units += [u for batch in store.iter_units("beta", 100) for u in batch]
+    filters = [
+        BrowseFilter(),
+        BrowseFilter(session="s2"),
+        BrowseFilter(kind="code"),
+        BrowseFilter(kind="fact", session="s2"),
+        BrowseFilter(state="superseded"),
+        BrowseFilter(state="active"),
+        BrowseFilter(since="2026-03-09", until="2026-03-10", session="s2"),
+        BrowseFilter(until="2026-03-08"),
+    ]
+    with store_settings("listing_alike") as s:
+        lexical = OpenSearchLexicalStore(s.opensearch_endpoint, s.opensearch_index)
+        try:
+            lexical.upsert(units)
+            for flt in filters:
+                for tenant in ("acme", "beta"):
+                    mine, theirs = (
+                        list_units(store, tenant, flt, 0, 10),
+                        list_units(lexical, tenant, flt, 0, 10),
+                    )
+                    assert sorted(texts(mine)) == sorted(texts(theirs)) and mine.total == theirs.total, flt
+                    a, b = count_units(store, tenant, flt), count_units(lexical, tenant, flt)
+                    assert (a.matching, a.by_state, a.by_kind, a.sessions) == (
+                        b.matching,
+                        b.by_state,
+                        b.by_kind,
+                        b.sessions,
+                    ), flt
+                    assert a.sessions_left_out == b.sessions_left_out
         finally:
             lexical.close()

@@ -1,20 +1,18 @@
 """The reads behind the ``/ui/`` page, over a tenant's lexical store (the document store of both modes):
 a filtered listing, its counts, and one memory's provenance.
 
-The stores index a memory's words, time and status, not its session or kind, so a listing filtered on
-those reads the tenant's memories in the store's order and stops as soon as its page is full (the first
-rows come early even on a large tenant); counting them is a separate, full read the page asks for
-after.
+The stores apply a listing's filters (session, kind, state, dates) on fields they index and count the
+matches by state, kind and session themselves (:class:`~simplemem.processors.stores.protocols.UnitListing`):
+a page reads only the memories it shows, in the order stated, whatever the filter; a text search ranks
+its matches (BM25, at most ``SEARCH_LIMIT``) and the other filters are applied to those.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import date
 
-from simplemem.processors.stores.protocols import LexicalStore, SymbolicFilter, day_range
+from simplemem.processors.stores.protocols import LexicalStore, Listing, SymbolicFilter, day_range
 from simplemem.schemas.browse import (
     BrowseCounts,
     BrowseFilter,
@@ -26,14 +24,14 @@ from simplemem.schemas.browse import (
 )
 from simplemem.schemas.memory import MemoryUnit
 
-SCAN_BATCH = 1000  # units a filtered listing reads at a time
+SCAN_BATCH = 1000  # units a session's forgetting reads at a time
 SEARCH_LIMIT = 500  # a text search ranks this many matches at most (pages run within them)
 SESSIONS_LISTED = 200  # the counts name this many sessions (the largest first)
 
 
 @dataclass(frozen=True)
 class Matcher:
-    """A filter's tests on a unit that the store does not index (session, kind, state, time)."""
+    """A filter's tests on a unit, for a text search's matches (the stores apply the others)."""
 
     flt: BrowseFilter
 
@@ -55,36 +53,32 @@ class Matcher:
 
 
 def list_units(lexical: LexicalStore, tenant: str, flt: BrowseFilter, offset: int, limit: int) -> BrowsePage:
-    """One page of the listing (see the module's note on the order and the total)."""
+    """One page of the listing, with how many match (see the module's note on the order)."""
     if flt.q is not None:
         return _searched(lexical, tenant, flt, offset, limit)
     if flt.empty:
         units = lexical.page(tenant, offset, limit)
         total = lexical.count(tenant)
-        following = offset + len(units)
-        return BrowsePage(
-            tenant_id=tenant,
-            memories=[MemoryRow.of(u) for u in units],
-            offset=offset,
-            next_offset=following if units and following < total else None,
-            total=total,
-        )
-    found: list[MemoryUnit] = []
-    seen = 0  # matches read so far
-    more = False
-    for unit in _matching(lexical, tenant, Matcher(flt)):
-        if len(found) == limit:
-            more = True
-            break
-        seen += 1
-        if seen > offset:
-            found.append(unit)
+    else:
+        units, total = lexical.listing(tenant, listing_of(flt), offset, limit)
+    following = offset + len(units)
     return BrowsePage(
         tenant_id=tenant,
-        memories=[MemoryRow.of(u) for u in found],
+        memories=[MemoryRow.of(u) for u in units],
         offset=offset,
-        next_offset=offset + len(found) if more else None,
-        total=None if more else seen,  # read to the end: every match counted
+        next_offset=following if units and following < total else None,
+        total=total,
+    )
+
+
+def listing_of(flt: BrowseFilter) -> Listing:
+    """The filters the stores apply (all but the text search)."""
+    return Listing(
+        session=flt.session,
+        kind=str(flt.kind) if flt.kind is not None else None,
+        state=flt.state,
+        first_day=flt.since,
+        last_day=flt.until,
     )
 
 
@@ -107,37 +101,23 @@ def _searched(lexical: LexicalStore, tenant: str, flt: BrowseFilter, offset: int
     )
 
 
-def _matching(lexical: LexicalStore, tenant: str, test: Matcher) -> Iterator[MemoryUnit]:
-    """The tenant's units that pass ``test``; the store skips those outside its dates (and, for
-    ``active``, the archived) without reading them."""
-    for batch in lexical.iter_units(tenant, SCAN_BATCH, _in_store(test.flt)):
-        yield from (u for u in batch if test(u))
-
-
-def _in_store(flt: BrowseFilter) -> SymbolicFilter:
-    """The part of a filter the stores apply themselves: a date range on the memory's time, and an
-    active state (not archived; superseded is not a stored status). The derived lines (timeline,
-    profile, ...) are active memories of their own kind: the stores keep them apart from the units
-    (their status field holds their kind), and a listing includes them."""
-    ranged = flt.since is not None or flt.until is not None
-    return SymbolicFilter(
-        first_day=(flt.since or date.min) if ranged else None,
-        last_day=(flt.until or date.max) if ranged else None,
-        active_only=flt.state == "active",
-        with_derived=True,
-    )
-
-
 def count_units(lexical: LexicalStore, tenant: str, flt: BrowseFilter) -> BrowseCounts:
-    """How many memories match, by state, kind and session: one read of the tenant (or of a text
-    search's matches)."""
-    if flt.q is not None:
-        window = SymbolicFilter(active_only=False, with_derived=True)
-        hits = lexical.search(tenant, flt.q, SEARCH_LIMIT, window)
-        units: Iterable[MemoryUnit] = lexical.get(tenant, [h.id for h in hits], with_context=False)
-        units = [u for u in units if Matcher(flt)(u)]
-    else:
-        units = _matching(lexical, tenant, Matcher(flt))
+    """How many memories match, by state, kind and session: counted by the store (or, for a text
+    search, over its matches)."""
+    if flt.q is None:
+        found = lexical.listing_counts(tenant, listing_of(flt), SESSIONS_LISTED)
+        return BrowseCounts(
+            tenant_id=tenant,
+            total=lexical.count(tenant),
+            matching=found.matching,
+            by_state=found.by_state,
+            by_kind=found.by_kind,
+            sessions=found.sessions,
+            sessions_left_out=found.sessions_total - len(found.sessions),
+        )
+    window = SymbolicFilter(active_only=False, with_derived=True)
+    hits = lexical.search(tenant, flt.q, SEARCH_LIMIT, window)
+    units = [u for u in lexical.get(tenant, [h.id for h in hits], with_context=False) if Matcher(flt)(u)]
     states: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     sessions: Counter[str] = Counter()
@@ -149,7 +129,7 @@ def count_units(lexical: LexicalStore, tenant: str, flt: BrowseFilter) -> Browse
     return BrowseCounts(
         tenant_id=tenant,
         total=lexical.count(tenant),
-        matching=sum(states.values()),
+        matching=len(units),
         by_state=dict(states),
         by_kind=dict(kinds),
         sessions=listed,
@@ -227,9 +207,22 @@ def _message(message_id: str, unit: MemoryUnit, derived: list[MemoryUnit]) -> So
 
 
 def session_messages(lexical: LexicalStore, tenant: str, session_id: str) -> list[str]:
-    """Every message a session's memories cite (what forgetting the session forgets)."""
-    test = Matcher(BrowseFilter(session=session_id))
+    """Every message a session's memories cite (what forgetting the session forgets): the store's
+    listing of the session, page by page; read in full only where the listing ends before its total
+    (OpenSearch's result window)."""
     ids: dict[str, None] = {}
-    for unit in _matching(lexical, tenant, test):
-        ids.update(dict.fromkeys(unit.source_ids))
+    only = Listing(session=session_id)
+    offset, total = 0, None
+    while total is None or offset < total:
+        units, total = lexical.listing(tenant, only, offset, SCAN_BATCH)
+        if not units:
+            break
+        offset += len(units)
+        for unit in units:
+            ids.update(dict.fromkeys(unit.source_ids))
+    if offset < total:
+        test = Matcher(BrowseFilter(session=session_id))
+        for batch in lexical.iter_units(tenant, SCAN_BATCH):
+            for unit in filter(test, batch):
+                ids.update(dict.fromkeys(unit.source_ids))
     return list(ids)

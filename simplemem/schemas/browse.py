@@ -80,15 +80,14 @@ class MemoryRow(BaseModel):
 
 
 class BrowsePage(BaseModel):
-    """``GET /v1/browse``: a page of the listing. Without filters, in the order stated, with the
-    tenant's ``total``; with a text search, best match first; with other filters, in the store's
-    order, ``total`` null (``GET /v1/browse/counts`` counts them: a full scan)."""
+    """``GET /v1/browse``: a page of the listing, in the order stated (a text search: best match
+    first), with how many match (``total``)."""
 
     tenant_id: str
     memories: list[MemoryRow]
     offset: int
     next_offset: int | None = Field(None, description="pass as ?offset= for the next page; null at the end")
-    total: int | None = Field(None, description="memories matching, when known without a full scan")
+    total: int | None = Field(None, description="memories matching (a text search: within its best 500)")
 
 
 class BrowseCounts(BaseModel):

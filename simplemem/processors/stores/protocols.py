@@ -194,7 +194,45 @@ class StoreAdmin(Protocol):
     def close(self) -> None: ...
 
 
-class LexicalStore(LexicalSearch, UnitDocuments, PersonNames, Provenance, StoreAdmin, Protocol):
+@dataclass(frozen=True)
+class Listing:
+    """A listing's filters (the ``/ui/`` page's), all optional, combined with AND; the stores apply
+    them on indexed fields, so a filter whose matches are few or come last reads only its matches.
+    ``state`` is what a person sees: active, superseded (a newer memory changed its fact) or
+    archived; ``first_day`` to ``last_day``: the memory's time overlaps them."""
+
+    session: str | None = None
+    kind: str | None = None
+    state: str | None = None
+    first_day: date | None = None
+    last_day: date | None = None
+
+
+@dataclass
+class ListingCounts:
+    """How many memories a listing matches, by state, kind and session (the largest sessions)."""
+
+    matching: int
+    by_state: dict[str, int]
+    by_kind: dict[str, int]
+    sessions: dict[str, int]
+    sessions_total: int
+
+
+class UnitListing(Protocol):
+    """The units a person browses: filtered and counted by the store, not by reading every unit."""
+
+    def listing(self, tenant_id: str, flt: Listing, offset: int, limit: int) -> tuple[list[MemoryUnit], int]:
+        """A page of the matching units in the order stated (without their message), and how many
+        match."""
+        ...
+
+    def listing_counts(self, tenant_id: str, flt: Listing, sessions: int) -> ListingCounts:
+        """The matching units counted by state, kind and session (the ``sessions`` largest named)."""
+        ...
+
+
+class LexicalStore(LexicalSearch, UnitDocuments, PersonNames, Provenance, StoreAdmin, UnitListing, Protocol):
     """BM25 text search plus the symbolic fields and the units themselves (the document store)."""
 
 

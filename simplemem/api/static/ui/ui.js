@@ -7,8 +7,7 @@
 const KEY_SLOT = "simplemem.key";
 const TENANT_SLOT = "simplemem.tenant";
 const PAGE = 50;
-const AUTO_COUNT = 20000; // memories a listing counts without being asked
-const state = { who: null, offset: 0, next: null, filters: {}, open: null, tenantTotal: null };
+const state = { who: null, offset: 0, next: null, filters: {}, open: null };
 
 const $ = (id) => document.getElementById(id);
 
@@ -128,13 +127,9 @@ function signOut(clearError) {
 async function refreshAll() {
   state.offset = 0;
   closeProvenance();
-  const page = await loadPage();
-  const filtered = Object.values(state.filters).some((v) => v);
-  if (!filtered) state.tenantTotal = page.total;
-  // Counting reads every memory of the tenant: at once for a small one, on request for a large one
-  if ((state.tenantTotal ?? Infinity) <= AUTO_COUNT) return loadCounts();
-  const total = page.total === null ? "" : `${page.total} memories · `;
-  $("counts").replaceChildren(total, el("button", { type: "button", "data-testid": "count", onclick: loadCounts }, "count by status, kind and session"));
+  await loadPage();
+  // the stores count by status, kind and session themselves (indexed fields): no memory is read
+  return loadCounts();
 }
 
 // --- memories ------------------------------------------------------------------------------------
@@ -354,7 +349,6 @@ document.addEventListener("DOMContentLoaded", () => {
   $("sign-out").addEventListener("click", () => signOut());
   $("tenant").addEventListener("change", () => {
     sessionStorage.setItem(TENANT_SLOT, $("tenant").value);
-    state.tenantTotal = null;
     guarded(refreshAll);
   });
   $("filters").addEventListener("submit", (e) => {

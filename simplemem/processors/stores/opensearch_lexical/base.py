@@ -53,6 +53,8 @@ MAPPING: dict[str, Any] = {
             "keywords": {"type": "text", "analyzer": "english"},
             "kind": {"type": "keyword"},
             "status": {"type": "keyword"},
+            "session_id": {"type": "keyword"},
+            "superseded": {"type": "boolean"},
             "persons": {"type": "keyword"},
             "person_names": {"type": "keyword"},
             "entities": {"type": "keyword"},
@@ -79,7 +81,13 @@ def _about(names: Sequence[str]) -> dict[str, Any]:
 
 
 # Fields added after the first release: put into an existing index's mapping when it is opened.
-NEW_FIELDS: dict[str, Any] = {"context_ids": {"type": "keyword"}, "ctx": {"type": "keyword"}}
+NEW_FIELDS: dict[str, Any] = {
+    "context_ids": {"type": "keyword"},
+    "ctx": {"type": "keyword"},
+    # the listing's (/ui/): units written before them are found by these filters once rewritten
+    "session_id": {"type": "keyword"},
+    "superseded": {"type": "boolean"},
+}
 CONTEXT_MAPPING: dict[str, Any] = {
     "settings": {"index": {"number_of_shards": 1, "number_of_replicas": 0}},
     "mappings": {

@@ -59,6 +59,8 @@ class OpenSearchDocuments(OpenSearchBase):
                 "keywords": " ".join(u.keywords),
                 "kind": u.kind.value,
                 "status": search_status(u),
+                "session_id": u.session_id,
+                "superseded": u.superseded_by is not None,
                 "persons": u.persons,
                 "person_names": index_names(u),
                 "entities": u.entities,

@@ -25,7 +25,7 @@ from simplemem.processors.stores.sqlite_docs import (
 from simplemem.processors.stores.sqlite_keys import null_if, unit_key
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase, read_units
 from simplemem.processors.stores.sqlite_lexical.provenance import link, unlink_context, unlink_own
-from simplemem.processors.stores.sqlite_lexical.schema import JOIN_CONTEXT, body, context_hash
+from simplemem.processors.stores.sqlite_lexical.schema import FACT_KIND, JOIN_CONTEXT, body, context_hash
 from simplemem.processors.stores.sqlite_lexical.search import where_filter
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
@@ -64,7 +64,7 @@ class SqliteDocuments(SqliteLexicalBase):
         words = word_count(body(u))
         cursor = self._db.execute(
             "INSERT INTO units (id, tenant_id, doc, status, event_start, event_end, stated_at,"
-            " context, words) VALUES (?,?,?,?,?,?,?,?,?)",
+            " context, words, session, kind, superseded) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 unit,
                 number,
@@ -75,6 +75,9 @@ class SqliteDocuments(SqliteLexicalBase):
                 datetime.fromisoformat(u.stated_at).timestamp(),
                 context,
                 words,
+                u.session_id,
+                null_if(u.kind.value, FACT_KIND),
+                1 if u.superseded_by else None,
             ),
         )
         row = cursor.lastrowid

@@ -53,10 +53,17 @@ _WORD_COUNTS = """CREATE TABLE word_counts (tenant TEXT NOT NULL, side TEXT NOT 
 _UNITS = """CREATE TABLE units (
     id BLOB NOT NULL, tenant_id INTEGER NOT NULL, doc BLOB NOT NULL, status TEXT,
     event_start INTEGER NOT NULL, event_end INTEGER, stated_at REAL NOT NULL, context INTEGER,
-    words INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (tenant_id, id)
+    words INTEGER NOT NULL DEFAULT 0, session TEXT, kind TEXT, superseded INTEGER,
+    PRIMARY KEY (tenant_id, id)
 );
 CREATE INDEX units_by_context ON units (context);
-CREATE INDEX units_by_time ON units (tenant_id, stated_at)"""
+CREATE INDEX units_by_time ON units (tenant_id, stated_at);
+CREATE INDEX units_by_session ON units (tenant_id, session, stated_at);
+CREATE INDEX units_by_kind ON units (tenant_id, kind, stated_at) WHERE kind IS NOT NULL"""
+# The listing's columns (format 17): a unit's session, its kind (NULL: a fact, nearly every unit) and
+# 1 when a newer memory superseded it (NULL: not), so the ``/ui/`` page's filters and counts read
+# these columns and the indexes above, never a unit's document.
+FACT_KIND = "fact"
 _NAMES = """CREATE TABLE names (tenant_id INTEGER NOT NULL, name TEXT NOT NULL, id BLOB NOT NULL);
 CREATE INDEX names_by_name ON names (tenant_id, name);
 CREATE INDEX names_by_id ON names (tenant_id, id)"""
