@@ -20,6 +20,7 @@ from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.retrieval.retriever import Retriever
+from simplemem.processors.stores.activity import ACTIVITY_FILE, ActivityLedger, RedisActivity, SqliteActivity
 from simplemem.processors.stores.file_format import StoreFormatError, check_format
 from simplemem.processors.stores.private import private_dir
 from simplemem.processors.stores.protocols import LexicalStore, VectorStore
@@ -135,6 +136,15 @@ class Runtime:
             return RedisTombstones(s.redis_endpoint, s.redis_key_prefix)
         return SqliteTombstones(self.store_dir / TOMBSTONE_FILE)
 
+    @cached_property
+    def activity(self) -> ActivityLedger:
+        """Per-tenant ingestion accounting: in the store folder (embedded), Redis (services: the
+        workers count, every query process reads the same numbers)."""
+        s = self.settings
+        if s.mode == "services":
+            return RedisActivity(s.redis_endpoint, s.redis_key_prefix)
+        return SqliteActivity(self.store_dir / ACTIVITY_FILE)
+
     def forget(self, request: DeletionRequest) -> ForgetResult:
         """Carry out a deletion on this runtime's stores (:func:`simplemem.processors.lifecycle.forget.forget`)."""
         from simplemem.processors.lifecycle.consolidate import reabstract_for
@@ -237,6 +247,7 @@ class Runtime:
             indexer,
             buffer=self.buffer,
             tombstones=self.tombstones,
+            activity=self.activity,
         )
 
     @cached_property
@@ -252,7 +263,7 @@ class Runtime:
     def close(self) -> None:
         if "retriever" in self.__dict__:
             self.retriever.fan_out.close()
-        for name in ("preparer", "vectors", "lexical", "buffer", "tombstones"):
+        for name in ("preparer", "vectors", "lexical", "buffer", "tombstones", "activity"):
             if name in self.__dict__:
                 self.__dict__[name].close()
 

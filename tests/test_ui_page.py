@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from tests.service_server import ADMIN, ServeProcess
 from tests.ui_browser import (
+    accounted,
     auth,
     chromium,
     message,
@@ -255,6 +256,46 @@ def test_forget_a_message_from_its_provenance(page: Page, url: str, api: httpx.C
     assert f"{len(gone)}" in page.locator("#deletions tr").inner_text()
     expect(page.locator("#activity")).to_contain_text("quota use")
     page.screenshot(path=str(shots / "ui-activity.png"))
+
+
+def test_activity_shows_each_tenant_its_own_ingestion(
+    page: Page, url: str, api: httpx.Client, first: dict[str, Any], second: dict[str, Any]
+) -> None:
+    """Accepted, indexed, filtered, failed, PII scrubbed and time to memory, counted per tenant: a
+    tenant's key sees its own numbers (on the page and in the API), the admin picks a tenant."""
+    mine = accounted(api, first["key"], len(FIRST))
+    theirs = accounted(api, second["key"], len(SECOND))
+    assert (mine["accepted"], theirs["accepted"]) == (len(FIRST), len(SECOND))
+    assert mine["indexed"] + mine["filtered"] + mine["failed"] == len(FIRST)
+    assert mine["time_to_memory"]["memories"] == mine["indexed"] >= 1
+    assert mine["time_to_memory"]["p50_seconds"] is not None
+    picked = api.get("/v1/browse/activity", params={"tenant_id": second["tenant"]}, headers=auth(ADMIN))
+    assert picked.json()["ingestion"] == theirs
+    refused = api.get(
+        "/v1/browse/activity", params={"tenant_id": second["tenant"]}, headers=auth(first["key"])
+    )
+    assert refused.status_code == 403
+    for who, numbers in ((first, mine), (second, theirs)):
+        sign_in(page, url, who["key"])
+        page.get_by_test_id("memory-row").first.wait_for()
+        page.get_by_role("button", name="Activity").click()
+        shown = page.get_by_test_id("ingestion")
+        expect(shown.locator("[data-count='accepted']")).to_have_text(str(numbers["accepted"]))
+        expect(shown.locator("[data-count='indexed']")).to_have_text(str(numbers["indexed"]))
+        p50 = numbers["time_to_memory"]["p50_seconds"]
+        expect(shown.locator("[data-count='time to memory p50']")).to_have_text(f"{p50} s" if p50 else "–")
+        page.locator("#sign-out").click()
+
+
+def test_activity_counts_the_turns_pii_was_scrubbed_from(api: httpx.Client) -> None:
+    _, key = new_tenant_key(api, ADMIN, "ui-pii")
+    events = [
+        message("p1", "s", "Write to me at ana.costa@example.com about the lease.", 0),
+        message("p2", "s", "The lease for the flat ends in June.", 1),
+    ]
+    put_and_wait(api, key, events)
+    found = accounted(api, key, 2)
+    assert (found["accepted"], found["pii_scrubbed"]) == (2, 1)
 
 
 def test_docs_render_their_operations_offline(page: Page, url: str) -> None:

@@ -20,6 +20,7 @@ from tests.helpers.serving import ServeProcess
 from tests.helpers.workers import WorkerProcess
 from tests.services import drop_stream_env, require, running_worker, stream_env
 from tests.ui_browser import (
+    accounted,
     auth,
     chromium,
     message,
@@ -195,3 +196,22 @@ def test_services_mode_activity_counts_dead_letters(
     assert own[f"tenant {one['tenant']}"]["memories"] == len(
         api.get("/v1/memories", params={"limit": 500}, headers=auth(one["key"])).json()["memories"]
     )
+
+
+def test_services_mode_activity_counts_each_tenants_ingestion(
+    page: Page, url: str, api: httpx.Client, tenants: dict[str, dict[str, Any]]
+) -> None:
+    """The workers count each tenant's turns in Redis; the query service reads them there (it holds
+    none in its memory): a tenant's key sees its own, the admin picks a tenant."""
+    one, two = tenants["one"], tenants["two"]
+    mine, theirs = accounted(api, one["key"], 2), accounted(api, two["key"], 1)
+    assert (mine["accepted"], theirs["accepted"]) == (2, 1)
+    assert mine["indexed"] + mine["filtered"] + mine["failed"] == 2
+    assert mine["time_to_memory"]["memories"] == mine["indexed"] >= 1
+    assert mine["time_to_memory"]["p95_seconds"] is not None
+    picked = api.get("/v1/browse/activity", params={"tenant_id": two["tenant"]}, headers=auth(ADMIN))
+    assert picked.json()["ingestion"]["accepted"] == 1
+    sign_in(page, url, two["key"])
+    page.get_by_test_id("memory-row").first.wait_for()
+    page.get_by_role("button", name="Activity").click()
+    expect(page.get_by_test_id("ingestion").locator("[data-count='accepted']")).to_have_text("1")

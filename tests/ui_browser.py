@@ -89,3 +89,18 @@ def put_and_wait(
         if wanted <= {s for m in memories for s in m["source_ids"]} or time.monotonic() > deadline:
             return list(memories)
         time.sleep(1)
+
+
+def accounted(
+    api: httpx.Client, key: str, accepted: int, params: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """The tenant's ingestion accounting (``/v1/browse/activity``) once ``accepted`` turns are in it
+    and every one is decided (the counts are written just after a memory is indexed)."""
+    deadline = time.monotonic() + 120
+    while True:
+        found: dict[str, Any] = api.get("/v1/browse/activity", params=params, headers=auth(key)).json()[
+            "ingestion"
+        ]
+        if (found["accepted"] >= accepted and found["undecided"] == 0) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)

@@ -41,6 +41,7 @@ from simplemem.schemas.browse import (
     Explained,
     ForgetBody,
     Forgotten,
+    IngestionActivity,
     Provenance,
 )
 from simplemem.schemas.events import describe_errors
@@ -257,8 +258,10 @@ async def deletions(
 async def activity(
     caller: CallerDep, service: ServiceDep, tenant_id: TenantParam = None
 ) -> dict[str, object]:
-    """What the service measures that concerns the tenant: its memory, deletions, quota use and the
-    stores' health; for the admin also this process's event counts (all tenants)."""
+    """What the service measures that concerns the tenant: its ingestion accounting and time to
+    memory (``ingestion``, kept in the store folder or Redis: every process of a deployment counts
+    there), its memory, deletions, quota use and the stores' health; for the admin also this
+    process's event counts (all tenants)."""
     tenant = tenant_for(caller, tenant_id)
     service.take(Quota.QUERY, tenant)
 
@@ -277,6 +280,7 @@ async def activity(
         left, amount, per = service.quotas.use(kind, tenant)
         quota[kind.value] = f"{amount - left} used of {per}"
     health = await service.backend.health()
+    ingestion: IngestionActivity = await _read(service, lambda rt: rt.activity.read(tenant))
     sections: dict[str, dict[str, object]] = {
         f"tenant {tenant}": await _read(service, tenant_side),
         "quota use (this window)": quota,
@@ -290,7 +294,7 @@ async def activity(
             result: int(service.metrics.events.labels(result)._value.get())
             for result in ("accepted", "rejected")
         }
-    return {"mode": service.backend.mode, "sections": sections}
+    return {"mode": service.backend.mode, "ingestion": ingestion.model_dump(), "sections": sections}
 
 
 def _with_headers(app: ASGIApp) -> ASGIApp:

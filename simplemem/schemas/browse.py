@@ -102,6 +102,29 @@ class BrowseCounts(BaseModel):
     sessions_left_out: int = Field(0, description="sessions beyond the ones listed")
 
 
+class TimeToMemory(BaseModel):
+    """From a turn's arrival to its memory indexed, over the tenant's indexed turns: a fixed histogram,
+    each percentile its bucket's upper bound (at most 20% above the true value)."""
+
+    memories: int = Field(description="indexed turns whose time was measured")
+    p50_seconds: float | None
+    p95_seconds: float | None
+
+
+class IngestionActivity(BaseModel):
+    """A tenant's ingestion accounting since its store began: every accepted turn ends indexed,
+    filtered or failed (``undecided`` meanwhile)."""
+
+    tenant_id: str
+    accepted: int
+    indexed: int
+    filtered: int = Field(description="judged uninformative by the entropy filter")
+    failed: int
+    pii_scrubbed: int = Field(description="accepted turns PII was scrubbed from")
+    undecided: int = Field(description="accepted, not decided yet (an open window)")
+    time_to_memory: TimeToMemory
+
+
 class SourceMessage(BaseModel):
     """A message a memory cites, as the store keeps it: scrubbed (PII replaced), never the raw text."""
 

@@ -30,6 +30,7 @@ from simplemem.processors.ingest.streaming import (
     TurnScrubber,
     raw_dead_letter,
 )
+from simplemem.processors.stores.activity import Arrival
 from simplemem.processors.stores.retry import StoreRetry
 from simplemem.processors.stores.tombstones import RetriedTombstones
 from simplemem.runtime import Runtime, open_runtime
@@ -257,9 +258,24 @@ class ScrubStep:
 
     async def finish(self, prepared: ScrubResult) -> Handled:
         result = await self.worker.in_thread(self.worker.embed_pool, self._embed, prepared)
+        await self.worker.in_thread(self.worker.embed_pool, self._account, result)
         records = [turn_output(r, self.worker.settings) for r in result.records]
         metrics.TURNS_FORGOTTEN.inc(result.forgotten)
         return Handled([*records, *dead_letter_outputs(result.dead, result.failed)])
+
+    def _account(self, result: ScrubResult) -> None:
+        """The tenants' accounting (Redis): the turns taken in, with their arrival; those that failed
+        their analysis, decided as failed (the memorize step's commit counts the rest)."""
+        activity, now = self.worker.runtime.activity, time.time()
+        took = [
+            Arrival(r.tenant_id, r.message.message_id, bool(r.message.pii_types), r.scrubbed_at or now)
+            for r in result.records
+            if r.message is not None
+        ]
+        took += [Arrival(o.tenant_id, o.message_id, False, now) for o in result.failed]
+        self.worker.write(lambda: activity.took(took))
+        if result.failed:
+            self.worker.write(lambda: activity.decided(result.failed, now))
 
     def _embed(self, prepared: ScrubResult) -> ScrubResult:
         with metrics.STAGE_SECONDS.labels("embed").time():

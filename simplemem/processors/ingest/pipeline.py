@@ -29,6 +29,7 @@ from simplemem.processors.language.coref import name_words
 from simplemem.processors.lifecycle.derived import derive_window
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.stores import batched
+from simplemem.processors.stores.activity import ActivityLedger, Arrival
 from simplemem.processors.stores.tombstones import Tombstones, forgotten_among
 from simplemem.schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
 from simplemem.schemas.events import ChatEvent, EventRejected, parse_event
@@ -79,6 +80,7 @@ class Pipeline:
         clock: Callable[[], float] = time.time,
         buffer: RecentTurnBuffer | None = None,
         tombstones: Tombstones | None = None,
+        activity: ActivityLedger | None = None,
     ) -> None:
         self.settings = settings
         self.analyzer = analyzer
@@ -95,6 +97,7 @@ class Pipeline:
         self.clock = clock
         self.buffer = buffer
         self.tombstones = tombstones
+        self.activity = activity  # per-tenant accounting: turns taken in here, outcomes at commit
 
     def warm_up(self) -> None:
         """Load the models before the first batch arrives (so timings and first latencies are warm)."""
@@ -218,6 +221,8 @@ class Pipeline:
             log.exception("indexing failed")
             index_error = f"indexing failed: {exc}"
         outcomes = self.account(results, report, index_error)
+        if self.activity is not None:
+            write(partial(self.activity.decided, outcomes, self.clock()))
         buffer = self.buffer
         if buffer is not None:
             for r in results:
@@ -409,11 +414,16 @@ class Pipeline:
         guard: Guard = nullcontext,
     ) -> None:
         messages: list[AnalyzedMessage] = []
+        failed: list[MessageOutcome] = []
         for result in results:
             if isinstance(result, MessageOutcome):
                 report.record(result)
+                failed.append(result)
             else:
                 messages.append(result)
+        if self.activity is not None and failed:  # accepted, and failed in their analysis
+            self.activity.took([Arrival(o.tenant_id, o.message_id, False, self.clock()) for o in failed])
+            self.activity.decided(failed, self.clock())
         self._window_and_index(messages, report, guard)
         if progress:
             progress(len(events))
@@ -424,6 +434,8 @@ class Pipeline:
         with guard():
             messages = self.drop_forgotten(messages, report)
             report.pii_scrubbed += sum(1 for m in messages if m.pii_types)
+            if self.activity is not None:
+                self.activity.took(arrivals(messages, self.clock()))
             report.repetition_dropped_chars += sum(m.repetition_dropped for m in messages)
             if self.buffer is not None:
                 self.buffer.push(buffered_turns(messages))
@@ -451,6 +463,11 @@ def _latest_versions(results: Sequence[WindowResult]) -> list[WindowResult]:
             r = replace(r, drafts=[d for d in r.drafts if not set(d.unit.source_ids) & stale])
         out.append(r)
     return out
+
+
+def arrivals(messages: Sequence[AnalyzedMessage], at: float) -> list[Arrival]:
+    """The accounting's record of turns taken in at ``at``."""
+    return [Arrival(m.tenant_id, m.message_id, bool(m.pii_types), at) for m in messages]
 
 
 def buffered_turns(messages: Sequence[AnalyzedMessage]) -> list[BufferedTurn]:

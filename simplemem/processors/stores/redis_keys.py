@@ -52,6 +52,15 @@ class RedisKeys:
     def deletion_records(self, tenant_id: str) -> bytes:
         return self._of(b"forgotten-records", tenant_id)
 
+    # --- ingestion accounting (processors/stores/activity.py) ---
+    def activity(self, tenant_id: str) -> bytes:
+        """A tenant's hash of counters: accepted, outcomes, PII scrubbed, time-to-memory buckets."""
+        return self._of(b"activity", tenant_id)
+
+    def activity_arrivals(self, tenant_id: str) -> bytes:
+        """A tenant's hash: message id -> arrival time, while its turn is undecided."""
+        return self._of(b"activity-arrivals", tenant_id)
+
     # --- lazy migration (processors/lifecycle/migration.py) ---
     def migration(self, tenant_id: str) -> bytes:
         """A tenant's migration state: the raw id, as stored since the start (nothing follows it)."""

@@ -326,10 +326,24 @@ async function loadDeletions() {
   });
 }
 
+// The tenant's ingestion accounting (the service counts it per tenant) and its time to memory.
+function ingestionView(i) {
+  const seconds = (v) => (v === null ? "–" : `${v} s`);
+  const ttm = i.time_to_memory;
+  const items = [
+    ["accepted", i.accepted], ["indexed", i.indexed], ["filtered", i.filtered], ["failed", i.failed],
+    ["PII scrubbed", i.pii_scrubbed], ["not decided yet", i.undecided],
+    ["time to memory p50", seconds(ttm.p50_seconds)], ["time to memory p95", seconds(ttm.p95_seconds)],
+    ["memories timed", ttm.memories],
+  ];
+  return [el("h4", {}, "ingestion (this tenant)"),
+    el("dl", { "data-testid": "ingestion" }, ...items.flatMap(([k, v]) => [el("dt", {}, k), el("dd", { "data-count": k }, String(v))]))];
+}
+
 async function loadActivity() {
   await guarded(async () => {
     const a = await api("GET", "/v1/browse/activity", tenantParams());
-    const lines = [el("h3", {}, "Activity"), el("p", {}, `mode ${a.mode}`)];
+    const lines = [el("h3", {}, "Activity"), el("p", {}, `mode ${a.mode}`), ...ingestionView(a.ingestion)];
     for (const [title, values] of Object.entries(a.sections)) {
       lines.push(el("h4", {}, title), el("dl", {}, ...Object.entries(values).flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)])));
     }
