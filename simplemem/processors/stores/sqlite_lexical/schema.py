@@ -31,7 +31,7 @@ from simplemem.processors.stores.sqlite_bm25 import idf
 from simplemem.processors.stores.sqlite_keys import PAGE_SIZE, TENANTS_TABLE
 from simplemem.schemas.memory import DERIVED_KINDS, MemoryUnit
 
-FORMAT_VERSION = 17  # the file format this code reads and writes (``PRAGMA user_version``)
+FORMAT_VERSION = 18  # the file format this code reads and writes (``PRAGMA user_version``)
 
 # ``body`` is the first column: FTS5 marks each term's positions in any other column with two bytes.
 # Both indexes keep which rows hold a term, not where or how often (``detail=none``, no sizes): the
@@ -60,7 +60,7 @@ CREATE INDEX units_by_context ON units (context);
 CREATE INDEX units_by_time ON units (tenant_id, stated_at);
 CREATE INDEX units_by_session ON units (tenant_id, session, stated_at);
 CREATE INDEX units_by_kind ON units (tenant_id, kind, stated_at) WHERE kind IS NOT NULL"""
-# The listing's columns (format 17): a unit's session, its kind (NULL: a fact, nearly every unit) and
+# The listing's columns (format 18): a unit's session, its kind (NULL: a fact, nearly every unit) and
 # 1 when a newer memory superseded it (NULL: not), so the ``/ui/`` page's filters and counts read
 # these columns and the indexes above, never a unit's document.
 FACT_KIND = "fact"
