@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from simplemem.processors.stores.protocols import LexicalStore, Listing, SymbolicFilter, day_range
+from simplemem.processors.stores.protocols import (
+    DERIVED_STATUSES,
+    LexicalStore,
+    Listing,
+    SymbolicFilter,
+    day_range,
+)
 from simplemem.schemas.browse import (
     BrowseCounts,
     BrowseFilter,
@@ -86,10 +92,7 @@ def _searched(lexical: LexicalStore, tenant: str, flt: BrowseFilter, offset: int
     """A text search: BM25 over the memories of every state, best first, the other filters applied
     to its matches."""
     assert flt.q is not None
-    window = SymbolicFilter(active_only=False, with_derived=True)
-    hits = lexical.search(tenant, flt.q, SEARCH_LIMIT, window)
-    units = lexical.get(tenant, [h.id for h in hits], with_context=False)
-    matching = [u for u in units if Matcher(flt)(u)]
+    matching = _text_matches(lexical, tenant, flt)
     shown = matching[offset : offset + limit]
     following = offset + len(shown)
     return BrowsePage(
@@ -99,6 +102,17 @@ def _searched(lexical: LexicalStore, tenant: str, flt: BrowseFilter, offset: int
         next_offset=following if following < len(matching) else None,
         total=len(matching),
     )
+
+
+def _text_matches(lexical: LexicalStore, tenant: str, flt: BrowseFilter) -> list[MemoryUnit]:
+    """A text search's matches that pass the other filters, best first: the memories of every state
+    and the derived lines, each layer searched on its own (the stores index them apart) and merged by
+    score."""
+    assert flt.q is not None
+    units = lexical.search(tenant, flt.q, SEARCH_LIMIT, SymbolicFilter(active_only=False))
+    lines = lexical.search(tenant, flt.q, SEARCH_LIMIT, SymbolicFilter(derived=DERIVED_STATUSES))
+    hits = sorted([*units, *lines], key=lambda h: -h.score)[:SEARCH_LIMIT]
+    return [u for u in lexical.get(tenant, [h.id for h in hits], with_context=False) if Matcher(flt)(u)]
 
 
 def count_units(lexical: LexicalStore, tenant: str, flt: BrowseFilter) -> BrowseCounts:
@@ -115,9 +129,7 @@ def count_units(lexical: LexicalStore, tenant: str, flt: BrowseFilter) -> Browse
             sessions=found.sessions,
             sessions_left_out=found.sessions_total - len(found.sessions),
         )
-    window = SymbolicFilter(active_only=False, with_derived=True)
-    hits = lexical.search(tenant, flt.q, SEARCH_LIMIT, window)
-    units = [u for u in lexical.get(tenant, [h.id for h in hits], with_context=False) if Matcher(flt)(u)]
+    units = _text_matches(lexical, tenant, flt)
     states: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     sessions: Counter[str] = Counter()
