@@ -88,6 +88,20 @@ def _steps(events: list[ChatEvent], chars: int) -> Iterator[list[ChatEvent]]:
         yield step
 
 
+def _arrived(rt: Runtime, events: list[ChatEvent]) -> None:
+    """When the service accepted these turns, for their time to memory (the per-tenant accounting).
+    The accounting is a report: a failure here is logged, never the request's."""
+    at = time.time()
+    by_tenant: dict[str, list[str]] = {}
+    for e in events:
+        by_tenant.setdefault(e.tenant_id, []).append(e.message_id)
+    try:
+        for tenant, ids in by_tenant.items():
+            rt.activity.arrived(tenant, ids, at)
+    except Exception:
+        log.warning("arrival times not kept", exc_info=True)
+
+
 class _Held:
     """Several locks taken in order as one (the order every user of them keeps: ingestion, NLP, store)."""
 
@@ -206,6 +220,7 @@ class EmbeddedBackend(_RuntimeReads):
         session's messages in order. More of the same conversations will come: open windows wait
         for them, their turns answerable from the recent-turn buffer meanwhile."""
         pipeline = self.rt.pipeline
+        _arrived(self.rt, events)
         with self._ingest_lock:
             for step in _steps(events, INGEST_STEP_CHARS):
                 report = IngestReport()
@@ -295,6 +310,8 @@ class ServicesBackend(_RuntimeReads):
         s = self.rt.settings
         lines = [_event_line(e) for e in events]
         # Keyed exactly as `simplemem publish` keys a line: the session's byte key.
+        # the arrival first: a worker may decide a turn before a write after the publish would land
+        await anyio.to_thread.run_sync(_arrived, self.rt, events)
         await self._send(s.topic(s.turns_topic), [(record_key(raw), raw) for raw in lines])
 
     async def forget(self, request: DeletionRequest) -> str:

@@ -3,8 +3,8 @@ with PII scrubbed, and time to memory, kept where every process of a deployment 
 the same numbers: a SQLite file in the embedded store, Redis in services mode (the workers count,
 the query service reads).
 
-Time to memory runs from a turn's arrival (the pipeline took it in: analysed in embedded mode, scrubbed
-by a worker in services mode) to its memory indexed. Arrival times wait in the ledger until their
+Time to memory runs from a turn's arrival (the query service accepted it; a turn published to the
+topic by another producer: a worker scrubbed it) to its memory indexed. Arrival times wait in the ledger until their
 turn is decided (a day at most); the decided times go into a fixed histogram per tenant (buckets
 growing by ``TTM_RATIO``), so a tenant costs a bounded number of counters however much it sends, and
 a percentile is read as its bucket's upper bound (at most ``TTM_RATIO`` above the true value).
@@ -118,8 +118,14 @@ def decided_counts(
 
 
 class ActivityLedger(Protocol):
+    def arrived(self, tenant_id: str, message_ids: Sequence[str], at: float) -> None:
+        """Keep the time the service accepted these turns (before their analysis), counting nothing:
+        :meth:`took` counts them once the pipeline takes them in."""
+        ...
+
     def took(self, arrivals: Sequence[Arrival]) -> None:
-        """Count turns accepted into the pipeline and keep their arrival times."""
+        """Count turns accepted into the pipeline and keep their arrival times (an earlier one,
+        from :meth:`arrived`, stays)."""
         ...
 
     def decided(self, outcomes: Sequence[MessageOutcome], at: float) -> None:
@@ -159,6 +165,12 @@ class SqliteActivity:
             [(t, name, n) for t, c in added.items() for name, n in c.items() if n],
         )
 
+    def arrived(self, tenant_id: str, message_ids: Sequence[str], at: float) -> None:
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO arrivals VALUES (?,?,?)", [(tenant_id, m, at) for m in message_ids]
+            )
+
     def took(self, arrivals: Sequence[Arrival]) -> None:
         if not arrivals:
             return
@@ -166,7 +178,7 @@ class SqliteActivity:
             self._db.execute("BEGIN")
             self._add(took_counts(arrivals))
             self._db.executemany(
-                "INSERT OR REPLACE INTO arrivals VALUES (?,?,?)",
+                "INSERT OR IGNORE INTO arrivals VALUES (?,?,?)",
                 [(a.tenant_id, a.message_id, a.at) for a in arrivals],
             )
             self._db.execute("DELETE FROM arrivals WHERE at < ?", (time.time() - ARRIVAL_TTL_SECONDS,))
@@ -199,7 +211,7 @@ class SqliteActivity:
 
 
 class RedisActivity:
-    """Services mode: per tenant a hash of counters and a hash of arrival times (keys:
+    """Services mode: per tenant a hash of counters and a sorted set of arrival times (keys:
     simplemem/processors/stores/redis_keys.py), written by the workers, read by the query service."""
 
     def __init__(self, url: str, prefix: str) -> None:
@@ -214,18 +226,29 @@ class RedisActivity:
                 if n:
                     pipe.hincrby(self.keys.activity(tenant), name, n)  # type: ignore[attr-defined]
 
+    def _keep_arrivals(self, pipe: object, arrivals: Iterable[Arrival]) -> None:
+        """Each turn's arrival time unless it has one (ZADD NX); those older than a day go (never
+        decided), and an idle tenant's whole set a day after its last write."""
+        keys = set()
+        for a in arrivals:
+            key = self.keys.activity_arrivals(a.tenant_id)
+            pipe.zadd(key, {a.message_id: a.at}, nx=True)  # type: ignore[attr-defined]
+            keys.add(key)
+        for key in keys:
+            pipe.zremrangebyscore(key, "-inf", time.time() - ARRIVAL_TTL_SECONDS)  # type: ignore[attr-defined]
+            pipe.expire(key, ARRIVAL_TTL_SECONDS)  # type: ignore[attr-defined]
+
+    def arrived(self, tenant_id: str, message_ids: Sequence[str], at: float) -> None:
+        pipe = self.r.pipeline(transaction=False)
+        self._keep_arrivals(pipe, (Arrival(tenant_id, m, False, at) for m in message_ids))
+        pipe.execute()
+
     def took(self, arrivals: Sequence[Arrival]) -> None:
         if not arrivals:
             return
         pipe = self.r.pipeline(transaction=False)
         self._add(pipe, took_counts(arrivals))
-        by_tenant: dict[str, dict[str, float]] = {}
-        for a in arrivals:
-            by_tenant.setdefault(a.tenant_id, {})[a.message_id] = a.at
-        for tenant, times in by_tenant.items():
-            key = self.keys.activity_arrivals(tenant)
-            pipe.hset(key, mapping=times)  # type: ignore[arg-type]
-            pipe.expire(key, ARRIVAL_TTL_SECONDS)
+        self._keep_arrivals(pipe, arrivals)
         pipe.execute()
 
     def decided(self, outcomes: Sequence[MessageOutcome], at: float) -> None:
@@ -236,7 +259,7 @@ class RedisActivity:
             by_tenant.setdefault(o.tenant_id, []).append(o.message_id)
         pipe = self.r.pipeline(transaction=False)
         for tenant, ids in by_tenant.items():
-            pipe.hmget(self.keys.activity_arrivals(tenant), ids)
+            pipe.zmscore(self.keys.activity_arrivals(tenant), ids)
         found = pipe.execute()
         arrived = {
             (tenant, mid): float(t)
@@ -246,7 +269,7 @@ class RedisActivity:
         }
         pipe = self.r.pipeline(transaction=False)
         for tenant, ids in by_tenant.items():
-            pipe.hdel(self.keys.activity_arrivals(tenant), *ids)
+            pipe.zrem(self.keys.activity_arrivals(tenant), *ids)
         self._add(pipe, decided_counts(outcomes, arrived, at))
         pipe.execute()
 

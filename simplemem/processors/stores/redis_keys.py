@@ -58,7 +58,7 @@ class RedisKeys:
         return self._of(b"activity", tenant_id)
 
     def activity_arrivals(self, tenant_id: str) -> bytes:
-        """A tenant's hash: message id -> arrival time, while its turn is undecided."""
+        """A tenant's sorted set: message id by arrival time, while its turn is undecided."""
         return self._of(b"activity-arrivals", tenant_id)
 
     # --- lazy migration (processors/lifecycle/migration.py) ---
