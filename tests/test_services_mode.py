@@ -125,7 +125,11 @@ def test_pii_is_absent_from_the_stores(services_runtime, golden) -> None:  # typ
     assert any("hash" in d for d in docs), "the contexts were read too"
     stored = orjson.dumps(docs)
     redis = rt.buffer.r
-    readers = {b"hash": redis.hgetall, b"zset": lambda k: redis.zrange(k, 0, -1), b"string": redis.get}
+    readers = {
+        b"hash": lambda k: list(redis.hgetall(k).items()),  # field and value pairs (bytes keys)
+        b"zset": lambda k: redis.zrange(k, 0, -1),
+        b"string": redis.get,
+    }
     for key in redis.scan_iter(match=f"{rt.settings.redis_key_prefix}*"):
         value = readers[redis.type(key)](key)
         stored += key + orjson.dumps(value, default=lambda b: b.decode("utf-8", "replace"))
