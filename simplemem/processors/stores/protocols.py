@@ -35,21 +35,17 @@ class SymbolicFilter:
     stated_before: datetime | None = None
     active_only: bool = True
     or_stated: bool = False
-    derived: tuple[str, ...] = ()  # non-empty: these derived kinds instead of the units
-    # the derived lines too, as active memories (a person browsing sees them; retrieval asks for
-    # them apart, by kind, with ``derived``)
-    with_derived: bool = False
+    # non-empty: these derived kinds instead of the units (a search reads one layer: a listing that
+    # shows both searches each and merges them, ``api/browse.py``)
+    derived: tuple[str, ...] = ()
 
     def statuses(self) -> tuple[str, ...]:
         """The values of the stores' status field a match may have (:func:`search_status`)."""
         if self.derived:
             return self.derived
-        units = (
-            (MemoryStatus.ACTIVE.value,)
-            if self.active_only
-            else (MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value)
-        )
-        return units + DERIVED_STATUSES if self.with_derived else units
+        if self.active_only:
+            return (MemoryStatus.ACTIVE.value,)
+        return (MemoryStatus.ACTIVE.value, MemoryStatus.ARCHIVED.value)
 
     def stated_bounds(self) -> tuple[float, float]:
         """The range as [start, end) POSIX seconds of its UTC days (the stores keep ``stated_at`` so)."""
