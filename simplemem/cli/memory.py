@@ -16,6 +16,7 @@ from simplemem.cli.errors import ingest_exit_code, one_line_errors
 from simplemem.cli.inputs import InputArg, open_input
 from simplemem.cli.report import print_answer, print_report
 from simplemem.cli.store import open_store
+from simplemem.runtime import bulk_heap
 from simplemem.schemas.settings import get_settings
 
 StoreOpt = Annotated[
@@ -37,6 +38,7 @@ def ingest(
         with progress_bar(in_bytes=True) as progress:
             task = progress.add_task("loading models", total=source.size)
             pipeline = rt.pipeline
+            bulk_heap()
             progress.update(task, description="ingesting")
             report = pipeline.ingest(
                 source.lines(), progress=lambda _: progress.update(task, completed=source.consumed)
