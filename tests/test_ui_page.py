@@ -334,6 +334,7 @@ def test_forget_a_session_and_the_admin_forgets_a_tenant(page: Page, url: str, a
     expect(page.locator("#notice")).to_contain_text("memories removed", timeout=60_000)
     left = api.get("/v1/memories", params={"limit": 500}, headers=auth(key)).json()["memories"]
     assert left and {m["session_id"] for m in left} == {"garden"}
+    expect(page.get_by_test_id("memory-row")).to_have_count(len(left))  # the list redrawn
     assert set(rows(page)) == {m["id"] for m in left}
 
     page.locator("#sign-out").click()

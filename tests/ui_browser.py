@@ -45,12 +45,12 @@ def sign_in(page: Page, url: str, key: str) -> None:
 
 
 def rows(page: Page) -> dict[str, str]:
-    """The listed memories: id -> the row's text."""
-    found = page.get_by_test_id("memory-row")
-    return {
-        str(found.nth(i).get_attribute("data-memory-id")): found.nth(i).inner_text()
-        for i in range(found.count())
-    }
+    """The listed memories: id -> the row's text, read at one moment (row by row, a list that the
+    page redraws meanwhile loses the rows counted first)."""
+    pairs = page.get_by_test_id("memory-row").evaluate_all(
+        "rows => rows.map(row => [row.getAttribute('data-memory-id'), row.innerText])"
+    )
+    return {str(memory_id): str(text) for memory_id, text in pairs}
 
 
 def auth(key: str) -> dict[str, str]:
