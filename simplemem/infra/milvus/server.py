@@ -89,10 +89,9 @@ def _port_binder(avoid: set[int]) -> Callable[[int], socket.socket | None]:
     return try_bind_port
 
 
-def _configure(server: Any, args: argparse.Namespace) -> Path:
-    """Bind the server to loopback on the asked ports, with the garbage collection this project needs;
-    returns its local storage folder, whose empty trees are pruned now (the server is not running yet:
-    every one of them)."""
+def _configure(server: Any, args: argparse.Namespace) -> None:
+    """Bind the server to loopback on the asked ports, with the garbage collection this project needs,
+    and prune every empty tree of its local storage (the server is not running yet)."""
     try_bind_port = _port_binder({int(p) for p in args.avoid_ports.split(",") if p.strip()})
     server.config.try_bind_port = try_bind_port
     server.webservice_port = args.metrics_port
@@ -109,7 +108,6 @@ def _configure(server: Any, args: argparse.Namespace) -> Path:
     pruned = prune_empty_trees(storage, min_age=0.0)
     if pruned:
         print(f"milvus server: removed {pruned} empty folders of its local storage", flush=True)
-    return storage
 
 
 def main() -> int:

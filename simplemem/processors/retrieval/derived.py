@@ -291,16 +291,15 @@ SESSION_FOCUS = 0.25
 
 
 def focused(pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit]) -> list[str]:
-    """The lines of ``pool`` from the sessions that hold the subject (:data:`SESSION_FOCUS`): a long
-    history holds many subjects, and an order or a summary of one must not list the others' moments
-    because they share its words."""
+    """The lines of ``pool`` (each in ``units``) from the sessions that hold the subject
+    (:data:`SESSION_FOCUS`): a long history holds many subjects, and an order or a summary of one must
+    not list the others' moments because they share its words."""
     weight: dict[str | None, float] = {}
     for uid in pool:
-        if uid in units:
-            session = units[uid].session_id
-            weight[session] = weight.get(session, 0.0) + relevance[uid]
+        session = units[uid].session_id
+        weight[session] = weight.get(session, 0.0) + relevance[uid]
     heaviest = max(weight.values(), default=0.0)
-    return [uid for uid in pool if uid in units and weight[units[uid].session_id] >= SESSION_FOCUS * heaviest]
+    return [uid for uid in pool if weight[units[uid].session_id] >= SESSION_FOCUS * heaviest]
 
 
 SAME_FACT = 0.8  # cosine above which two profile lines state the same thing (its value may differ)
@@ -337,25 +336,21 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
             for uid, score in scores.items():
                 fused[uid] = max(fused.get(uid, 0.0), score)
         ranked = _round_robin([ranked, *(r for r, _ in rankings)])
-    if level.diverse or level.exchanges_only or level.latest_only:
-        pool = ranked[: 3 * level.lines]
-        units = {
-            u.id: u
-            for u in lexical.get(tenant, pool, with_context=False)
-            if is_exchange(u) or not level.exchanges_only
-        }
-        pool = [uid for uid in pool if uid in units]
+    pool = ranked[: 3 * level.lines]
+    units = {
+        u.id: u
+        for u in lexical.get(tenant, pool, with_context=False)
+        if is_exchange(u) or not level.exchanges_only
+    }
+    pool = [uid for uid in pool if uid in units]
     if level.diverse:
         pool = focused(pool, fused, units)
         top = diverse_order(pool, fused, vectors.vectors(tenant, pool), level.lines)
     elif level.latest_only:
         top = latest(pool, units, vectors.vectors(tenant, pool))[: level.lines]
-    elif level.exchanges_only:
-        top = pool[: level.lines]
     else:
-        top = ranked[: level.lines]
-        units = {u.id: u for u in lexical.get(tenant, top, with_context=False)}
-    shown = [(units[uid], fused[uid]) for uid in top if uid in units]
+        top = pool[: level.lines]
+    shown = [(units[uid], fused[uid]) for uid in top]
     if level.request_words:
         return [
             (compact(u, level.request_words, level.reply_words, digest=level.digest), sc) for u, sc in shown

@@ -70,7 +70,12 @@ def matches(fts: str, token: str, terms: Sequence[str], latest: int = 0) -> tupl
         parts = [f"SELECT rowid, {i} FROM ({inner})" for i in range(len(terms))]
     else:
         parts = [f"SELECT rowid, {i} FROM {fts} WHERE {fts} MATCH ?" for i in range(len(terms))]
-    return " UNION ALL ".join(parts), [f"{quote(token)} AND ({fts_term(t)})" for t in terms]
+    return " UNION ALL ".join(parts), [term_match(token, t) for t in terms]
+
+
+def term_match(token: str, term: str) -> str:
+    """The FTS5 query of the rows of the tenant's ``token`` that hold ``term``."""
+    return f"{quote(token)} AND ({fts_term(term)})"
 
 
 @dataclass(frozen=True)
@@ -120,8 +125,9 @@ class TermFrequencies:
             key = (fts, token, term)
             known = self._counts.get(key)
             if known is None or abs(rows - known[1]) > STALE_SHARE * known[1]:
-                match = f"{quote(token)} AND ({fts_term(term)})"
-                held = db.execute(f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (match,)).fetchone()[0]
+                held = db.execute(
+                    f"SELECT count(*) FROM {fts} WHERE {fts} MATCH ?", (term_match(token, term),)
+                ).fetchone()[0]
                 known = (int(held), rows)
                 self._counts[key] = known
             out[term] = known[0]
