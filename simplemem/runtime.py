@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import gc
 import logging
+import os
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -58,6 +59,9 @@ class Runtime:
 
     settings: Settings
     store_dir: Path
+    # A batch run (``simplemem ingest``): with ``ingest_parallel`` and more than one core, spaCy and
+    # Presidio in a child process and MiniLM's batches on every core (:attr:`parallel`).
+    bulk: bool = False
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -71,6 +75,7 @@ class Runtime:
                 batch_size=s.embedding_batch_size,
                 batch_tokens=s.embedding_batch_tokens,
                 threads=s.embedding_threads,
+                runners=(os.cpu_count() or 1) if self.parallel else 1,
             )
         return MiniLMEmbedder(
             s.embedding_model_dir,
@@ -212,19 +217,22 @@ class Runtime:
 
         return OfflineDecomposer()
 
+    @property
+    def parallel(self) -> bool:
+        """Whether this run spreads ingestion over processes and cores (a batch run on a machine that
+        has more than one, unless ``ingest_parallel`` is off)."""
+        return self.bulk and self.settings.ingest_parallel and (os.cpu_count() or 1) > 1
+
     @cached_property
     def nlp_preparer(self) -> NlpPreparer:
-        from simplemem.processors.ingest.analysis import NlpPreparer
-        from simplemem.processors.language.nlp import load_pipeline
-        from simplemem.processors.pii.scrubber import PiiScrubber
-
-        s = self.settings
-        nlp = load_pipeline(s.spacy_model, s.blas_threads)
-        scrubber = PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold)
-        return NlpPreparer(nlp, scrubber, long_answer_chars=s.assistant_vector_chars)
+        return build_nlp_preparer(self.settings)
 
     @cached_property
     def preparer(self) -> AsyncPreparer:
+        if self.parallel:
+            from simplemem.processors.ingest.nlp_process import ProcessPreparer
+
+            return ProcessPreparer(partial(build_nlp_preparer, self.settings))
         from simplemem.processors.ingest.analysis import ThreadPreparer
 
         return ThreadPreparer(self.nlp_preparer)
@@ -266,6 +274,17 @@ class Runtime:
         for name in ("preparer", "vectors", "lexical", "buffer", "tombstones", "activity"):
             if name in self.__dict__:
                 self.__dict__[name].close()
+
+
+def build_nlp_preparer(s: Settings) -> NlpPreparer:
+    """spaCy, Presidio and the preparer over them (module level: a child process builds its own)."""
+    from simplemem.processors.ingest.analysis import NlpPreparer
+    from simplemem.processors.language.nlp import load_pipeline
+    from simplemem.processors.pii.scrubber import PiiScrubber
+
+    nlp = load_pipeline(s.spacy_model, s.blas_threads)
+    scrubber = PiiScrubber(nlp, s.pii_entities, s.pii_score_threshold)
+    return NlpPreparer(nlp, scrubber, long_answer_chars=s.assistant_vector_chars)
 
 
 def freeze_heap() -> None:
@@ -313,5 +332,5 @@ def store_exists(store: Path) -> bool:
     return (store / LEXICAL_FILE).is_file()
 
 
-def open_runtime(settings: Settings, store: Path | None = None) -> Runtime:
-    return Runtime(settings, Path(store or settings.store))
+def open_runtime(settings: Settings, store: Path | None = None, *, bulk: bool = False) -> Runtime:
+    return Runtime(settings, Path(store or settings.store), bulk)

@@ -33,7 +33,7 @@ def ingest(
     """Run the whole pipeline over EVENTS (read once, as it streams) and print the accounting."""
     with (
         open_input(events) as source,
-        open_store(get_settings(), store, "simplemem ingest", create=True) as rt,
+        open_store(get_settings(), store, "simplemem ingest", create=True, bulk=True) as rt,
     ):
         with progress_bar(in_bytes=True) as progress:
             task = progress.add_task("loading models", total=source.size)

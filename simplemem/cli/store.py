@@ -72,8 +72,11 @@ def _acquire(fd: int, store: Path) -> None:
 
 
 @contextmanager
-def open_store(settings: Settings, store: Path | None, holder: str, *, create: bool) -> Iterator[Runtime]:
-    """The runtime on ``store`` (default: the configured one), open and locked until the block ends."""
+def open_store(
+    settings: Settings, store: Path | None, holder: str, *, create: bool, bulk: bool = False
+) -> Iterator[Runtime]:
+    """The runtime on ``store`` (default: the configured one), open and locked until the block ends;
+    ``bulk`` for a batch run (:attr:`Runtime.parallel`)."""
     from simplemem.runtime import check_store_format, open_runtime, store_exists
 
     folder = Path(store or settings.store)
@@ -90,7 +93,7 @@ def open_store(settings: Settings, store: Path | None, holder: str, *, create: b
                 raise CliError(f"cannot use {folder} as a store: {exc.strerror or exc}") from None
             check_store_format(folder)  # before any model loads
         quiet_libraries()
-        rt = open_runtime(settings, folder)
+        rt = open_runtime(settings, folder, bulk=bulk)
         stack.callback(rt.close)
         yield rt
 

@@ -124,6 +124,11 @@ class Settings(BaseSettings):
         ge=0,
         description="MiniLM's threads; 1 leaves the other core to spaCy beside it; 0 = library default",
     )
+    ingest_parallel: bool = Field(
+        True,
+        description="`simplemem ingest` on more than one core runs spaCy and Presidio in a child process "
+        "and MiniLM's batches on every core (false: threads in one process, a smaller peak memory)",
+    )
     assistant_vector_chars: int = Field(
         512,
         ge=0,
