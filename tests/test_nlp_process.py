@@ -72,7 +72,7 @@ def test_a_child_that_dies_is_replaced_and_prepares_the_same() -> None:
             try:
                 again = preparer.submit(_events()).result(timeout=120)
                 break
-            except Exception:  # noqa: BLE001 - BrokenProcessPool, or the death seen as an error
+            except Exception:  # BrokenProcessPool, or the death seen as an error
                 continue
         assert again is not None
         assert [m.model_dump() for m in again] == [m.model_dump() for m in first]
@@ -83,7 +83,9 @@ def test_a_child_that_dies_is_replaced_and_prepares_the_same() -> None:
 def _units(store: Path) -> list[tuple[str, str, list[str]]]:
     rt = open_runtime(Settings(), store)
     try:
-        return sorted((u.id, u.text, u.source_ids) for batch in rt.lexical.iter_units("t1", 100) for u in batch)
+        return sorted(
+            (u.id, u.text, u.source_ids) for batch in rt.lexical.iter_units("t1", 100) for u in batch
+        )
     finally:
         rt.close()
 
@@ -97,7 +99,9 @@ def test_the_ingest_command_makes_the_same_memory_in_parallel_as_in_one_process(
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     in_child: list[int] = []
     submit = ProcessPreparer.submit
-    monkeypatch.setattr(ProcessPreparer, "submit", lambda self, ev: in_child.append(len(ev)) or submit(self, ev))
+    monkeypatch.setattr(
+        ProcessPreparer, "submit", lambda self, ev: in_child.append(len(ev)) or submit(self, ev)
+    )
     reports = {}
     for parallel in ("true", "false"):
         monkeypatch.setenv("SIMPLEMEM_INGEST_PARALLEL", parallel)

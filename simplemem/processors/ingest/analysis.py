@@ -3,9 +3,9 @@
 The work has two halves: :class:`NlpPreparer` (spaCy, Presidio, code split, statement flags) gives an
 :class:`AnalyzedMessage` without vectors (already scrubbed: it may travel on a topic), and
 :meth:`MessageAnalyzer.embed` (MiniLM) fills the vectors in. In a batch run the first half runs on a
-helper thread for the next batch while the second embeds the current one; in the streams they are
-two agents. (spaCy in a child process instead is no faster on a small machine, where MiniLM needs
-the other cores, and slower to start.)
+helper thread for the next batch while the second embeds the current one (``simplemem ingest``: in
+a child process, :mod:`simplemem.processors.ingest.nlp_process`); in the streams they are two
+agents.
 """
 
 from __future__ import annotations

@@ -284,10 +284,10 @@ class Pipeline:
         ``close_sessions`` is false: more of the same conversations is coming, and their open
         windows wait for it, their turns queryable from the recent-turn buffer meanwhile).
 
-        Three batches are in flight, one per thread: spaCy prepares batch N+2 on the preparer's
-        thread, MiniLM embeds batch N+1 on this one, and a writer thread windows, decomposes and
-        indexes batch N, in order (a batch is written only once the one before it is). MiniLM
-        keeps one core busy; spaCy and the writer, Python most of their time, share the other.
+        Three batches are in flight: spaCy prepares batch N+2 (on the preparer's thread, or in its
+        process for ``simplemem ingest``), MiniLM embeds batch N+1 from this thread, and a writer
+        thread windows, decomposes and indexes batch N, in order (a batch is written only once the
+        one before it is).
         The writer counts in a report of its own, added to ``report`` when it is done.
         """
         report = report or IngestReport()
