@@ -4,6 +4,8 @@ process makes, and a child that dies replaced."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
+import simplemem
 from simplemem.cli.main import app
 from simplemem.processors.ingest.nlp_process import ProcessPreparer
 from simplemem.runtime import Runtime, build_nlp_preparer, open_runtime
@@ -118,3 +121,38 @@ def test_the_ingest_command_makes_the_same_memory_in_parallel_as_in_one_process(
     units = _units(tmp_path / "true")
     assert units and units == _units(tmp_path / "false")
     assert not any("415-555-0132" in text for _, text, _ in units)
+
+
+_KILLED_PARENT = """
+import os, signal
+from functools import partial
+import psutil
+from simplemem.processors.ingest.nlp_process import ProcessPreparer
+from simplemem.runtime import build_nlp_preparer
+from simplemem.schemas.settings import Settings
+
+if __name__ == "__main__":
+    preparer = ProcessPreparer(partial(build_nlp_preparer, Settings()))
+    preparer.submit([]).result(timeout=120)
+    for child in psutil.Process().children():
+        if "spawn_main" in " ".join(child.cmdline()):
+            print(child.pid, flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.slow
+def test_the_child_leaves_when_its_parent_is_killed(tmp_path: Path) -> None:
+    script = tmp_path / "parent.py"
+    script.write_text(_KILLED_PARENT)
+    root = str(Path(simplemem.__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    assert parent.stdout is not None
+    child = psutil.Process(int(parent.stdout.readline()))  # the child shares the pipe: no EOF to wait for
+    parent.wait(timeout=60)
+    try:
+        child.wait(timeout=20)
+    except psutil.TimeoutExpired:
+        child.kill()
+        pytest.fail("the NLP child outlived its killed parent")

@@ -10,10 +10,13 @@ parallel with MiniLM loading in the parent; a query process never starts one.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import wait
 
 from simplemem.processors.ingest.analysis import NlpPreparer
 from simplemem.schemas.events import ChatEvent
@@ -28,7 +31,18 @@ def _start_child(build: Callable[[], NlpPreparer]) -> None:
     run and shuts the pool down, the child has nothing of its own to say about it."""
     global _preparer
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, name="parent-watch", daemon=True).start()
     _preparer = build()
+
+
+def _exit_with_parent() -> None:
+    """A parent killed outright (SIGKILL, out of memory) shuts nothing down, and the child, holding
+    both ends of its own task queue, would wait for work forever with spaCy in memory: it leaves
+    as soon as the parent is gone."""
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        wait([parent.sentinel])
+        os._exit(0)
 
 
 def _prepare(events: list[ChatEvent]) -> list[AnalyzedMessage]:
