@@ -368,6 +368,14 @@ def test_a_question_that_enumerates_is_searched_by_each_of_its_aspects() -> None
     assert aspects("What did I plan for dogs, cats and birds?") == []  # single words: one aspect
 
 
+def test_a_line_two_aspects_rank_alike_is_shown_once() -> None:
+    """Aspects of one question often find the same line at the same rank: it is taken once, else the
+    timeline shows it twice and pays its tokens twice."""
+    from simplemem.processors.retrieval.derived import _round_robin
+
+    assert _round_robin([["a", "b"], ["c", "b"], ["c", "d"]]) == ["a", "c", "b", "d"]
+
+
 def test_a_timeline_keeps_to_the_sessions_that_hold_its_subject() -> None:
     """Lines of a session that matches the question only in passing (another project sharing a word)
     leave the pool; every session that carries the subject keeps its lines."""

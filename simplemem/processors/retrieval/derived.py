@@ -279,10 +279,10 @@ def _ranked(
 
 def _round_robin(rankings: list[list[str]]) -> list[str]:
     """The rankings' heads in turn (each aspect's best, then each one's second, ...), without repeats."""
-    out: list[str] = []
+    out: dict[str, None] = {}  # ordered, and a line two rankings hold at the same rank taken once
     for row in zip_longest(*rankings):
-        out += [uid for uid in row if uid is not None and uid not in out]
-    return out
+        out.update((uid, None) for uid in row if uid is not None)
+    return list(out)
 
 
 # A timeline spans the sessions where its subject was talked about: a session whose lines weigh less
