@@ -6,6 +6,7 @@ their message, rebuilt the same by a replay."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -469,5 +470,30 @@ def test_a_profile_shows_the_latest_of_lines_that_state_the_same_thing(tmp_path:
     search = Searches(lexical, vectors, "t", T0 + timedelta(days=30), 64, "Which Flask version do I use?", q)
     level = next(lv for lv in PLANS[QuestionForm.LOOKUP].levels if MemoryKind.PROFILE in lv.kinds)
     assert [line.id for line, _ in gather_level(search, level)] == [new.id, other.id]
+    lexical.close()
+    vectors.close()
+
+
+def test_a_long_timeline_shows_its_best_lines_in_more_words_and_the_rest_located(tmp_path: Path) -> None:
+    """An order question's closest moments are read in more words; the others show a few, so the
+    span fits: the line closest in meaning keeps five words of its request, the others three."""
+    texts = [
+        "user: I'm trying to set up the garden beds with raised cedar boxes — assistant: Start small",
+        "user: I'm trying to water the garden beds on a drip timer schedule — assistant: Use a timer",
+        "user: I'm trying to mulch the garden beds before the winter frost — assistant: Use straw",
+    ]
+    lines = [unit(text, MemoryKind.TIMELINE, f"m{i}") for i, text in enumerate(texts)]
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert(lines)
+    vectors.upsert(lines, np.array([[1, 0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    search = Searches(
+        lexical, vectors, "t", T0 + timedelta(days=1), 64, "In what order did I work on the garden beds?", q
+    )
+    order = next(lv for lv in PLANS[QuestionForm.ORDER].levels if MemoryKind.TIMELINE in lv.kinds)
+    found = [line.text for line, _ in gather_level(search, replace(order, head_lines=1))]
+    assert found[0] == "user: set up garden beds raised"
+    assert sorted(found[1:]) == ["user: mulch garden beds", "user: water garden beds"]
     lexical.close()
     vectors.close()

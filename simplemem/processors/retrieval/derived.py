@@ -151,6 +151,11 @@ class Level:
     # of lines that say the same thing in other values ("I use Flask 2.3" then "I use Flask 3.0"),
     # only the latest stated: a profile shows what holds now
     latest_only: bool = False
+    # >0: only the best ranked this many lines get ``request_words`` and ``reply_words``; the others
+    # are shorter (``tail_words``: of the request, and of the answer): the moments closest to the
+    # question are read, the rest only located, and a long span fits
+    head_lines: int = 0
+    tail_words: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -183,12 +188,29 @@ _ADVICE_LEVELS = (
 _LIST_TIMELINE = replace(_TIMELINE, lines=12, request_words=6, digest=True, exchanges_only=True)
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
-    # (in digests: the words that carry each moment's subject, not how it was asked)
+    # (in digests: the words that carry each moment's subject, not how it was asked); the moments
+    # closest to the question in more words, the others only located
     QuestionForm.ORDER: DerivedPlan(
-        (_INSTRUCTIONS, replace(_TIMELINE, lines=72, request_words=5, digest=True)), 0.95
+        (
+            _INSTRUCTIONS,
+            replace(_TIMELINE, lines=96, request_words=5, digest=True, head_lines=20, tail_words=(3, 0)),
+        ),
+        0.95,
     ),
     QuestionForm.SUMMARY: DerivedPlan(
-        (_INSTRUCTIONS, replace(_TIMELINE, lines=60, request_words=4, reply_words=3, digest=True)), 0.9
+        (
+            _INSTRUCTIONS,
+            replace(
+                _TIMELINE,
+                lines=80,
+                request_words=4,
+                reply_words=3,
+                digest=True,
+                head_lines=20,
+                tail_words=(2, 2),
+            ),
+        ),
+        0.95,
     ),
     QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
     # the exchanges that hold what was said, closest in meaning first (not spread over the subject)
@@ -351,11 +373,18 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     else:
         top = pool[: level.lines]
     shown = [(units[uid], fused[uid]) for uid in top]
-    if level.request_words:
-        return [
-            (compact(u, level.request_words, level.reply_words, digest=level.digest), sc) for u, sc in shown
-        ]
-    return shown
+    if not level.request_words:
+        return shown
+    return [
+        (compact(u, *words_of(level, rank), digest=level.digest), sc) for rank, (u, sc) in enumerate(shown)
+    ]
+
+
+def words_of(level: Level, rank: int) -> tuple[int, int]:
+    """How many words of its request and of its answer the ``rank``-th line of ``level`` shows."""
+    if level.head_lines and rank >= level.head_lines:
+        return level.tail_words
+    return level.request_words, level.reply_words
 
 
 def gather_derived(search: Searches, plan: DerivedPlan, first_person: bool) -> list[tuple[MemoryUnit, float]]:
