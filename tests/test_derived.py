@@ -497,3 +497,31 @@ def test_a_long_timeline_shows_its_best_lines_in_more_words_and_the_rest_located
     assert sorted(found[1:]) == ["user: mulch garden beds", "user: water garden beds"]
     lexical.close()
     vectors.close()
+
+
+def test_a_history_question_reads_digests_that_keep_their_negations(tmp_path: Path) -> None:
+    """ "Have I ever used Redis?": a dozen moments as digests fit where six whole lines did, and a
+    digest keeps "not" ("I'm not using Redis" is no digest "using Redis": a contradiction turns on it)."""
+    assert subject_words("I'm not using Redis for the cache anymore", 4) == "not using Redis cache"
+    lines = [
+        unit(
+            f"user: I'm {'not ' * (i % 2)}using Redis for the cache in step {i} — assistant: Fine",
+            MemoryKind.TIMELINE,
+            f"m{i}",
+        )
+        for i in range(10)
+    ]
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert(lines)
+    vectors.upsert(lines, np.array([[1, 0.1 * i] for i in range(10)], dtype=np.float32))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    search = Searches(
+        lexical, vectors, "t", T0 + timedelta(days=1), 64, "Have I ever used Redis for the cache?", q
+    )
+    history = next(lv for lv in PLANS[QuestionForm.HISTORY].levels if MemoryKind.TIMELINE in lv.kinds)
+    found = [line.text for line, _ in gather_level(search, history)]
+    assert len(found) == 10
+    assert "user: not using Redis cache step 1 — assistant: Fine" in found
+    lexical.close()
+    vectors.close()

@@ -227,7 +227,7 @@ def digest_parts(line: MemoryUnit) -> tuple[str, str]:
 # Words of a conversational request that say how it is asked, not what about ("I'm kinda trying to
 # figure out how I can ..."). English only.
 _ASKING = frozenset(
-    """i'm im i've i'd i'll you're you've let's it's that's there's what's how's can't don't doesn't
+    """i'm im i've i'd i'll you're you've let's it's that's there's what's how's
     kinda really just also actually basically trying try tried want wanted wanting need needed wondering
     wonder figure thinking think thought know hmm ok okay yeah yes hey hi so well like sure please thanks
     thank help helping explain show tell give make get got going go maybe still bit little lot something out
@@ -235,11 +235,22 @@ _ASKING = frozenset(
 )
 
 
+# A negation is kept (a stopword elsewhere): "I'm not using Redis" is no digest "using Redis", and
+# whether something happened is what a contradiction turns on.
+_NEGATIONS = frozenset(
+    "not no never without nothing none can't don't doesn't didn't won't isn't wasn't".split()
+)
+
+
 def subject_words(text: str, limit: int) -> str:
     """The first ``limit`` words of ``text`` that carry its subject: neither a stopword nor a word of
-    asking (:data:`_ASKING`); numbers and names kept, in their order."""
-    kept = [w for w in _WORD.findall(text) if _bare(w) not in STOPWORDS and _bare(w) not in _ASKING]
+    asking (:data:`_ASKING`), negations kept (:data:`_NEGATIONS`); numbers and names kept, in order."""
+    kept = [w for w in _WORD.findall(text) if _carries(_bare(w))]
     return " ".join(kept[:limit]).rstrip(",;:")
+
+
+def _carries(word: str) -> bool:
+    return word in _NEGATIONS or (word not in STOPWORDS and word not in _ASKING)
 
 
 def _bare(word: str) -> str:

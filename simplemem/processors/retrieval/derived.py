@@ -17,8 +17,9 @@ they are made) and what share of the context's budget they may take; the stateme
 - **recall** ("how did you recommend ...", "what did you suggest for ...", "what steps did you give me
   ...": what the assistant said before) reads a few timeline lines whole, each citing the request and
   the answer it recalls; asked in the past tense, it is not a request for new advice;
-- **history** ("have I ever ...", "did we ...": whether something came up) reads a few timeline lines:
-  the answer is in what the user brought up, and a contradiction shows as two such lines;
+- **history** ("have I ever ...", "did we ...": whether something came up) reads a dozen timeline lines
+  as digests (negations kept): the answer is in what the user brought up, and a contradiction shows
+  as two such lines;
 - **duration** reads only the standing instructions close to the question in meaning (every form
   does: "always format dates as ... when I ask about deadlines" governs "when is it due?").
 
@@ -212,7 +213,11 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
         ),
         0.95,
     ),
-    QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
+    # whether something came up (and a contradiction: two lines that disagree): a dozen moments on the
+    # subject as digests, negations kept, rather than six whole lines
+    QuestionForm.HISTORY: DerivedPlan(
+        (_INSTRUCTIONS, replace(_TIMELINE, lines=12, request_words=10, reply_words=4, digest=True)), 0.5
+    ),
     # the exchanges that hold what was said, closest in meaning first (not spread over the subject)
     QuestionForm.RECALL: DerivedPlan(
         (_INSTRUCTIONS, replace(_TIMELINE, lines=4, min_cosine=0.3, diverse=False)), 0.4
