@@ -525,3 +525,37 @@ def test_a_history_question_reads_digests_that_keep_their_negations(tmp_path: Pa
     assert "user: not using Redis cache step 1 — assistant: Fine" in found
     lexical.close()
     vectors.close()
+
+
+def test_a_recall_question_reads_the_closest_exchanges_as_digests_citing_both_sides(tmp_path: Path) -> None:
+    """ "What did you suggest for my resume?": eight exchanges fit as digests where four whole lines
+    did, each citing the request and the answer it recalls."""
+    lines = [
+        MemoryUnit.build(
+            tenant_id="t",
+            text=f"user: I'm kinda trying to add keywords to section {i} of my resume — assistant: "
+            f"Absolutely! Put the keywords in the summary and the skills of section {i}",
+            kind=MemoryKind.TIMELINE,
+            source_ids=[f"q{i}", f"a{i}"],
+            stated_at=T0.isoformat(),
+        )
+        for i in range(8)
+    ]
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert(lines)
+    vectors.upsert(lines, np.array([[1, 0.05 * i] for i in range(8)], dtype=np.float32))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    asked = "What did you suggest for the keywords in my resume?"
+    search = Searches(lexical, vectors, "t", T0 + timedelta(days=1), 64, asked, q)
+    assert question_form(asked) == QuestionForm.RECALL
+    recall = next(lv for lv in PLANS[QuestionForm.RECALL].levels if MemoryKind.TIMELINE in lv.kinds)
+    found = [line for line, _ in gather_level(search, recall)]
+    assert len(found) == 8
+    assert (
+        found[0].text
+        == "user: add keywords section 0 resume — assistant: Absolutely! Put keywords summary skills section 0"
+    )
+    assert found[0].source_ids == ["q0", "a0"]
+    lexical.close()
+    vectors.close()

@@ -15,8 +15,8 @@ they are made) and what share of the context's budget they may take; the stateme
   you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
   the task and what the user asked before on the subject, so the answer follows them;
 - **recall** ("how did you recommend ...", "what did you suggest for ...", "what steps did you give me
-  ...": what the assistant said before) reads a few timeline lines whole, each citing the request and
-  the answer it recalls; asked in the past tense, it is not a request for new advice;
+  ...": what the assistant said before) reads the closest exchanges as digests, each citing the request
+  and the answer it recalls; asked in the past tense, it is not a request for new advice;
 - **history** ("have I ever ...", "did we ...": whether something came up) reads a dozen timeline lines
   as digests (negations kept): the answer is in what the user brought up, and a contradiction shows
   as two such lines;
@@ -220,7 +220,19 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     ),
     # the exchanges that hold what was said, closest in meaning first (not spread over the subject)
     QuestionForm.RECALL: DerivedPlan(
-        (_INSTRUCTIONS, replace(_TIMELINE, lines=4, min_cosine=0.3, diverse=False)), 0.4
+        (
+            _INSTRUCTIONS,
+            replace(
+                _TIMELINE,
+                lines=8,
+                min_cosine=0.3,
+                diverse=False,
+                request_words=10,
+                reply_words=8,
+                digest=True,
+            ),
+        ),
+        0.4,
     ),
     # a count, a list or a lookup is answered by statements; of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
