@@ -1,8 +1,8 @@
 """Step 4, render: the chosen memories that fit the token budget, as the context an agent reads.
 
 One line per memory in time order, under one ``[YYYY-MM-DD]`` header per day (a date costs about
-seven tokens, a header per line would cost that each time); a list's lead written once; a memory
-whose fact changed marked outdated, its replacement current.
+seven tokens, a header per line would cost that each time); a list's lead written once; a day's
+timeline digests on one line; a memory whose fact changed marked outdated, its replacement current.
 """
 
 from __future__ import annotations
