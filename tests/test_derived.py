@@ -6,6 +6,7 @@ their message, rebuilt the same by a replay."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -368,6 +369,14 @@ def test_a_question_that_enumerates_is_searched_by_each_of_its_aspects() -> None
     assert aspects("What did I plan for dogs, cats and birds?") == []  # single words: one aspect
 
 
+def test_a_line_two_aspects_rank_alike_is_shown_once() -> None:
+    """Aspects of one question often find the same line at the same rank: it is taken once, else the
+    timeline shows it twice and pays its tokens twice."""
+    from simplemem.processors.retrieval.derived import _round_robin
+
+    assert _round_robin([["a", "b"], ["c", "b"], ["c", "d"]]) == ["a", "c", "b", "d"]
+
+
 def test_a_timeline_keeps_to_the_sessions_that_hold_its_subject() -> None:
     """Lines of a session that matches the question only in passing (another project sharing a word)
     leave the pool; every session that carries the subject keeps its lines."""
@@ -461,5 +470,92 @@ def test_a_profile_shows_the_latest_of_lines_that_state_the_same_thing(tmp_path:
     search = Searches(lexical, vectors, "t", T0 + timedelta(days=30), 64, "Which Flask version do I use?", q)
     level = next(lv for lv in PLANS[QuestionForm.LOOKUP].levels if MemoryKind.PROFILE in lv.kinds)
     assert [line.id for line, _ in gather_level(search, level)] == [new.id, other.id]
+    lexical.close()
+    vectors.close()
+
+
+def test_a_long_timeline_shows_its_best_lines_in_more_words_and_the_rest_located(tmp_path: Path) -> None:
+    """An order question's closest moments are read in more words; the others show a few, so the
+    span fits: the line closest in meaning keeps five words of its request, the others three."""
+    texts = [
+        "user: I'm trying to set up the garden beds with raised cedar boxes — assistant: Start small",
+        "user: I'm trying to water the garden beds on a drip timer schedule — assistant: Use a timer",
+        "user: I'm trying to mulch the garden beds before the winter frost — assistant: Use straw",
+    ]
+    lines = [unit(text, MemoryKind.TIMELINE, f"m{i}") for i, text in enumerate(texts)]
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert(lines)
+    vectors.upsert(lines, np.array([[1, 0], [0.6, 0.8], [0.0, 1.0]], dtype=np.float32))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    search = Searches(
+        lexical, vectors, "t", T0 + timedelta(days=1), 64, "In what order did I work on the garden beds?", q
+    )
+    order = next(lv for lv in PLANS[QuestionForm.ORDER].levels if MemoryKind.TIMELINE in lv.kinds)
+    found = [line.text for line, _ in gather_level(search, replace(order, head_lines=1))]
+    assert found[0] == "user: set up garden beds raised"
+    assert sorted(found[1:]) == ["user: mulch garden beds", "user: water garden beds"]
+    lexical.close()
+    vectors.close()
+
+
+def test_a_history_question_reads_digests_that_keep_their_negations(tmp_path: Path) -> None:
+    """ "Have I ever used Redis?": a dozen moments as digests fit where six whole lines did, and a
+    digest keeps "not" ("I'm not using Redis" is no digest "using Redis": a contradiction turns on it)."""
+    assert subject_words("I'm not using Redis for the cache anymore", 4) == "not using Redis cache"
+    lines = [
+        unit(
+            f"user: I'm {'not ' * (i % 2)}using Redis for the cache in step {i} — assistant: Fine",
+            MemoryKind.TIMELINE,
+            f"m{i}",
+        )
+        for i in range(10)
+    ]
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert(lines)
+    vectors.upsert(lines, np.array([[1, 0.1 * i] for i in range(10)], dtype=np.float32))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    search = Searches(
+        lexical, vectors, "t", T0 + timedelta(days=1), 64, "Have I ever used Redis for the cache?", q
+    )
+    history = next(lv for lv in PLANS[QuestionForm.HISTORY].levels if MemoryKind.TIMELINE in lv.kinds)
+    found = [line.text for line, _ in gather_level(search, history)]
+    assert len(found) == 10
+    assert "user: not using Redis cache step 1 — assistant: Fine" in found
+    lexical.close()
+    vectors.close()
+
+
+def test_a_recall_question_reads_the_closest_exchanges_as_digests_citing_both_sides(tmp_path: Path) -> None:
+    """ "What did you suggest for my resume?": eight exchanges fit as digests where four whole lines
+    did, each citing the request and the answer it recalls."""
+    lines = [
+        MemoryUnit.build(
+            tenant_id="t",
+            text=f"user: I'm kinda trying to add keywords to section {i} of my resume — assistant: "
+            f"Absolutely! Put the keywords in the summary and the skills of section {i}",
+            kind=MemoryKind.TIMELINE,
+            source_ids=[f"q{i}", f"a{i}"],
+            stated_at=T0.isoformat(),
+        )
+        for i in range(8)
+    ]
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    lexical.upsert(lines)
+    vectors.upsert(lines, np.array([[1, 0.05 * i] for i in range(8)], dtype=np.float32))
+    q = np.array([1.0, 0.0], dtype=np.float32)
+    asked = "What did you suggest for the keywords in my resume?"
+    search = Searches(lexical, vectors, "t", T0 + timedelta(days=1), 64, asked, q)
+    assert question_form(asked) == QuestionForm.RECALL
+    recall = next(lv for lv in PLANS[QuestionForm.RECALL].levels if MemoryKind.TIMELINE in lv.kinds)
+    found = [line for line, _ in gather_level(search, recall)]
+    assert len(found) == 8
+    assert (
+        found[0].text
+        == "user: add keywords section 0 resume — assistant: Absolutely! Put keywords summary skills section 0"
+    )
+    assert found[0].source_ids == ["q0", "a0"]
     lexical.close()
     vectors.close()

@@ -193,17 +193,41 @@ def compact(
     head, tail = line.text.split(REPLY_MARK, 1)
     speaker, _, request = head.partition(": ")
     head = f"{speaker}: {cut(request, request_words)}"
-    if not reply_words:
-        return line.model_copy(update={"text": head, "source_ids": line.source_ids[:1]})
+    cited = line.source_ids if reply_words else line.source_ids[:1]
+    if reply_words:
+        replier, _, answer = tail.partition(": ")
+        head = f"{head}{REPLY_MARK}{replier}: {cut(answer, reply_words)}"
+    if digest:
+        return DigestLine.model_construct(**{**dict(line), "text": head, "source_ids": cited})
+    return line.model_copy(update={"text": head, "source_ids": cited})
+
+
+class DigestLine(MemoryUnit):
+    """A timeline line shown as a digest (:func:`compact`): an item of its day's one line
+    (:func:`digest_parts`), never stored."""
+
+
+DIGEST_JOIN = "; "  # between the digests of one day written on one line
+DIGEST_ARROW = " → "  # between a digest's request and its answer on that line
+
+
+def digest_parts(line: MemoryUnit) -> tuple[str, str]:
+    """A digest line (:func:`compact`) as the head of its day's line (who asked, and who answered)
+    and its item there: "user: set up schema — assistant: table per entity" is ("user → assistant: ",
+    "set up schema → table per entity"). A day's digests read as one line, head written once: the
+    head and line break cost a third of a digest's tokens, and a summary reads that many more moments."""
+    head, mark, tail = line.text.partition(REPLY_MARK)
+    speaker, _, request = head.partition(": ")
+    if not mark:
+        return f"{speaker}: ", request
     replier, _, answer = tail.partition(": ")
-    text = f"{head}{REPLY_MARK}{replier}: {cut(answer, reply_words)}"
-    return line.model_copy(update={"text": text})
+    return f"{speaker}{DIGEST_ARROW}{replier}: ", f"{request}{DIGEST_ARROW}{answer}"
 
 
 # Words of a conversational request that say how it is asked, not what about ("I'm kinda trying to
 # figure out how I can ..."). English only.
 _ASKING = frozenset(
-    """i'm im i've i'd i'll you're you've let's it's that's there's what's how's can't don't doesn't
+    """i'm im i've i'd i'll you're you've let's it's that's there's what's how's
     kinda really just also actually basically trying try tried want wanted wanting need needed wondering
     wonder figure thinking think thought know hmm ok okay yeah yes hey hi so well like sure please thanks
     thank help helping explain show tell give make get got going go maybe still bit little lot something out
@@ -211,11 +235,22 @@ _ASKING = frozenset(
 )
 
 
+# A negation is kept (a stopword elsewhere): "I'm not using Redis" is no digest "using Redis", and
+# whether something happened is what a contradiction turns on.
+_NEGATIONS = frozenset(
+    "not no never without nothing none can't don't doesn't didn't won't isn't wasn't".split()
+)
+
+
 def subject_words(text: str, limit: int) -> str:
     """The first ``limit`` words of ``text`` that carry its subject: neither a stopword nor a word of
-    asking (:data:`_ASKING`); numbers and names kept, in their order."""
-    kept = [w for w in _WORD.findall(text) if _bare(w) not in STOPWORDS and _bare(w) not in _ASKING]
+    asking (:data:`_ASKING`), negations kept (:data:`_NEGATIONS`); numbers and names kept, in order."""
+    kept = [w for w in _WORD.findall(text) if _carries(_bare(w))]
     return " ".join(kept[:limit]).rstrip(",;:")
+
+
+def _carries(word: str) -> bool:
+    return word in _NEGATIONS or (word not in STOPWORDS and word not in _ASKING)
 
 
 def _bare(word: str) -> str:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from simplemem.processors.language.structure import list_of, without_lead
 from simplemem.processors.language.text import query_terms
+from simplemem.processors.lifecycle.derived import DIGEST_JOIN, digest_parts
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 # sentence ends, and the starts of list items and lines: where a long memory may be cut
@@ -91,20 +92,28 @@ def fit(
     query: str,
     budget: Budget,
     render: Callable[[list[MemoryUnit]], str],
+    joined: frozenset[str] = frozenset(),
 ) -> list[MemoryUnit]:
     """The memories (their shown text in place of the full one) whose rendered context fits the
     budget: greedily in rank order on each line's count and its day's header (counting the whole
     context again for every candidate was a tenth of a query's time), then checked on the exact
-    string, the lowest-ranked leaving until it fits."""
+    string, the lowest-ranked leaving until it fits. The digests in ``joined`` are items of their
+    day's one line (``build_context``): each after the first costs its item alone."""
     chosen: list[MemoryUnit] = []
     days: set[str] = set()
     lists: set[str] = set()  # a list's lead is written once (``build_context``)
+    runs: set[tuple[str, str]] = set()  # the days (and heads) that have a line of digests
     used = 0
     for unit in ranked:
         shown = unit.model_copy(update={"text": shown_text(unit, query, budget)})
         day = unit.stated_at[:10]
         place = list_of(shown.text)
         line = without_lead(shown.text) if place is not None and place[0] in lists else shown.text
+        run = None
+        if unit.id in joined:
+            head, item = digest_parts(shown)
+            run = (day, head)
+            line = DIGEST_JOIN + item if run in runs else head + item
         # a line's end merges with its last token (".\n" is one), a header's with its bracket
         cost = budget.count(line) + (0 if day in days else budget.count(f"[{day}]\n"))
         if used + cost <= budget.total:
@@ -112,6 +121,8 @@ def fit(
             days.add(day)
             if place is not None:
                 lists.add(place[0])
+            if run is not None:
+                runs.add(run)
             used += cost
         elif not chosen and unit.kind == MemoryKind.CODE:
             cut = _cut_code(unit.text, budget.total - budget.count(render([])) - 16, budget.count)

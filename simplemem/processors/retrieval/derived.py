@@ -15,10 +15,11 @@ they are made) and what share of the context's budget they may take; the stateme
   you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
   the task and what the user asked before on the subject, so the answer follows them;
 - **recall** ("how did you recommend ...", "what did you suggest for ...", "what steps did you give me
-  ...": what the assistant said before) reads a few timeline lines whole, each citing the request and
-  the answer it recalls; asked in the past tense, it is not a request for new advice;
-- **history** ("have I ever ...", "did we ...": whether something came up) reads a few timeline lines:
-  the answer is in what the user brought up, and a contradiction shows as two such lines;
+  ...": what the assistant said before) reads the closest exchanges as digests, each citing the request
+  and the answer it recalls; asked in the past tense, it is not a request for new advice;
+- **history** ("have I ever ...", "did we ...": whether something came up) reads a dozen timeline lines
+  as digests (negations kept): the answer is in what the user brought up, and a contradiction shows
+  as two such lines;
 - **duration** reads only the standing instructions close to the question in meaning (every form
   does: "always format dates as ... when I ask about deadlines" governs "when is it due?").
 
@@ -151,6 +152,11 @@ class Level:
     # of lines that say the same thing in other values ("I use Flask 2.3" then "I use Flask 3.0"),
     # only the latest stated: a profile shows what holds now
     latest_only: bool = False
+    # >0: only the best ranked this many lines get ``request_words`` and ``reply_words``; the others
+    # are shorter (``tail_words``: of the request, and of the answer): the moments closest to the
+    # question are read, the rest only located, and a long span fits
+    head_lines: int = 0
+    tail_words: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -183,17 +189,50 @@ _ADVICE_LEVELS = (
 _LIST_TIMELINE = replace(_TIMELINE, lines=12, request_words=6, digest=True, exchanges_only=True)
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
-    # (in digests: the words that carry each moment's subject, not how it was asked)
+    # (in digests: the words that carry each moment's subject, not how it was asked); the moments
+    # closest to the question in more words, the others only located
     QuestionForm.ORDER: DerivedPlan(
-        (_INSTRUCTIONS, replace(_TIMELINE, lines=72, request_words=5, digest=True)), 0.95
+        (
+            _INSTRUCTIONS,
+            replace(_TIMELINE, lines=96, request_words=5, digest=True, head_lines=20, tail_words=(3, 0)),
+        ),
+        0.95,
     ),
     QuestionForm.SUMMARY: DerivedPlan(
-        (_INSTRUCTIONS, replace(_TIMELINE, lines=60, request_words=4, reply_words=3, digest=True)), 0.9
+        (
+            _INSTRUCTIONS,
+            replace(
+                _TIMELINE,
+                lines=80,
+                request_words=4,
+                reply_words=3,
+                digest=True,
+                head_lines=20,
+                tail_words=(2, 2),
+            ),
+        ),
+        0.95,
     ),
-    QuestionForm.HISTORY: DerivedPlan((_INSTRUCTIONS, replace(_TIMELINE, lines=6)), 0.4),
+    # whether something came up (and a contradiction: two lines that disagree): a dozen moments on the
+    # subject as digests, negations kept, rather than six whole lines
+    QuestionForm.HISTORY: DerivedPlan(
+        (_INSTRUCTIONS, replace(_TIMELINE, lines=12, request_words=10, reply_words=4, digest=True)), 0.5
+    ),
     # the exchanges that hold what was said, closest in meaning first (not spread over the subject)
     QuestionForm.RECALL: DerivedPlan(
-        (_INSTRUCTIONS, replace(_TIMELINE, lines=4, min_cosine=0.3, diverse=False)), 0.4
+        (
+            _INSTRUCTIONS,
+            replace(
+                _TIMELINE,
+                lines=8,
+                min_cosine=0.3,
+                diverse=False,
+                request_words=10,
+                reply_words=8,
+                digest=True,
+            ),
+        ),
+        0.4,
     ),
     # a count, a list or a lookup is answered by statements; of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
@@ -279,10 +318,10 @@ def _ranked(
 
 def _round_robin(rankings: list[list[str]]) -> list[str]:
     """The rankings' heads in turn (each aspect's best, then each one's second, ...), without repeats."""
-    out: list[str] = []
+    out: dict[str, None] = {}  # ordered, and a line two rankings hold at the same rank taken once
     for row in zip_longest(*rankings):
-        out += [uid for uid in row if uid is not None and uid not in out]
-    return out
+        out.update((uid, None) for uid in row if uid is not None)
+    return list(out)
 
 
 # A timeline spans the sessions where its subject was talked about: a session whose lines weigh less
@@ -351,11 +390,18 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     else:
         top = pool[: level.lines]
     shown = [(units[uid], fused[uid]) for uid in top]
-    if level.request_words:
-        return [
-            (compact(u, level.request_words, level.reply_words, digest=level.digest), sc) for u, sc in shown
-        ]
-    return shown
+    if not level.request_words:
+        return shown
+    return [
+        (compact(u, *words_of(level, rank), digest=level.digest), sc) for rank, (u, sc) in enumerate(shown)
+    ]
+
+
+def words_of(level: Level, rank: int) -> tuple[int, int]:
+    """How many words of its request and of its answer the ``rank``-th line of ``level`` shows."""
+    if level.head_lines and rank >= level.head_lines:
+        return level.tail_words
+    return level.request_words, level.reply_words
 
 
 def gather_derived(search: Searches, plan: DerivedPlan, first_person: bool) -> list[tuple[MemoryUnit, float]]:

@@ -1,8 +1,8 @@
 """Step 4, render: the chosen memories that fit the token budget, as the context an agent reads.
 
 One line per memory in time order, under one ``[YYYY-MM-DD]`` header per day (a date costs about
-seven tokens, a header per line would cost that each time); a list's lead written once; a memory
-whose fact changed marked outdated, its replacement current.
+seven tokens, a header per line would cost that each time); a list's lead written once; a day's
+timeline digests on one line; a memory whose fact changed marked outdated, its replacement current.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from functools import cache, partial
 
 from simplemem.processors.language.structure import list_of, without_lead
 from simplemem.processors.language.tokens import count_tokens
+from simplemem.processors.lifecycle.derived import DIGEST_JOIN, DigestLine, digest_parts
 from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.plan import Plan
 from simplemem.processors.retrieval.select import Chosen, Selection
@@ -31,8 +32,10 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
     budget = Budget(
         c.context_tokens, plan.unit_tokens, cache(partial(count_tokens, encoding=c.tokenizer_encoding))
     )
+    derived = derived or []
+    joined = digests(derived)
     shown, chosen = fit_levels(
-        plan, selection.chosen, derived or [], budget, partial(build_context, notes=notes)
+        plan, selection.chosen, derived, budget, partial(build_context, notes=notes, joined=joined), joined
     )
     kept = {u.id for u in shown}
     memories = [
@@ -48,7 +51,7 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
         for u, sc in chosen
         if u.id in kept
     ]
-    context = build_context(shown, notes)
+    context = build_context(shown, notes, joined)
     return QueryResult(
         id=plan.request.id,
         query=plan.query,
@@ -60,8 +63,18 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
     )
 
 
+def digests(derived: Chosen) -> frozenset[str]:
+    """The ids of the derived lines shown as digests (a day's on one line)."""
+    return frozenset(u.id for u, _ in derived if isinstance(u, DigestLine))
+
+
 def fit_levels(
-    plan: Plan, chosen: Chosen, derived: Chosen, budget: Budget, render: Callable[[list[MemoryUnit]], str]
+    plan: Plan,
+    chosen: Chosen,
+    derived: Chosen,
+    budget: Budget,
+    render: Callable[[list[MemoryUnit]], str],
+    joined: frozenset[str] = frozenset(),
 ) -> tuple[list[MemoryUnit], Chosen]:
     """What fits: the derived lines first, within their plan's share of the budget (each under its
     own cap), then the statements in what is left; and every candidate, derived first."""
@@ -70,7 +83,7 @@ def fit_levels(
         share = replace(
             budget, total=int(budget.total * plan.derived.share), per_unit=plan.derived.line_tokens
         )
-        lines = fit([u for u, _ in derived], plan.query, share, render)
+        lines = fit([u for u, _ in derived], plan.query, share, render, joined)
     rest = replace(budget, total=budget.total - (budget.count(render(lines)) if lines else 0))
     shown = fit([u for u, _ in chosen], plan.query, rest, render)
     while shown and budget.count(render([*lines, *shown])) > budget.total:
@@ -84,17 +97,31 @@ def context_line(unit: MemoryUnit) -> str:
     return unit.text
 
 
-def build_context(units: list[MemoryUnit], notes: dict[str, str] | None = None) -> str:
+def build_context(
+    units: list[MemoryUnit], notes: dict[str, str] | None = None, joined: frozenset[str] = frozenset()
+) -> str:
     """Memories in :func:`reading_order`, under one ``[YYYY-MM-DD]`` header per day they were stated;
-    a memory with a note (knowledge updates: which one is current) ends with it."""
+    a memory with a note (knowledge updates: which one is current) ends with it. The digests in
+    ``joined`` of one day (and speakers) are one line, where the day's first of them is, in time order
+    (:func:`~simplemem.processors.lifecycle.derived.digest_parts`)."""
     lines: list[str] = []
     day = None
     named: set[str] = set()  # the lists whose lead a line above names
+    runs: dict[tuple[str, str], int] = {}  # a day's line of digests (by head): its place in ``lines``
     placed = [(unit, list_of(unit.text)) for unit in units]
     for unit, place in sorted(placed, key=reading_order):
         if unit.stated_at[:10] != day:
             day = unit.stated_at[:10]
             lines.append(f"[{day}]")
+        if unit.id in joined:
+            head, item = digest_parts(unit)
+            run = (unit.stated_at[:10], head)
+            if run in runs:
+                lines[runs[run]] += DIGEST_JOIN + item
+            else:
+                runs[run] = len(lines)
+                lines.append(head + item)
+            continue
         line = context_line(unit)
         if place is not None:
             line = without_lead(line) if place[0] in named else line
