@@ -14,7 +14,6 @@ import psutil
 import pytest
 from typer.testing import CliRunner
 
-import simplemem
 from simplemem.cli.main import app
 from simplemem.processors.ingest.nlp_process import ProcessPreparer
 from simplemem.runtime import Runtime, build_nlp_preparer, open_runtime
@@ -66,8 +65,11 @@ def test_a_child_that_dies_is_replaced_and_prepares_the_same() -> None:
         first = preparer.submit(_events()).result(timeout=120)
         assert "415-555-0132" not in orjson.dumps([m.model_dump(mode="json") for m in first]).decode()
         for child in psutil.Process().children():
-            if "spawn_main" not in " ".join(child.cmdline()):
-                continue  # multiprocessing's resource tracker, not the pool's worker
+            try:
+                if "spawn_main" not in " ".join(child.cmdline()):
+                    continue  # multiprocessing's resource tracker, not the pool's worker
+            except psutil.Error:
+                continue  # a child of an earlier test, gone
             child.kill()
             child.wait(10)
         again = None
@@ -145,7 +147,7 @@ if __name__ == "__main__":
 def test_the_child_leaves_when_its_parent_is_killed(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
     script.write_text(_KILLED_PARENT)
-    root = str(Path(simplemem.__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[1])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
     assert parent.stdout is not None
