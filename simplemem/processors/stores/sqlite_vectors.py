@@ -268,7 +268,7 @@ class SqliteVectorStore:
             self._db.close()
 
 
-def best_first(scores: npt.NDArray[np.float32], limit: int) -> npt.NDArray[np.intp]:
+def best_first(scores: npt.NDArray[np.floating[Any]], limit: int) -> npt.NDArray[np.intp]:
     """The positions of the ``limit`` highest scores, highest first, ties in position order (as a
     stable sort of all of them, without sorting all of them)."""
     if limit >= scores.size:
