@@ -8,6 +8,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
     COMMON_ROWS,
     TERM_ROWS,
     affordable,
+    found_pairs,
     fts_term,
     idf,
     latest_of,
@@ -34,8 +35,11 @@ def test_a_rarer_term_weighs_more_and_none_weighs_less_than_nothing() -> None:
 
 def test_each_term_is_matched_within_the_tenants_rows_and_numbered() -> None:
     sql, args = matches("units_fts", "tok", ["ski", "e-mail"])
-    assert sql.count("MATCH ?") == 2 and "SELECT rowid, 1 FROM units_fts" in sql
+    assert sql.count("MATCH ?") == 2 and "SELECT rowid * 2 + 1 AS m FROM units_fts" in sql
     assert args == ['"tok" AND ("ski")', '"tok" AND ("e" AND "mail")']
+    # read back as (rowid, term's number)
+    assert found_pairs("14,15,21", 2).tolist() == [[7, 0], [7, 1], [10, 1]]
+    assert found_pairs(None, 2).shape == (0, 2)
 
 
 def test_a_term_too_common_to_pay_for_is_left_out_of_a_large_layers_search() -> None:

@@ -62,16 +62,18 @@ def idf(holding: int, rows: int) -> float:
 
 
 def matches(fts: str, token: str | None, terms: Sequence[str], latest: int = 0) -> tuple[str, list[str]]:
-    """A SELECT of (rowid, term's number) for each row of ``fts`` that holds the tenant's ``token``
-    and a term (with ``latest``, a term's latest rows only), with its arguments. Without a token,
-    every row of the file that holds a term (the caller keeps its tenant's)."""
+    """A SELECT of one text: each row of ``fts`` that holds the tenant's ``token`` and a term (with
+    ``latest``, a term's latest rows only) as ``rowid * len(terms) + term's number``, joined by commas
+    (:func:`found_pairs` reads it: one value, not a Python tuple a match), with its arguments.
+    Without a token, every row of the file that holds a term (the caller keeps its tenant's)."""
+    n = len(terms)
     if latest:
         inner = f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT {latest}"
-        parts = [f"SELECT rowid, {i} FROM ({inner})" for i in range(len(terms))]
+        parts = [f"SELECT rowid * {n} + {i} AS m FROM ({inner})" for i in range(n)]
     else:
-        parts = [f"SELECT rowid, {i} FROM {fts} WHERE {fts} MATCH ?" for i in range(len(terms))]
+        parts = [f"SELECT rowid * {n} + {i} AS m FROM {fts} WHERE {fts} MATCH ?" for i in range(n)]
     args = [fts_term(t) if token is None else term_match(token, t) for t in terms]
-    return " UNION ALL ".join(parts), args
+    return f"SELECT group_concat(m) FROM ({' UNION ALL '.join(parts)})", args
 
 
 def term_match(token: str, term: str) -> str:
@@ -81,8 +83,8 @@ def term_match(token: str, term: str) -> str:
 
 @dataclass(frozen=True)
 class Walk:
-    """What a search reads of one FTS index: its matches (``match_sql``: a SELECT of (rowid, term's
-    number), with ``match_args``), each term's BM25 weight (``weights``, by number; None: counted
+    """What a search reads of one FTS index: its matches (``match_sql``, :func:`matches`, with
+    ``match_args``: one a term), each term's BM25 weight (``weights``, by number; None: counted
     from the matches, :func:`weighed`) and how many of a term's latest matches count (0: all)."""
 
     match_sql: str
@@ -113,9 +115,11 @@ class Matches:
     weight: npt.NDArray[np.float64]
 
 
-def found_pairs(found: Sequence[tuple[int, int]]) -> npt.NDArray[np.int64]:
-    """The (rowid, term's number) rows a walk's SELECT returned, as an array of two columns."""
-    return np.array(found, dtype=np.int64).reshape(-1, 2)
+def found_pairs(found: str | None, terms: int) -> npt.NDArray[np.int64]:
+    """The matches a walk's SELECT returned (:func:`matches`, over ``terms`` terms) as rows of
+    (rowid, term's number)."""
+    coded = np.fromstring(found or "", dtype=np.int64, sep=",")
+    return np.stack([coded // max(terms, 1), coded % max(terms, 1)], axis=1)
 
 
 def latest_of(pairs: npt.NDArray[np.int64], latest: int) -> npt.NDArray[np.int64]:

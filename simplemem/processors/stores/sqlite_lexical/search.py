@@ -110,7 +110,9 @@ class SqliteSearch(SqliteLexicalBase):
         fts = f"{side}_fts"
         whole = rows >= WHOLE_FILE_SHARE * self._columns.file_rows(side)
         how = self._walk(fts, token, terms, rows, whole=whole)
-        pairs = found_pairs(self._db.execute(how.match_sql, how.match_args).fetchall())
+        pairs = found_pairs(
+            self._db.execute(how.match_sql, how.match_args).fetchone()[0], len(how.match_args)
+        )
         if whole:
             pairs = pairs[in_layer(pairs[:, 0])]
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
