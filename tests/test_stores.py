@@ -429,6 +429,19 @@ def test_the_vector_arrays_kept_in_memory_stay_within_their_bound(tmp_path: Path
     store.close()
 
 
+def test_the_lexical_columns_kept_in_memory_stay_within_their_bound(tmp_path: Path) -> None:
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    store._columns.cache_rows = 2
+    units = [unit(t, "alpha") for t in ("t1", "t2", "t3")]
+    store.upsert(units)
+    for u in units:
+        assert [h.id for h in store.search(u.tenant_id, "alpha", 5, SymbolicFilter())] == [u.id]
+    assert "t1" not in store._columns and "t2" in store._columns and "t3" in store._columns
+    store.delete("t3", [units[2].id])
+    assert "t3" not in store._columns
+    store.close()
+
+
 def test_a_messages_statements_are_deflated_with_the_header_their_context_keeps(tmp_path: Path) -> None:
     """Three statements of one message written together: their context keeps a header of what they
     share (the date, the messages they come from, the session), their documents are deflated with

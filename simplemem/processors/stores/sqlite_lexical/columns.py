@@ -21,7 +21,7 @@ import numpy.typing as npt
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.schemas.memory import DERIVED_KINDS, MemoryStatus
 
-CACHE_ROWS = 1_000_000  # units and contexts kept as arrays: about 50 MB
+CACHE_ROWS = 1_000_000  # units and contexts kept as arrays: about 60 MB
 NO_CONTEXT = -1
 
 
