@@ -35,7 +35,7 @@ def test_a_rarer_term_weighs_more_and_none_weighs_less_than_nothing() -> None:
 
 def test_each_term_is_matched_within_the_tenants_rows_and_numbered() -> None:
     sql, args = matches("units_fts", "tok", ["ski", "e-mail"])
-    assert sql.count("MATCH ?") == 2 and "SELECT rowid * 2 + 1 AS m FROM units_fts" in sql
+    assert sql.count("MATCH ?") == 2 and "SELECT rowid * 2 + 1 AS m FROM (SELECT rowid FROM units_fts" in sql
     assert args == ['"tok" AND ("ski")', '"tok" AND ("e" AND "mail")']
     # read back as (rowid, term's number)
     assert found_pairs("14,15,21", 2).tolist() == [[7, 0], [7, 1], [10, 1]]
@@ -73,9 +73,13 @@ def test_a_large_layer_walks_each_term_in_its_latest_rows_weighed_by_its_count_i
     assert large.weights == [idf(12, rows), idf(3 * TERM_ROWS, rows)] and large.latest == TERM_ROWS
     small = walk("units_fts", "tok", ["kayak"], 700, None)
     assert "LIMIT" not in small.match_sql and small.weights is None and small.latest == 0
-    # walked without the token (the whole file's rows), the latest rows are cut after the layer's are kept
-    whole = walk("units_fts", None, ["kayak"], rows, {"kayak": 12})
-    assert "LIMIT" not in whole.match_sql and whole.match_args == ['"kayak"'] and whole.latest == TERM_ROWS
+    # a layer that is most of its file: a term walked without the token (the whole file's rows, the
+    # layer's kept and cut to the latest after), unless more rows hold it than the limit
+    whole = walk(
+        "units_fts", "tok", ["kayak", "rapids"], rows, {"kayak": 12, "rapids": 3 * TERM_ROWS}, whole=True
+    )
+    assert whole.match_sql.count(f"LIMIT {TERM_ROWS}") == 1 and whole.latest == TERM_ROWS
+    assert whole.match_args == ['"kayak"', '"tok" AND ("rapids")']
 
 
 def test_a_terms_latest_matches_are_its_highest_rowids_and_the_others_terms_are_kept() -> None:

@@ -61,18 +61,26 @@ def idf(holding: int, rows: int) -> float:
     return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
 
 
-def matches(fts: str, token: str | None, terms: Sequence[str], latest: int = 0) -> tuple[str, list[str]]:
+def matches(
+    fts: str, token: str, terms: Sequence[str], latest: int = 0, bare: Sequence[bool] = ()
+) -> tuple[str, list[str]]:
     """A SELECT of one text: each row of ``fts`` that holds the tenant's ``token`` and a term (with
     ``latest``, a term's latest rows only) as ``rowid * len(terms) + term's number``, joined by commas
-    (:func:`found_pairs` reads it: one value, not a Python tuple a match), with its arguments.
-    Without a token, every row of the file that holds a term (the caller keeps its tenant's)."""
+    (:func:`found_pairs` reads it: one value, not a Python tuple a match), with its arguments. A term
+    ``bare`` (by number) is matched without the token, in every row of the file that holds it (the
+    caller keeps its tenant's)."""
     n = len(terms)
-    if latest:
-        inner = f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT {latest}"
-        parts = [f"SELECT rowid * {n} + {i} AS m FROM ({inner})" for i in range(n)]
-    else:
-        parts = [f"SELECT rowid * {n} + {i} AS m FROM {fts} WHERE {fts} MATCH ?" for i in range(n)]
-    args = [fts_term(t) if token is None else term_match(token, t) for t in terms]
+    parts, args = [], []
+    for i, term in enumerate(terms):
+        if i < len(bare) and bare[i]:
+            parts.append(f"SELECT rowid * {n} + {i} AS m FROM {fts} WHERE {fts} MATCH ?")
+            args.append(fts_term(term))
+            continue
+        limit = f" ORDER BY rowid DESC LIMIT {latest}" if latest else ""
+        parts.append(
+            f"SELECT rowid * {n} + {i} AS m FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit})"
+        )
+        args.append(term_match(token, term))
     return f"SELECT group_concat(m) FROM ({' UNION ALL '.join(parts)})", args
 
 
@@ -93,16 +101,26 @@ class Walk:
     latest: int = 0
 
 
-def walk(fts: str, token: str | None, terms: Sequence[str], rows: int, counts: dict[str, int] | None) -> Walk:
-    """The walk of ``terms`` in a layer of ``rows`` rows (``token`` None: the walk reads the whole
-    file's rows and the caller keeps the layer's). With their ``counts`` (a large layer), each term
-    counts in its latest :data:`TERM_ROWS` rows only, weighed by its count in all of them: a search
-    costs the same in a year's history as in a month's. Without, every row counts and the weights are
-    counted from the matches."""
+def walk(
+    fts: str,
+    token: str,
+    terms: Sequence[str],
+    rows: int,
+    counts: dict[str, int] | None,
+    *,
+    whole: bool = False,
+) -> Walk:
+    """The walk of ``terms`` in a layer of ``rows`` rows. With their ``counts`` (a large layer), each
+    term counts in its latest :data:`TERM_ROWS` rows only, weighed by its count in all of them: a
+    search costs the same in a year's history as in a month's. Without, every row counts and the
+    weights are counted from the matches. ``whole`` (a layer that is most of its file): a term is
+    matched without the layer's token (:func:`matches`, ``bare``), unless it is held by more than
+    :data:`TERM_ROWS` rows, which the token and the limit keep to its latest."""
     if counts is None:
-        match_sql, match_args = matches(fts, token, terms)
+        match_sql, match_args = matches(fts, token, terms, bare=[whole] * len(terms))
         return Walk(match_sql, match_args, None)
-    match_sql, match_args = matches(fts, token, terms, latest=0 if token is None else TERM_ROWS)
+    bare = [whole and counts[t] <= TERM_ROWS for t in terms]
+    match_sql, match_args = matches(fts, token, terms, latest=TERM_ROWS, bare=bare)
     return Walk(match_sql, match_args, [idf(counts[t], rows) for t in terms], TERM_ROWS)
 
 

@@ -118,14 +118,13 @@ class SqliteSearch(SqliteLexicalBase):
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
 
     def _walk(self, fts: str, token: str, terms: list[str], rows: int, *, whole: bool) -> Walk:
-        """How this search reads an index (:func:`walk`; ``whole``: without the layer's token): in a
-        layer too small for any term to be common, every term in every row; else the
-        :func:`affordable` terms in their latest rows."""
-        walked = None if whole else token
+        """How this search reads an index (:func:`walk`; ``whole``: its terms without the layer's
+        token where that costs less): in a layer too small for any term to be common, every term in
+        every row; else the :func:`affordable` terms in their latest rows."""
         if rows <= COMMON_ROWS:
-            return walk(fts, walked, terms, rows, None)
+            return walk(fts, token, terms, rows, None, whole=whole)
         counts = self._frequencies.counts(self._db, fts, token, terms, rows)
-        return walk(fts, walked, affordable(terms, counts, rows), rows, counts)
+        return walk(fts, token, affordable(terms, counts, rows), rows, counts, whole=whole)
 
     def _named(self, tenant_id: str, names: Sequence[str]) -> npt.NDArray[np.int64]:
         """The rowids (ascending) of the tenant's units about one of ``names``: listed in the unit's
