@@ -263,6 +263,12 @@ class Runtime:
         # Services: the names are a round trip to OpenSearch per query, worth keeping a few seconds.
         # Embedded: a local SQLite lookup, and the process that writes the memories also reads them.
         s = self.settings
+        if s.blas_threads:
+            # A query's matrix products are small (a tenant's vectors times one): a second BLAS thread
+            # only waits for the first, and on a busy machine the wait was ten times the work.
+            from threadpoolctl import threadpool_limits
+
+            threadpool_limits(s.blas_threads, user_api="blas")
         names = TenantNames(self.lexical, s) if s.mode == "services" and s.names_cache_seconds > 0 else None
         fan_out = FanOut(s.query_store_threads if s.mode == "services" else 1)
         config = RetrievalConfig.from_settings(s)

@@ -6,13 +6,16 @@ import numpy as np
 
 from simplemem.processors.stores.sqlite_bm25 import (
     COMMON_ROWS,
-    IDF_SQL,
     TERM_ROWS,
     affordable,
+    found_pairs,
     fts_term,
     idf,
+    latest_of,
     matches,
+    summed,
     walk,
+    weighed,
     word_count,
 )
 from simplemem.processors.stores.sqlite_vectors import best_first
@@ -32,8 +35,11 @@ def test_a_rarer_term_weighs_more_and_none_weighs_less_than_nothing() -> None:
 
 def test_each_term_is_matched_within_the_tenants_rows_and_numbered() -> None:
     sql, args = matches("units_fts", "tok", ["ski", "e-mail"])
-    assert sql.count("MATCH ?") == 2 and "SELECT rowid, 1 FROM units_fts" in sql
+    assert sql.count("MATCH ?") == 2 and "SELECT rowid * 2 + 1 AS m FROM (SELECT rowid FROM units_fts" in sql
     assert args == ['"tok" AND ("ski")', '"tok" AND ("e" AND "mail")']
+    # read back as (rowid, term's number)
+    assert found_pairs("14,15,21", 2).tolist() == [[7, 0], [7, 1], [10, 1]]
+    assert found_pairs(None, 2).shape == (0, 2)
 
 
 def test_a_term_too_common_to_pay_for_is_left_out_of_a_large_layers_search() -> None:
@@ -64,6 +70,32 @@ def test_a_large_layer_walks_each_term_in_its_latest_rows_weighed_by_its_count_i
     rows = 50 * COMMON_ROWS
     large = walk("units_fts", "tok", ["kayak", "rapids"], rows, {"kayak": 12, "rapids": 3 * TERM_ROWS})
     assert large.match_sql.count(f"ORDER BY rowid DESC LIMIT {TERM_ROWS}") == 2
-    assert large.weight_args == [0, idf(12, rows), 1, idf(3 * TERM_ROWS, rows)]
+    assert large.weights == [idf(12, rows), idf(3 * TERM_ROWS, rows)] and large.latest == TERM_ROWS
     small = walk("units_fts", "tok", ["kayak"], 700, None)
-    assert "LIMIT" not in small.match_sql and small.weight_sql == IDF_SQL and small.weight_args == [700]
+    assert "LIMIT" not in small.match_sql and small.weights is None and small.latest == 0
+    # a layer that is most of its file: a term walked without the token (the whole file's rows, the
+    # layer's kept and cut to the latest after), unless more rows hold it than the limit
+    whole = walk(
+        "units_fts", "tok", ["kayak", "rapids"], rows, {"kayak": 12, "rapids": 3 * TERM_ROWS}, whole=True
+    )
+    assert whole.match_sql.count(f"LIMIT {TERM_ROWS}") == 1 and whole.latest == TERM_ROWS
+    assert whole.match_args == ['"kayak"', '"tok" AND ("rapids")']
+
+
+def test_a_terms_latest_matches_are_its_highest_rowids_and_the_others_terms_are_kept() -> None:
+    pairs = np.array([[5, 0], [9, 1], [7, 0], [3, 0], [8, 1], [4, 2]], dtype=np.int64)
+    kept = latest_of(pairs, 2)
+    assert sorted(map(tuple, kept.tolist())) == [(4, 2), (5, 0), (7, 0), (8, 1), (9, 1)]
+    assert latest_of(pairs, 3) is pairs  # no term has more
+
+
+def test_matches_are_weighed_by_their_terms_idf_counted_among_them_or_given() -> None:
+    pairs = np.array([[5, 0], [9, 1], [7, 0], [3, 0]], dtype=np.int64)
+    counted = weighed(pairs, None, 100)
+    assert counted.rowid.tolist() == [5, 9, 7, 3]
+    assert np.allclose(counted.weight, [idf(3, 100), idf(1, 100), idf(3, 100), idf(3, 100)])
+    given = weighed(pairs, [1.5, 2.5], 100)
+    assert given.weight.tolist() == [1.5, 2.5, 1.5, 1.5]
+    rows, sums = summed(given.rowid, given.weight)
+    assert rows.tolist() == [3, 5, 7, 9] and sums.tolist() == [1.5, 1.5, 1.5, 2.5]
+    assert summed(np.empty(0, dtype=np.intp), np.empty(0))[1].dtype == np.float64

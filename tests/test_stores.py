@@ -30,6 +30,7 @@ from simplemem.processors.stores.sqlite_lexical import (
     SqliteLexicalStore,
     context_hash,
 )
+from simplemem.processors.stores.sqlite_lexical.schema import derived_token, tenant_token
 from simplemem.processors.stores.sqlite_vectors import FORMAT_VERSION as VECTOR_FORMAT
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryStatus, MemoryUnit
@@ -428,6 +429,19 @@ def test_the_vector_arrays_kept_in_memory_stay_within_their_bound(tmp_path: Path
     store.close()
 
 
+def test_the_lexical_columns_kept_in_memory_stay_within_their_bound(tmp_path: Path) -> None:
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    store._columns.cache_rows = 2
+    units = [unit(t, "alpha") for t in ("t1", "t2", "t3")]
+    store.upsert(units)
+    for u in units:
+        assert [h.id for h in store.search(u.tenant_id, "alpha", 5, SymbolicFilter())] == [u.id]
+    assert "t1" not in store._columns and "t2" in store._columns and "t3" in store._columns
+    store.delete("t3", [units[2].id])
+    assert "t3" not in store._columns
+    store.close()
+
+
 def test_a_messages_statements_are_deflated_with_the_header_their_context_keeps(tmp_path: Path) -> None:
     """Three statements of one message written together: their context keeps a header of what they
     share (the date, the messages they come from, the session), their documents are deflated with
@@ -769,26 +783,45 @@ def test_the_values_nearly_every_unit_holds_are_stored_as_null(tmp_path: Path) -
     db.close()
 
 
-def test_a_search_reaches_units_from_its_matches_not_by_walking_the_tenant(tmp_path: Path) -> None:
-    """A BM25 search under a time filter reads the units its matches name (by rowid or context), not
-    every unit of the tenant through the time index: a tenant's history must not slow each search."""
-    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+def test_a_search_reads_no_unit_row_per_match_and_sees_every_write(tmp_path: Path) -> None:
+    """A BM25 search reads the tenant's columns once (what it needs of each match: length, status,
+    dates, context) and then only its hits' ids: a long history's thousands of matches are not joined
+    row by row. A write, by this store or by another connection to the file, is seen by the next
+    search."""
+    path = tmp_path / "lex.sqlite"
+    store = SqliteLexicalStore(path)
     store.upsert([unit("t1", f"note {i} about the garden shed") for i in range(30)])
+    before = SymbolicFilter(stated_before=datetime(2026, 2, 1, tzinfo=UTC))
+    assert len(store.search("t1", "garden shed", 5, before)) == 5
     statements: list[str] = []
     store._db.set_trace_callback(statements.append)
-    before = SymbolicFilter(stated_before=datetime(2026, 2, 1, tzinfo=UTC))
-    assert store.search("t1", "garden shed", 5, before)
+    assert len(store.search("t1", "garden shed", 5, before)) == 5
     store._db.set_trace_callback(None)
-    search_sql = next(s for s in statements if "own_m" in s)
-    plan = [row[3] for row in store._db.execute("EXPLAIN QUERY PLAN " + search_sql)]
-    assert not [step for step in plan if "units_by_time" in step], plan
+    assert not [s for s in statements if "JOIN units" in s]  # no join of a match to its row
+    reads = [s for s in statements if "FROM units " in s]
+    assert len(reads) == 1 and reads[0].split("rowid IN (")[1].count(",") == 4, reads  # the 5 hits
+    store.upsert([unit("t1", "the garden shed door sticks")])
+    assert {h.id for h in store.search("t1", "door", 5, before)} == {
+        unit("t1", "the garden shed door sticks").id
+    }
+    other = SqliteLexicalStore(path)  # another writer of the same file
+    other.upsert([unit("t1", "a kayak leans on the garden shed")])
+    other.delete("t1", [unit("t1", "the garden shed door sticks").id])
+    other.close()
+    assert [h.id for h in store.search("t1", "kayak", 5, before)] == [
+        unit("t1", "a kayak leans on the garden shed").id
+    ]
+    assert store.search("t1", "door", 5, before) == []
+    store.close()
 
 
 def test_a_derived_search_reads_the_derived_lines_only(tmp_path: Path) -> None:
-    """The derived lines have their own FTS token: a search of them matches none of the statements'
-    rows (and a statements' search none of theirs), so each layer's cost and BM25 are its own."""
+    """The derived lines are a layer of their own: a search of them finds none of the statements (and
+    a statements' search none of them), whether it walks the layer's own token (a layer that is a
+    small share of the file) or the terms alone (a tenant alone in its file), and each layer's BM25
+    counts its own rows."""
     store = SqliteLexicalStore(tmp_path / "lex.sqlite")
-    fact = unit("t1", "the garden shed roof leaks")
+    facts = [unit("t1", f"the garden shed roof leaks {i}") for i in range(12)]
     line = MemoryUnit.build(
         tenant_id="t1",
         text="asked how to fix the garden shed roof",
@@ -796,13 +829,19 @@ def test_a_derived_search_reads_the_derived_lines_only(tmp_path: Path) -> None:
         source_ids=["t1:m1"],
         stated_at="2026-01-10T10:00:00+00:00",
     )
-    store.upsert([fact, line])
+    store.upsert([*facts, line, unit("t2", "the garden shed roof of another tenant")])
     statements: list[str] = []
     store._db.set_trace_callback(statements.append)
     derived = SymbolicFilter(derived=(MemoryKind.TIMELINE.value,))
     assert [h.id for h in store.search("t1", "garden shed roof", 5, derived)] == [line.id]
     store._db.set_trace_callback(None)
-    search_sql = next(s for s in statements if "own_m" in s)
-    own_m = search_sql[: search_sql.index("own_w(t")].rstrip().rstrip(",") + " SELECT count(*) FROM own_m"
-    assert store._db.execute(own_m).fetchone()[0] == 3  # the line's rows for its three terms only
-    assert [h.id for h in store.search("t1", "garden shed roof", 5, SymbolicFilter())] == [fact.id]
+    assert any(derived_token("t1") in s for s in statements)  # the layer's token: 1 of 14 rows
+    statements.clear()
+    store._db.set_trace_callback(statements.append)
+    found = store.search("t1", "garden shed roof", 20, SymbolicFilter())
+    store._db.set_trace_callback(None)
+    assert {h.id for h in found} == {f.id for f in facts}
+    # 12 of the file's 14 rows: walked by its terms alone, not each intersected with the tenant's rows
+    assert not any(tenant_token("t1") in s for s in statements if "units_fts MATCH" in s)
+    assert store.search("t2", "garden shed roof", 20, derived) == []
+    store.close()

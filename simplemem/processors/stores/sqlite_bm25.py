@@ -2,7 +2,8 @@
 
 Since lexical file version 15 both FTS indexes keep which rows hold a term, not where or how often
 (``detail=none``, no row sizes): FTS5's ``bm25()`` needs what they no longer keep. The store scores
-BM25 itself, in the SQL of its search, per tenant: a term counts once a row (a statement rarely holds
+BM25 itself, per tenant, over the rowids its FTS match returns (each row's length and filters read
+from arrays kept in memory: :mod:`.sqlite_lexical.columns`): a term counts once a row (a statement rarely holds
 a word twice; a long message's repeats no longer outweigh its length), a row's length is its
 ``words`` column (:func:`word_count`), the tenant's row count and mean length are in ``word_counts``
 (a word common in one tenant's history is not made rare by the others'). k1 and b are FTS5's and
@@ -18,13 +19,12 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
 from cachetools import LRUCache
 
 BM25_K1, BM25_B = 1.2, 0.75  # FTS5's bm25() defaults, used before version 15
 _TOKEN = re.compile(r"[^\W_]+")  # FTS5's unicode61 tokens: letters and digits (an underscore splits)
-# A term's BM25 weight from the rows that hold it (``{}``: the CTE of matches) and the tenant's rows
-# (the one argument), by :func:`idf`.
-IDF_SQL = "SELECT t, idf(count(*), ?) FROM {} GROUP BY t"
 # A search walks every row holding a term, so a term held by more than this share of a layer's rows
 # and more than ``COMMON_ROWS`` of them costs far more than it tells (its idf is low): it is left out
 # of the search, unless the query has fewer than ``MIN_TERMS`` rarer ones. A tenant with fewer rows
@@ -57,20 +57,31 @@ def fts_term(term: str) -> str:
 
 def idf(holding: int, rows: int) -> float:
     """Lucene's BM25 idf of a term that ``holding`` of ``rows`` rows hold: never negative (FTS5's
-    could be, for a word in most rows). Registered as the SQL function ``idf``: SQLite's ``ln`` is not
-    in every build."""
+    could be, for a word in most rows)."""
     return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
 
 
-def matches(fts: str, token: str, terms: Sequence[str], latest: int = 0) -> tuple[str, list[str]]:
-    """A SELECT of (rowid, term's number) for each row of ``fts`` that holds the tenant's ``token``
-    and a term (with ``latest``, a term's latest rows only), with its arguments."""
-    if latest:
-        inner = f"SELECT rowid FROM {fts} WHERE {fts} MATCH ? ORDER BY rowid DESC LIMIT {latest}"
-        parts = [f"SELECT rowid, {i} FROM ({inner})" for i in range(len(terms))]
-    else:
-        parts = [f"SELECT rowid, {i} FROM {fts} WHERE {fts} MATCH ?" for i in range(len(terms))]
-    return " UNION ALL ".join(parts), [term_match(token, t) for t in terms]
+def matches(
+    fts: str, token: str, terms: Sequence[str], latest: int = 0, bare: Sequence[bool] = ()
+) -> tuple[str, list[str]]:
+    """A SELECT of one text: each row of ``fts`` that holds the tenant's ``token`` and a term (with
+    ``latest``, a term's latest rows only) as ``rowid * len(terms) + term's number``, joined by commas
+    (:func:`found_pairs` reads it: one value, not a Python tuple a match), with its arguments. A term
+    ``bare`` (by number) is matched without the token, in every row of the file that holds it (the
+    caller keeps its tenant's)."""
+    n = len(terms)
+    parts, args = [], []
+    for i, term in enumerate(terms):
+        if i < len(bare) and bare[i]:
+            parts.append(f"SELECT rowid * {n} + {i} AS m FROM {fts} WHERE {fts} MATCH ?")
+            args.append(fts_term(term))
+            continue
+        limit = f" ORDER BY rowid DESC LIMIT {latest}" if latest else ""
+        parts.append(
+            f"SELECT rowid * {n} + {i} AS m FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit})"
+        )
+        args.append(term_match(token, term))
+    return f"SELECT group_concat(m) FROM ({' UNION ALL '.join(parts)})", args
 
 
 def term_match(token: str, term: str) -> str:
@@ -80,34 +91,89 @@ def term_match(token: str, term: str) -> str:
 
 @dataclass(frozen=True)
 class Walk:
-    """What a search reads of one FTS index: its matches (``match_sql``: a SELECT of (rowid, term's
-    number)) and each term's BM25 weight (``weight_sql``, over the CTE ``{}`` of the matches), with
-    their arguments."""
+    """What a search reads of one FTS index: its matches (``match_sql``, :func:`matches`, with
+    ``match_args``: one a term), each term's BM25 weight (``weights``, by number; None: counted
+    from the matches, :func:`weighed`) and how many of a term's latest matches count (0: all)."""
 
     match_sql: str
     match_args: list[str]
-    weight_sql: str
-    weight_args: list[object]
+    weights: list[float] | None
+    latest: int = 0
 
 
-def walk(fts: str, token: str, terms: Sequence[str], rows: int, counts: dict[str, int] | None) -> Walk:
+def walk(
+    fts: str,
+    token: str,
+    terms: Sequence[str],
+    rows: int,
+    counts: dict[str, int] | None,
+    *,
+    whole: bool = False,
+) -> Walk:
     """The walk of ``terms`` in a layer of ``rows`` rows. With their ``counts`` (a large layer), each
-    term is walked in its latest :data:`TERM_ROWS` rows only, weighed by its count in all of them: a
-    search costs the same in a year's history as in a month's. Without, every row is walked and the
-    weights are counted on the way."""
+    term counts in its latest :data:`TERM_ROWS` rows only, weighed by its count in all of them: a
+    search costs the same in a year's history as in a month's. Without, every row counts and the
+    weights are counted from the matches. ``whole`` (a layer that is most of its file): a term is
+    matched without the layer's token (:func:`matches`, ``bare``), unless it is held by more than
+    :data:`TERM_ROWS` rows, which the token and the limit keep to its latest."""
     if counts is None:
-        match_sql, match_args = matches(fts, token, terms)
-        return Walk(match_sql, match_args, IDF_SQL, [rows])
-    match_sql, match_args = matches(fts, token, terms, latest=TERM_ROWS)
-    values = ", ".join("(?, ?)" for _ in terms)
-    weights: list[object] = [x for i, t in enumerate(terms) for x in (i, idf(counts[t], rows))]
-    return Walk(match_sql, match_args, f"VALUES {values}", weights)
+        match_sql, match_args = matches(fts, token, terms, bare=[whole] * len(terms))
+        return Walk(match_sql, match_args, None)
+    bare = [whole and counts[t] <= TERM_ROWS for t in terms]
+    match_sql, match_args = matches(fts, token, terms, latest=TERM_ROWS, bare=bare)
+    return Walk(match_sql, match_args, [idf(counts[t], rows) for t in terms], TERM_ROWS)
 
 
-def saturation(alias: str) -> str:
-    """BM25's factor for a term found once in a row of ``alias`` (its ``words``), the tenant's mean
-    length the one argument."""
-    return f"{BM25_K1 + 1} / (1 + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * {alias}.words / ?))"
+@dataclass(frozen=True)
+class Matches:
+    """A walk's matches: each one's rowid and its term's BM25 weight (a row holding two terms is
+    two matches)."""
+
+    rowid: npt.NDArray[np.int64]
+    weight: npt.NDArray[np.float64]
+
+
+def found_pairs(found: str | None, terms: int) -> npt.NDArray[np.int64]:
+    """The matches a walk's SELECT returned (:func:`matches`, over ``terms`` terms) as rows of
+    (rowid, term's number)."""
+    coded = np.fromstring(found or "", dtype=np.int64, sep=",")
+    return np.stack([coded // max(terms, 1), coded % max(terms, 1)], axis=1)
+
+
+def latest_of(pairs: npt.NDArray[np.int64], latest: int) -> npt.NDArray[np.int64]:
+    """Of the (rowid, term's number) ``pairs``, each term's ``latest`` (highest rowids) only."""
+    terms = pairs[:, 1]
+    if not latest or not len(terms) or np.bincount(terms).max() <= latest:
+        return pairs
+    order = np.lexsort((-pairs[:, 0], terms))
+    grouped = terms[order]
+    first = np.searchsorted(grouped, grouped, side="left")
+    return pairs[order[np.arange(len(order)) - first < latest]]
+
+
+def weighed(pairs: npt.NDArray[np.int64], weights: list[float] | None, rows: int) -> Matches:
+    """The matches of (rowid, term's number) ``pairs``, each with its term's weight: the walk's,
+    or (None) its :func:`idf` by how many of the matches hold it."""
+    terms = pairs[:, 1]
+    if weights is None:
+        holding = np.bincount(terms).astype(np.float64)
+        table = np.log(1 + (rows - holding + 0.5) / (holding + 0.5))  # idf's, for all at once
+    else:
+        table = np.array(weights, dtype=np.float64)
+    return Matches(pairs[:, 0], table[terms] if len(terms) else np.empty(0))
+
+
+def saturation(words: npt.NDArray[np.float64], mean: float) -> npt.NDArray[np.float64]:
+    """BM25's factor for a term found once in rows of these lengths, the layer's ``mean`` length."""
+    return (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * words / mean))
+
+
+def summed(
+    keys: npt.NDArray[np.intp], values: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
+    """The distinct ``keys`` (ascending) and the sum of their ``values``."""
+    distinct, which = np.unique(keys, return_inverse=True)
+    return distinct, np.bincount(which, weights=values, minlength=len(distinct)).astype(np.float64)
 
 
 class TermFrequencies:

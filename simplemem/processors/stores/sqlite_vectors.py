@@ -88,8 +88,13 @@ class TenantRows:
 
     @classmethod
     def of(cls, rows: Sequence[tuple[Any, ...]], dim: int) -> TenantRows:
-        matrix = decoded([r[5] for r in rows], dim)
+        """The rows grouped by status (in their order within each): a search of one status (a layer)
+        scores its block of the matrix in place, not a copy of its rows."""
         status = np.array([r[1] for r in rows], dtype=np.str_)
+        order = np.argsort(status, kind="stable")
+        rows = [rows[i] for i in order]
+        status = status[order]
+        matrix = decoded([r[5] for r in rows], dim)
         return cls(
             ids=[unit_id(r[0]) for r in rows],
             by_status={str(s): np.flatnonzero(status == s) for s in np.unique(status)},
@@ -181,8 +186,10 @@ class SqliteVectorStore:
             return []
         query = np.asarray(vector, dtype=np.float32)
         query = query / max(float(np.linalg.norm(query)), 1e-12)
-        # cosine, as Milvus's COSINE metric: a few rows are copied out, most are scored in place
-        scores = rows.matrix[keep] @ query if 2 * keep.size < len(rows.ids) else (rows.matrix @ query)[keep]
+        # cosine, as Milvus's COSINE metric, over the span of the rows kept (a status's rows are one
+        # block: :meth:`TenantRows.of`), scored in place
+        first = int(keep[0])
+        scores = (rows.matrix[first : int(keep[-1]) + 1] @ query)[keep - first]
         return [Hit(rows.ids[keep[i]], float(scores[i])) for i in best_first(scores, limit)]
 
     def _tenant_rows(self, tenant_id: str) -> TenantRows:
@@ -268,7 +275,7 @@ class SqliteVectorStore:
             self._db.close()
 
 
-def best_first(scores: npt.NDArray[np.float32], limit: int) -> npt.NDArray[np.intp]:
+def best_first(scores: npt.NDArray[np.floating[Any]], limit: int) -> npt.NDArray[np.intp]:
     """The positions of the ``limit`` highest scores, highest first, ties in position order (as a
     stable sort of all of them, without sorting all of them)."""
     if limit >= scores.size:

@@ -10,6 +10,7 @@ from pathlib import Path
 from simplemem.processors.stores.sqlite_bm25 import TermFrequencies
 from simplemem.processors.stores.sqlite_docs import StoredContext, open_context, read_unit
 from simplemem.processors.stores.sqlite_keys import TenantNumbers, unit_id, unit_key
+from simplemem.processors.stores.sqlite_lexical.columns import ColumnCache
 from simplemem.processors.stores.sqlite_lexical.schema import (
     JOIN_CONTEXT,
     fts_values,
@@ -27,6 +28,7 @@ class SqliteLexicalBase:
         self._lock = threading.Lock()
         self._tenants = TenantNumbers(self._db)
         self._frequencies = TermFrequencies()
+        self._columns = ColumnCache(self._db)  # what a search reads of each row (dropped on writes)
 
     def _number(self, name: str) -> int:
         """The tenant's number in this file (:class:`TenantNumbers`), for a read: it takes the lock

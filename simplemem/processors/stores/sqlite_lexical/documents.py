@@ -38,6 +38,8 @@ class SqliteDocuments(SqliteLexicalBase):
         if not units:
             return
         with self._lock:
+            for tenant in {u.tenant_id for u in units}:
+                self._columns.drop(tenant)
             db = self._db
             db.execute("BEGIN")
             put: dict[tuple[str, str], _PutContext] = {}
@@ -160,6 +162,7 @@ class SqliteDocuments(SqliteLexicalBase):
 
     def delete(self, tenant_id: str, ids: Sequence[str]) -> None:
         with self._lock:
+            self._columns.drop(tenant_id)
             self._db.execute("BEGIN")
             for uid in ids:
                 self._delete_one(tenant_id, uid)

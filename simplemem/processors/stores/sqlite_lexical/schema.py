@@ -27,7 +27,6 @@ from pathlib import Path
 
 from simplemem.processors.stores.file_format import open_format
 from simplemem.processors.stores.private import private_file
-from simplemem.processors.stores.sqlite_bm25 import idf
 from simplemem.processors.stores.sqlite_keys import PAGE_SIZE, TENANTS_TABLE
 from simplemem.schemas.memory import DERIVED_KINDS, MemoryUnit
 
@@ -111,7 +110,6 @@ def open_lexical_file(path: Path) -> sqlite3.Connection:
     private_file(path)
     db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
     try:
-        db.create_function("idf", 2, idf, deterministic=True)
         db.execute(f"PRAGMA page_size={PAGE_SIZE}")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")

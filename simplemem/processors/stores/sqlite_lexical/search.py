@@ -1,13 +1,34 @@
 """BM25 search of the lexical file, scored by the store per tenant (:mod:`sqlite_bm25`): a unit's
-score is its own words' plus its context's, under the symbolic filter."""
+score is its own words' plus its context's, under the symbolic filter.
+
+The FTS indexes give each term's matching rowids; the rest is arithmetic over arrays: each row's
+length and the filter's columns come from the tenant's :mod:`.columns`, read once, not from a join
+per match (a few microseconds each, thousands of matches a search in a long history)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
 from simplemem.processors.language.text import query_terms
 from simplemem.processors.stores.protocols import Hit, SymbolicFilter
-from simplemem.processors.stores.sqlite_bm25 import COMMON_ROWS, Walk, affordable, saturation, walk
+from simplemem.processors.stores.sqlite_bm25 import (
+    COMMON_ROWS,
+    Matches,
+    Walk,
+    affordable,
+    found_pairs,
+    latest_of,
+    saturation,
+    summed,
+    walk,
+    weighed,
+)
 from simplemem.processors.stores.sqlite_keys import unit_id
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
+from simplemem.processors.stores.sqlite_lexical.columns import TenantColumns, found_at
 from simplemem.processors.stores.sqlite_lexical.names import names_match
 from simplemem.processors.stores.sqlite_lexical.schema import (
     ACTIVE_SQL,
@@ -15,12 +36,20 @@ from simplemem.processors.stores.sqlite_lexical.schema import (
     layer_token,
     tenant_token,
 )
+from simplemem.processors.stores.sqlite_vectors import best_first
 from simplemem.schemas.memory import MemoryStatus
 
 # The share of its context's BM25 score a unit gets (its own words count fully).
 CONTEXT_WEIGHT = 1.0
-# Matches each FTS side keeps per unit asked for, before filters and the sum (filters may drop some).
+# Matches each FTS side keeps per unit asked for, before the sum (a common word matches thousands of
+# contexts, each shared by dozens of units). The unit side is filtered before its cut, so a date range
+# or a person filter never empties it.
 SEARCH_REACH = 4
+# A layer holding at least this share of its index's rows (a tenant alone in its file, or nearly) is
+# walked by its terms alone, its rows kept after (:meth:`SqliteSearch._matched`).
+WHOLE_FILE_SHARE = 0.5
+
+Scored = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # positions and their scores
 
 
 class SqliteSearch(SqliteLexicalBase):
@@ -29,66 +58,100 @@ class SqliteSearch(SqliteLexicalBase):
     ) -> list[Hit]:
         """``read`` is not needed here: a unit is read in microseconds, and only those used are."""
         terms = query_terms(query)
-        if not terms:
+        if not terms or limit <= 0:
             return []
-        # The plan is pinned to the matches: each unit is reached from a match by its rowid or its
-        # context (``+`` and ``INDEXED BY``). Left to choose, SQLite walked the tenant's time index
-        # (for a date or ``stated_before`` filter), every unit of the tenant per search.
-        # Each FTS side keeps its best matches only (a common word matches thousands of contexts, each
-        # shared by dozens of units); the unit side is filtered before its cut, so a date range or a
-        # person filter never empties it. Context matches add to the units they reach.
         reach = limit * SEARCH_REACH
-        number = self._number(tenant_id)
         own_token = layer_token(tenant_id, bool(flt.derived))
         with self._lock:
+            columns = self._columns.get(tenant_id, self._tenants.number(tenant_id))
             sizes = self._sizes(tenant_id, own_token)
-            own = self._walk("units_fts", own_token, terms, sizes["units"][0])
-            ctx = self._walk("contexts_fts", tenant_token(tenant_id), terms, sizes["contexts"][0])
-        sql = [
-            f"WITH own_m(r, t) AS ({own.match_sql}),",
-            f"own_w(t, w) AS ({own.weight_sql.format('own_m')}),",
-            f"own AS (SELECT u.rowid AS r, SUM(w.w) * {saturation('u')} AS s FROM own_m m",
-            "JOIN own_w w ON w.t = m.t JOIN units u ON u.rowid = m.r WHERE +u.tenant_id = ?",
-        ]
-        args: list[object] = [*own.match_args, *own.weight_args, sizes["units"][1], number]
-        where_filter(sql, args, flt, tenant_id)
-        if flt.derived:  # a derived line has no context: its own words are its score
-            sql += [
-                "GROUP BY u.rowid ORDER BY s DESC LIMIT ?)",
-                "SELECT u.id, o.s FROM own o JOIN units u ON u.rowid = o.r ORDER BY o.s DESC",
-            ]
-        else:
-            sql += [
-                "GROUP BY u.rowid ORDER BY s DESC LIMIT ?),",
-                f"ctx_m(r, t) AS ({ctx.match_sql}),",
-                f"ctx_w(t, w) AS ({ctx.weight_sql.format('ctx_m')}),",
-                f"around AS (SELECT c.rowid AS context, SUM(w.w) * {saturation('c')} AS s FROM ctx_m m",
-                "JOIN ctx_w w ON w.t = m.t JOIN contexts c ON c.rowid = m.r AND c.tenant_id = ?",
-                "GROUP BY c.rowid ORDER BY s DESC LIMIT ?),",
-                "scored AS (SELECT r, s FROM own UNION ALL",
-                f"SELECT u.rowid, a.s * {CONTEXT_WEIGHT} FROM around a",
-                "JOIN units u INDEXED BY units_by_context ON u.context = a.context",
-                "WHERE u.tenant_id = ?",
-            ]
-            args += [reach, *ctx.match_args, *ctx.weight_args, sizes["contexts"][1], tenant_id, reach, number]
-            where_filter(sql, args, flt, tenant_id)
-            # summed and cut before the ids are read: a context shared by 40 statements adds 40 rows
-            sql += [
-                "), best AS (SELECT r, SUM(s) AS s FROM scored GROUP BY r ORDER BY s DESC LIMIT ?)",
-                "SELECT u.id, b.s FROM best b JOIN units u ON u.rowid = b.r ORDER BY b.s DESC",
-            ]
-        args.append(limit)
-        with self._lock:
-            rows = self._db.execute(" ".join(sql), args).fetchall()
-        return [Hit(unit_id(key), float(score)) for key, score in rows]
+            derived = bool(flt.derived)
+            own = self._matched(
+                "units", own_token, terms, sizes["units"][0], lambda r: columns.units.in_layer(r, derived)
+            )
+            # a derived line has no context: its own words are its score
+            ctx = None
+            if not derived:
+                ctx = self._matched(
+                    "contexts",
+                    tenant_token(tenant_id),
+                    terms,
+                    sizes["contexts"][0],
+                    lambda r: found_at(columns.contexts.rowid, r) >= 0,
+                )
+            named = self._named(tenant_id, flt.names) if flt.names else None
+        units = columns.units
+        pos, score = summed_at(units.positions(own.rowid), own.weight)
+        score *= saturation(units.words[pos], sizes["units"][1])
+        pos, score = _kept(pos, score, passing(columns, pos, flt, named), limit if ctx is None else reach)
+        if ctx is not None:
+            around = _around(columns, ctx, sizes["contexts"][1], reach)
+            reached, via = units.of_contexts(columns.contexts.rowid[around[0]])
+            ok = passing(columns, reached, flt, named)
+            pos, score = summed(
+                np.concatenate([pos, reached[ok]]),
+                np.concatenate([score, around[1][via[ok]] * CONTEXT_WEIGHT]),
+            )
+            pos, score = _kept(pos, score, np.ones(len(pos), dtype=bool), limit)
+        return self._hits(units.rowid[pos], score)
 
-    def _walk(self, fts: str, token: str, terms: list[str], rows: int) -> Walk:
-        """How this search reads an index (:func:`walk`): in a layer too small for any term to be
-        common, every term in every row; else the :func:`affordable` terms in their latest rows."""
+    def _matched(
+        self,
+        side: str,
+        token: str,
+        terms: list[str],
+        rows: int,
+        in_layer: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]],
+    ) -> Matches:
+        """The matches of the layer of ``token`` (``rows`` rows) in the index of ``side`` (units,
+        contexts), each with its term's weight. A layer that holds most of the index's rows
+        (:data:`WHOLE_FILE_SHARE`) is walked without its token and kept by ``in_layer`` (which rowids
+        are its): intersecting every term with the token's rows cost more than the term's own."""
+        fts = f"{side}_fts"
+        whole = rows >= WHOLE_FILE_SHARE * self._columns.file_rows(side)
+        how = self._walk(fts, token, terms, rows, whole=whole)
+        pairs = found_pairs(
+            self._db.execute(how.match_sql, how.match_args).fetchone()[0], len(how.match_args)
+        )
+        if whole:
+            pairs = pairs[in_layer(pairs[:, 0])]
+        return weighed(latest_of(pairs, how.latest), how.weights, rows)
+
+    def _walk(self, fts: str, token: str, terms: list[str], rows: int, *, whole: bool) -> Walk:
+        """How this search reads an index (:func:`walk`; ``whole``: its terms without the layer's
+        token where that costs less): in a layer too small for any term to be common, every term in
+        every row; else the :func:`affordable` terms in their latest rows."""
         if rows <= COMMON_ROWS:
-            return walk(fts, token, terms, rows, None)
+            return walk(fts, token, terms, rows, None, whole=whole)
         counts = self._frequencies.counts(self._db, fts, token, terms, rows)
-        return walk(fts, token, affordable(terms, counts, rows), rows, counts)
+        return walk(fts, token, affordable(terms, counts, rows), rows, counts, whole=whole)
+
+    def _named(self, tenant_id: str, names: Sequence[str]) -> npt.NDArray[np.int64]:
+        """The rowids (ascending) of the tenant's units about one of ``names``: listed in the unit's
+        persons, or named in its own words."""
+        marks = ",".join("?" * len(names))
+        rows = self._db.execute(
+            "SELECT u.rowid FROM names n JOIN units u ON u.tenant_id = n.tenant_id AND u.id = n.id "
+            f"WHERE n.tenant_id = ? AND n.name IN ({marks}) "
+            "UNION SELECT rowid FROM units_fts WHERE units_fts MATCH ?",
+            [self._tenants.number(tenant_id), *(n.lower() for n in names), names_match(tenant_id, names)],
+        ).fetchall()
+        return np.unique(np.array([r[0] for r in rows], dtype=np.int64))
+
+    def _hits(self, rowids: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> list[Hit]:
+        """The units' ids for their rowids, as hits in this order."""
+        if not len(rowids):
+            return []
+        marks = ",".join("?" * len(rowids))
+        with self._lock:
+            keys = dict(
+                self._db.execute(f"SELECT rowid, id FROM units WHERE rowid IN ({marks})", rowids.tolist())
+            )
+        return [
+            Hit(unit_id(keys[r]), s)
+            for r, s in zip(rowids.tolist(), scores.tolist(), strict=True)
+            if r in keys
+        ]
 
     def _sizes(self, tenant_id: str, own_token: str) -> dict[str, tuple[int, float]]:
         """Per index, the rows of the layer searched and their mean length (BM25's N and average
@@ -102,6 +165,50 @@ class SqliteSearch(SqliteLexicalBase):
             if (side, token) in wanted:
                 sizes[side] = (rows, words / rows if rows > 0 else 1.0)
         return sizes
+
+
+def summed_at(pos: npt.NDArray[np.intp], weight: npt.NDArray[np.float64]) -> Scored:
+    """The distinct positions found (-1: not a row of the tenant's) and the sum of their weights."""
+    found = pos >= 0
+    return summed(pos[found], weight[found])
+
+
+def passing(
+    columns: TenantColumns,
+    pos: npt.NDArray[np.intp],
+    flt: SymbolicFilter,
+    named: npt.NDArray[np.int64] | None,
+) -> npt.NDArray[np.bool_]:
+    """Which units at ``pos`` meet the filter (``named``: the rowids of the units about its persons)."""
+    ok = columns.units.passing(pos, flt)
+    if named is not None:
+        ok &= found_at(named, columns.units.rowid[pos]) >= 0
+    return ok
+
+
+def _kept(
+    pos: npt.NDArray[np.intp], score: npt.NDArray[np.float64], ok: npt.NDArray[np.bool_], limit: int
+) -> Scored:
+    """The ``limit`` best of the scored positions that are ``ok``, best first."""
+    pos, score = pos[ok], score[ok]
+    best = latest_best(score, limit)
+    return pos[best], score[best]
+
+
+def _around(columns: TenantColumns, ctx: Matches, mean: float, reach: int) -> Scored:
+    """The ``reach`` best contexts of the matches (their positions) with their BM25 scores."""
+    contexts = columns.contexts
+    pos, score = summed_at(found_at(contexts.rowid, ctx.rowid), ctx.weight)
+    score *= saturation(contexts.words[pos], mean)
+    best = latest_best(score, reach)
+    return pos[best], score[best]
+
+
+def latest_best(score: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp]:
+    """The indexes of the ``limit`` best of ``score`` (in row order), best first; of equal scores the
+    later row first (what is said last is likelier to hold now)."""
+    last = len(score) - 1
+    return last - best_first(score[::-1], limit)
 
 
 def where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:

@@ -1,0 +1,191 @@
+"""The columns a BM25 search reads of a tenant's rows, kept in memory as arrays.
+
+A search matches its terms in the FTS indexes (rowids only); what it needs of each match (the row's
+length, status, dates, context) it reads here instead of joining the tables row by row: the join
+cost a few microseconds a match, most of a search over a long history. The arrays are read once per
+tenant and dropped at the tenant's next write (:meth:`ColumnCache.drop`, called by every write of
+units) or at any commit of another connection to the file (``PRAGMA data_version``); the least
+recently searched tenants leave first beyond :data:`CACHE_ROWS`. Nothing here is stored: the file is
+the only copy, so forgetting and replays have nothing more to reach.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryStatus
+
+CACHE_ROWS = 1_000_000  # units and contexts kept as arrays: about 60 MB
+NO_CONTEXT = -1
+
+
+@dataclass(frozen=True)
+class UnitColumns:
+    """A tenant's units by rowid (ascending): each column an array in that order."""
+
+    rowid: npt.NDArray[np.int64]
+    words: npt.NDArray[np.float64]
+    status: npt.NDArray[np.int16]  # the code of the status field (a derived line's kind), see ``codes``
+    codes: dict[str, int]
+    derived: npt.NDArray[np.bool_]  # a derived line (a layer of its own)
+    event_start: npt.NDArray[np.int64]
+    event_end: npt.NDArray[np.int64]
+    stated_at: npt.NDArray[np.float64]
+    context: npt.NDArray[np.int64]  # the context's rowid, NO_CONTEXT for none
+    by_context: npt.NDArray[np.intp]  # the positions ordered by context (a context's units together)
+
+    @classmethod
+    def read(cls, db: sqlite3.Connection, number: int) -> UnitColumns:
+        rows = db.execute(
+            "SELECT rowid, words, COALESCE(status, ?), event_start, COALESCE(event_end, event_start), "
+            "stated_at, COALESCE(context, ?) FROM units WHERE tenant_id = ? ORDER BY rowid",
+            (MemoryStatus.ACTIVE.value, NO_CONTEXT, number),
+        ).fetchall()
+        names = [r[2] for r in rows]
+        codes = {name: i for i, name in enumerate(dict.fromkeys(names))}
+        derived = {kind.value for kind in DERIVED_KINDS}
+        context = np.array([r[6] for r in rows], dtype=np.int64)
+        return cls(
+            rowid=np.array([r[0] for r in rows], dtype=np.int64),
+            words=np.array([r[1] for r in rows], dtype=np.float64),
+            status=np.array([codes[n] for n in names], dtype=np.int16),
+            codes=codes,
+            derived=np.array([n in derived for n in names], dtype=bool),
+            event_start=np.array([r[3] for r in rows], dtype=np.int64),
+            event_end=np.array([r[4] for r in rows], dtype=np.int64),
+            stated_at=np.array([r[5] for r in rows], dtype=np.float64),
+            context=context,
+            by_context=np.argsort(context, kind="stable"),
+        )
+
+    def positions(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """The positions of ``rowids`` (-1 for a rowid not the tenant's)."""
+        return found_at(self.rowid, rowids)
+
+    def in_layer(self, rowids: npt.NDArray[np.int64], derived: bool) -> npt.NDArray[np.bool_]:
+        """Which of ``rowids`` are the tenant's units of the layer (its derived lines or not)."""
+        pos = self.positions(rowids)
+        return (pos >= 0) & (self.derived[pos] == derived)
+
+    def passing(self, pos: npt.NDArray[np.intp], flt: SymbolicFilter) -> npt.NDArray[np.bool_]:
+        """Which of the units at ``pos`` meet the filter's status and time constraints (the SQL of
+        :func:`~simplemem.processors.stores.sqlite_lexical.search.where_filter`; names aside)."""
+        codes = [self.codes[s] for s in flt.statuses() if s in self.codes]
+        ok = np.isin(self.status[pos], codes)
+        if flt.first_day is not None and flt.last_day is not None:
+            within = (self.event_end[pos] >= flt.first_day.toordinal()) & (
+                self.event_start[pos] <= flt.last_day.toordinal()
+            )
+            if flt.or_stated:
+                start, end = flt.stated_bounds()
+                stated = self.stated_at[pos]
+                within |= (stated >= start) & (stated < end)
+            ok &= within
+        if flt.stated_before is not None:
+            ok &= self.stated_at[pos] <= flt.stated_before.timestamp()
+        return ok
+
+    def of_contexts(
+        self, contexts: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+        """The positions of the units of each of ``contexts`` (rowids), and for each which context
+        (its index in ``contexts``) it came by."""
+        ordered = self.context[self.by_context]
+        lo = np.searchsorted(ordered, contexts, side="left")
+        hi = np.searchsorted(ordered, contexts, side="right")
+        sizes = hi - lo
+        which = np.repeat(np.arange(len(contexts)), sizes)
+        starts = np.repeat(lo - np.cumsum(sizes) + sizes, sizes)
+        return self.by_context[starts + np.arange(int(sizes.sum()))], which
+
+
+@dataclass(frozen=True)
+class ContextColumns:
+    """A tenant's contexts by rowid (ascending) and their lengths."""
+
+    rowid: npt.NDArray[np.int64]
+    words: npt.NDArray[np.float64]
+
+    @classmethod
+    def read(cls, db: sqlite3.Connection, tenant_id: str) -> ContextColumns:
+        rows = db.execute(
+            "SELECT rowid, words FROM contexts WHERE tenant_id = ? ORDER BY rowid", (tenant_id,)
+        ).fetchall()
+        return cls(
+            rowid=np.array([r[0] for r in rows], dtype=np.int64),
+            words=np.array([r[1] for r in rows], dtype=np.float64),
+        )
+
+
+@dataclass(frozen=True)
+class TenantColumns:
+    units: UnitColumns
+    contexts: ContextColumns
+
+    @property
+    def rows(self) -> int:
+        return len(self.units.rowid) + len(self.contexts.rowid)
+
+
+def found_at(sorted_rowids: npt.NDArray[np.int64], rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+    """The positions of ``rowids`` in ``sorted_rowids``, -1 where absent."""
+    if not len(sorted_rowids):
+        return np.full(len(rowids), -1, dtype=np.intp)
+    pos = np.minimum(np.searchsorted(sorted_rowids, rowids), len(sorted_rowids) - 1)
+    return np.where(sorted_rowids[pos] == rowids, pos, -1)
+
+
+class ColumnCache:
+    """The tenants' columns, read on a search and dropped on a write. Not locked: its store calls it
+    under its own lock."""
+
+    def __init__(self, db: sqlite3.Connection, cache_rows: int = CACHE_ROWS) -> None:
+        self._db = db
+        self.cache_rows = cache_rows
+        self._cache: OrderedDict[str, TenantColumns] = OrderedDict()  # oldest first
+        self._rows = 0  # the rows in ``_cache``, kept as it changes
+        self._file_rows: dict[str, int] | None = None  # per index, the rows of every tenant
+        self._version = self._data_version()
+
+    def _data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def get(self, tenant_id: str, number: int) -> TenantColumns:
+        version = self._data_version()
+        if version != self._version:  # another connection committed: any tenant may have changed
+            self._cache.clear()
+            self._rows, self._file_rows = 0, None
+            self._version = version
+        found = self.drop(tenant_id)
+        if found is None:
+            found = TenantColumns(
+                UnitColumns.read(self._db, number), ContextColumns.read(self._db, tenant_id)
+            )
+        self._cache[tenant_id] = found  # now the most recent
+        self._rows += found.rows
+        while len(self._cache) > 1 and self._rows > self.cache_rows:
+            self.drop(next(iter(self._cache)))
+        return found
+
+    def drop(self, tenant_id: str) -> TenantColumns | None:
+        """Forget the tenant's columns (its rows are being written); they are returned."""
+        self._file_rows = None
+        found = self._cache.pop(tenant_id, None)
+        if found is not None:
+            self._rows -= found.rows
+        return found
+
+    def file_rows(self, side: str) -> int:
+        """The rows of the index of ``side`` (units, contexts) of all tenants (call after :meth:`get`)."""
+        if self._file_rows is None:
+            self._file_rows = dict(self._db.execute("SELECT side, sum(rows) FROM word_counts GROUP BY side"))
+        return self._file_rows.get(side, 0)
+
+    def __contains__(self, tenant_id: str) -> bool:
+        return tenant_id in self._cache
