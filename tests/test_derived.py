@@ -6,6 +6,7 @@ their message, rebuilt the same by a replay."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -57,6 +58,21 @@ def window(*messages: AnalyzedMessage, new_from: int = 0) -> Window:
 
 def kinds_of(lines: list[Any]) -> list[tuple[str, str]]:
     return [(d.unit.kind.value, d.unit.text) for d in lines]
+
+
+@contextmanager
+def timeline_searches(tmp_path: Path, lines: list[MemoryUnit], step: float, asked: str) -> Iterator[Searches]:
+    """``lines`` in a store of their own, line i at vector (1, step * i), searched for ``asked``."""
+    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
+    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
+    try:
+        lexical.upsert(lines)
+        vectors.upsert(lines, np.array([[1, step * i] for i in range(len(lines))], dtype=np.float32))
+        q = np.array([1.0, 0.0], dtype=np.float32)
+        yield Searches(lexical, vectors, "t", T0 + timedelta(days=1), 64, asked, q)
+    finally:
+        lexical.close()
+        vectors.close()
 
 
 def test_an_answer_completes_its_requests_timeline_line_citing_both() -> None:
@@ -511,20 +527,11 @@ def test_a_history_question_reads_digests_that_keep_their_negations(tmp_path: Pa
         )
         for i in range(10)
     ]
-    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
-    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
-    lexical.upsert(lines)
-    vectors.upsert(lines, np.array([[1, 0.1 * i] for i in range(10)], dtype=np.float32))
-    q = np.array([1.0, 0.0], dtype=np.float32)
-    search = Searches(
-        lexical, vectors, "t", T0 + timedelta(days=1), 64, "Have I ever used Redis for the cache?", q
-    )
-    history = next(lv for lv in PLANS[QuestionForm.HISTORY].levels if MemoryKind.TIMELINE in lv.kinds)
-    found = [line.text for line, _ in gather_level(search, history)]
+    with timeline_searches(tmp_path, lines, 0.1, "Have I ever used Redis for the cache?") as search:
+        history = next(lv for lv in PLANS[QuestionForm.HISTORY].levels if MemoryKind.TIMELINE in lv.kinds)
+        found = [line.text for line, _ in gather_level(search, history)]
     assert len(found) == 10
     assert "user: not using Redis cache step 1 — assistant: Fine" in found
-    lexical.close()
-    vectors.close()
 
 
 def test_a_recall_question_reads_the_closest_exchanges_as_digests_citing_both_sides(tmp_path: Path) -> None:
@@ -541,21 +548,14 @@ def test_a_recall_question_reads_the_closest_exchanges_as_digests_citing_both_si
         )
         for i in range(8)
     ]
-    lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
-    vectors = SqliteVectorStore(tmp_path / "vectors.sqlite", dim=2)
-    lexical.upsert(lines)
-    vectors.upsert(lines, np.array([[1, 0.05 * i] for i in range(8)], dtype=np.float32))
-    q = np.array([1.0, 0.0], dtype=np.float32)
     asked = "What did you suggest for the keywords in my resume?"
-    search = Searches(lexical, vectors, "t", T0 + timedelta(days=1), 64, asked, q)
     assert question_form(asked) == QuestionForm.RECALL
-    recall = next(lv for lv in PLANS[QuestionForm.RECALL].levels if MemoryKind.TIMELINE in lv.kinds)
-    found = [line for line, _ in gather_level(search, recall)]
+    with timeline_searches(tmp_path, lines, 0.05, asked) as search:
+        recall = next(lv for lv in PLANS[QuestionForm.RECALL].levels if MemoryKind.TIMELINE in lv.kinds)
+        found = [line for line, _ in gather_level(search, recall)]
     assert len(found) == 8
     assert (
         found[0].text
         == "user: add keywords section 0 resume — assistant: Absolutely! Put keywords summary skills section 0"
     )
     assert found[0].source_ids == ["q0", "a0"]
-    lexical.close()
-    vectors.close()

@@ -35,6 +35,7 @@ from simplemem.processors.stores.sqlite_keys import (
     unit_id,
     unit_key,
 )
+from simplemem.processors.stores.time_columns import within_time
 from simplemem.schemas.memory import MemoryUnit
 
 STORED = np.int8
@@ -112,18 +113,9 @@ class TenantRows:
         if not parts:
             return np.empty(0, dtype=np.intp)
         rows = parts[0] if len(parts) == 1 else np.sort(np.concatenate(parts))
-        if flt.first_day is not None and flt.last_day is not None:
-            within = (self.event_end[rows] >= flt.first_day.toordinal()) & (
-                self.event_start[rows] <= flt.last_day.toordinal()
-            )
-            if flt.or_stated:
-                start, end = flt.stated_bounds()
-                stated = self.stated_at[rows]
-                within |= (stated >= start) & (stated < end)
-            rows = rows[within]
-        if flt.stated_before is not None:
-            rows = rows[self.stated_at[rows] <= flt.stated_before.timestamp()]
-        return rows
+        if flt.first_day is None and flt.stated_before is None:
+            return rows  # no time constraint: the status blocks as they are
+        return rows[within_time(flt, self.event_start[rows], self.event_end[rows], self.stated_at[rows])]
 
 
 class SqliteVectorStore:

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.time_columns import within_time
 from simplemem.schemas.memory import DERIVED_KINDS, MemoryStatus
 
 CACHE_ROWS = 1_000_000  # units and contexts kept as arrays: about 60 MB
@@ -78,18 +79,7 @@ class UnitColumns:
         :func:`~simplemem.processors.stores.sqlite_lexical.search.where_filter`; names aside)."""
         codes = [self.codes[s] for s in flt.statuses() if s in self.codes]
         ok = np.isin(self.status[pos], codes)
-        if flt.first_day is not None and flt.last_day is not None:
-            within = (self.event_end[pos] >= flt.first_day.toordinal()) & (
-                self.event_start[pos] <= flt.last_day.toordinal()
-            )
-            if flt.or_stated:
-                start, end = flt.stated_bounds()
-                stated = self.stated_at[pos]
-                within |= (stated >= start) & (stated < end)
-            ok &= within
-        if flt.stated_before is not None:
-            ok &= self.stated_at[pos] <= flt.stated_before.timestamp()
-        return ok
+        return ok & within_time(flt, self.event_start[pos], self.event_end[pos], self.stated_at[pos])
 
     def of_contexts(
         self, contexts: npt.NDArray[np.int64]
