@@ -76,7 +76,7 @@ class UnitColumns:
 
     def passing(self, pos: npt.NDArray[np.intp], flt: SymbolicFilter) -> npt.NDArray[np.bool_]:
         """Which of the units at ``pos`` meet the filter's status and time constraints (the SQL of
-        :func:`~simplemem.processors.stores.sqlite_lexical.search.where_filter`; names aside)."""
+        :func:`~simplemem.processors.stores.sqlite_lexical.documents.within_filter`)."""
         codes = [self.codes[s] for s in flt.statuses() if s in self.codes]
         ok = np.isin(self.status[pos], codes)
         return ok & within_time(flt, self.event_start[pos], self.event_end[pos], self.stated_at[pos])

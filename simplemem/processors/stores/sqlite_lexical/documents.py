@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 from datetime import datetime
 
 from simplemem.processors.stores.protocols import SymbolicFilter, day_range, index_names, search_status
@@ -25,8 +24,14 @@ from simplemem.processors.stores.sqlite_docs import (
 from simplemem.processors.stores.sqlite_keys import null_if, unit_key
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase, read_units
 from simplemem.processors.stores.sqlite_lexical.provenance import link, unlink_context, unlink_own
-from simplemem.processors.stores.sqlite_lexical.schema import FACT_KIND, JOIN_CONTEXT, body, context_hash
-from simplemem.processors.stores.sqlite_lexical.search import where_filter
+from simplemem.processors.stores.sqlite_lexical.schema import (
+    ACTIVE_SQL,
+    EVENT_END_SQL,
+    FACT_KIND,
+    JOIN_CONTEXT,
+    body,
+    context_hash,
+)
 from simplemem.schemas.memory import MemoryStatus, MemoryUnit
 
 # a unit's context as one write put it: its rowid and its stored form (none for a unit without one)
@@ -185,7 +190,7 @@ class SqliteDocuments(SqliteLexicalBase):
             ]
             args: list[object] = [tenant_id, number, *last]
             if flt is not None:
-                where_filter(sql, args, replace(flt, names=()), tenant_id)
+                within_filter(sql, args, flt)
             sql.append("ORDER BY u.stated_at, u.rowid LIMIT ?")
             args.append(batch)
             with self._lock:
@@ -204,3 +209,24 @@ class SqliteDocuments(SqliteLexicalBase):
                 (tenant_id, number, limit, offset),
             ).fetchall()
         return read_units(rows, tenant_id)
+
+
+def within_filter(sql: list[str], args: list[object], flt: SymbolicFilter) -> None:
+    """The filter's status and time constraints as SQL on ``units u`` (its names are not applied: the
+    search takes them from the names table, :meth:`SqliteSearch._named`)."""
+    statuses = flt.statuses()
+    if statuses == (MemoryStatus.ACTIVE.value,):
+        sql.append(f"AND {ACTIVE_SQL}")
+    else:  # the status column holds NULL for an active unit
+        marks = ",".join("?" * len(statuses))
+        sql.append(f"AND COALESCE(u.status, 'active') IN ({marks})")
+        args += list(statuses)
+    if flt.first_day is not None and flt.last_day is not None:
+        stated = " OR (u.stated_at >= ? AND u.stated_at < ?)" if flt.or_stated else ""
+        sql.append(f"AND (({EVENT_END_SQL} >= ? AND u.event_start <= ?){stated})")
+        args += [flt.first_day.toordinal(), flt.last_day.toordinal()]
+        if flt.or_stated:
+            args += list(flt.stated_bounds())
+    if flt.stated_before is not None:
+        sql.append("AND u.stated_at <= ?")
+        args.append(flt.stated_before.timestamp())

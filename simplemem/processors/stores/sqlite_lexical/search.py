@@ -31,13 +31,10 @@ from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
 from simplemem.processors.stores.sqlite_lexical.columns import TenantColumns, found_at
 from simplemem.processors.stores.sqlite_lexical.names import names_match
 from simplemem.processors.stores.sqlite_lexical.schema import (
-    ACTIVE_SQL,
-    EVENT_END_SQL,
     layer_token,
     tenant_token,
 )
 from simplemem.processors.stores.sqlite_vectors import best_first
-from simplemem.schemas.memory import MemoryStatus
 
 # The share of its context's BM25 score a unit gets (its own words count fully).
 CONTEXT_WEIGHT = 1.0
@@ -83,7 +80,7 @@ class SqliteSearch(SqliteLexicalBase):
         units = columns.units
         pos, score = summed_at(units.positions(own.rowid), own.weight)
         score *= saturation(units.words[pos], sizes["units"][1])
-        pos, score = _kept(pos, score, passing(columns, pos, flt, named), limit if ctx is None else reach)
+        pos, score = _kept(pos, score, limit if ctx is None else reach, passing(columns, pos, flt, named))
         if ctx is not None:
             around = _around(columns, ctx, sizes["contexts"][1], reach)
             reached, via = units.of_contexts(columns.contexts.rowid[around[0]])
@@ -92,7 +89,7 @@ class SqliteSearch(SqliteLexicalBase):
                 np.concatenate([pos, reached[ok]]),
                 np.concatenate([score, around[1][via[ok]] * CONTEXT_WEIGHT]),
             )
-            pos, score = _kept(pos, score, np.ones(len(pos), dtype=bool), limit)
+            pos, score = _kept(pos, score, limit)
         return self._hits(units.rowid[pos], score)
 
     def _matched(
@@ -187,10 +184,14 @@ def passing(
 
 
 def _kept(
-    pos: npt.NDArray[np.intp], score: npt.NDArray[np.float64], ok: npt.NDArray[np.bool_], limit: int
+    pos: npt.NDArray[np.intp],
+    score: npt.NDArray[np.float64],
+    limit: int,
+    ok: npt.NDArray[np.bool_] | None = None,
 ) -> Scored:
-    """The ``limit`` best of the scored positions that are ``ok``, best first."""
-    pos, score = pos[ok], score[ok]
+    """The ``limit`` best of the scored positions (those that are ``ok``), best first."""
+    if ok is not None:
+        pos, score = pos[ok], score[ok]
     best = latest_best(score, limit)
     return pos[best], score[best]
 
@@ -200,8 +201,7 @@ def _around(columns: TenantColumns, ctx: Matches, mean: float, reach: int) -> Sc
     contexts = columns.contexts
     pos, score = summed_at(found_at(contexts.rowid, ctx.rowid), ctx.weight)
     score *= saturation(contexts.words[pos], mean)
-    best = latest_best(score, reach)
-    return pos[best], score[best]
+    return _kept(pos, score, reach)
 
 
 def latest_best(score: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.intp]:
@@ -209,30 +209,3 @@ def latest_best(score: npt.NDArray[np.float64], limit: int) -> npt.NDArray[np.in
     later row first (what is said last is likelier to hold now)."""
     last = len(score) - 1
     return last - best_first(score[::-1], limit)
-
-
-def where_filter(sql: list[str], args: list[object], flt: SymbolicFilter, tenant_id: str) -> None:
-    statuses = flt.statuses()
-    if statuses == (MemoryStatus.ACTIVE.value,):
-        sql.append(f"AND {ACTIVE_SQL}")
-    else:  # the status column holds NULL for an active unit
-        marks = ",".join("?" * len(statuses))
-        sql.append(f"AND COALESCE(u.status, 'active') IN ({marks})")
-        args += list(statuses)
-    if flt.first_day is not None and flt.last_day is not None:
-        stated = " OR (u.stated_at >= ? AND u.stated_at < ?)" if flt.or_stated else ""
-        sql.append(f"AND (({EVENT_END_SQL} >= ? AND u.event_start <= ?){stated})")
-        args += [flt.first_day.toordinal(), flt.last_day.toordinal()]
-        if flt.or_stated:
-            args += list(flt.stated_bounds())
-    if flt.stated_before is not None:
-        sql.append("AND u.stated_at <= ?")
-        args.append(flt.stated_before.timestamp())
-    if flt.names:
-        marks = ",".join("?" * len(flt.names))
-        sql.append(
-            "AND (EXISTS (SELECT 1 FROM names n WHERE n.tenant_id = u.tenant_id AND n.id = u.id "
-            f"AND n.name IN ({marks})) OR u.rowid IN (SELECT rowid FROM units_fts WHERE units_fts MATCH ?))"
-        )
-        args += [n.lower() for n in flt.names]
-        args.append(names_match(tenant_id, flt.names))
