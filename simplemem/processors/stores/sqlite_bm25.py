@@ -156,8 +156,7 @@ def weighed(pairs: npt.NDArray[np.int64], weights: list[float] | None, rows: int
     or (None) its :func:`idf` by how many of the matches hold it."""
     terms = pairs[:, 1]
     if weights is None:
-        holding = np.bincount(terms).astype(np.float64)
-        table = np.log(1 + (rows - holding + 0.5) / (holding + 0.5))  # idf's, for all at once
+        table = np.array([idf(int(held), rows) for held in np.bincount(terms)], dtype=np.float64)
     else:
         table = np.array(weights, dtype=np.float64)
     return Matches(pairs[:, 0], table[terms] if len(terms) else np.empty(0))
