@@ -288,6 +288,18 @@ def test_ingestion_writes_each_exchanges_timeline_line_and_the_instruction(rt: A
 
 
 @pytest.mark.slow
+def test_an_instruction_is_searched_by_the_subject_of_its_condition(rt: Any) -> None:
+    """ "Always include version numbers when I ask about libraries or dependencies" governs "which
+    modules am I relying on?", which names neither version numbers nor the rule: its vector is that of
+    "libraries or dependencies"."""
+    (rule,) = [u for u in derived_units(rt) if u.kind == MemoryKind.INSTRUCTION]
+    stored = rt.vectors.vectors("budget", [rule.id])[rule.id]
+    subject, whole = rt.embedder.encode(["libraries or dependencies", rule.text])
+    # (stored vectors are quantized, and a batch's quantization varies with its other texts)
+    assert float(np.dot(stored, subject)) > 0.98 > float(np.dot(stored, whole))
+
+
+@pytest.mark.slow
 def test_an_order_question_gets_the_timeline_in_date_order_and_advice_gets_the_instruction(rt: Any) -> None:
     as_of = T0 + timedelta(days=30)
     order = rt.retriever.query(

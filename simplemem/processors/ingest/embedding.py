@@ -12,6 +12,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from simplemem.processors.language.conditions import condition_subject
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 Vectors = npt.NDArray[np.float32]
@@ -123,7 +124,11 @@ class MiniLMEmbedder:
 
 
 def embed_text(unit: MemoryUnit) -> str:
-    """What a unit's vector is computed from when it has none: code with its prose, else its text."""
+    """What a unit's vector is computed from when it has none: code with its prose, a standing
+    instruction with a condition the condition's subject (:mod:`~simplemem.processors.language.conditions`),
+    else its text."""
     if unit.kind == MemoryKind.CODE and unit.context:
         return f"{unit.context}\n{unit.text}"
+    if unit.kind == MemoryKind.INSTRUCTION:
+        return condition_subject(unit.text) or unit.text
     return unit.text
