@@ -3,6 +3,8 @@
 import pytest
 
 from simplemem.processors.ingest.entropy import EntropyFilter, SessionHistory
+from simplemem.processors.language.polarity import denies_of_self
+from simplemem.schemas.events import Role
 from simplemem.schemas.window import Sentence, Window
 from tests.helpers import message
 
@@ -166,3 +168,46 @@ def test_a_window_a_pause_cut_to_one_turn_is_judged_on_a_full_stretch() -> None:
     )
     assert paused.kept and paused.novelty == 1.0  # the stretch names new things
     assert not alone.kept and alone.score == 0.0
+
+
+def said_as(i: int, role: Role, text: str, vector: list[float]) -> object:
+    m = message(i, entities=["redis"])
+    m.role = role
+    m.sentences = [Sentence(text=text, tokens=[], embedding=vector)]
+    return m
+
+
+def test_a_person_denying_what_they_said_is_never_redundant() -> None:
+    """ "I've never used Redis" after "I've used Redis for caching": one vector for both, the same
+    names, yet it contradicts what was said. A person's denial diverges fully; the assistant's ("I
+    don't have access to ...") and a hedge ("I'm not sure it fits") do not."""
+    f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20)
+    history = f.remember(
+        SessionHistory(), [said_as(0, Role.USER, "I've used Redis for caching.", [1.0, 0.0])]
+    )
+    denial = f.score(window([said_as(1, Role.USER, "I've never used Redis, actually.", [1.0, 0.0])]), history)
+    assert denial.divergence == 1.0 and denial.kept
+    for role, text in [
+        (Role.ASSISTANT, "I don't have access to your Redis setup."),
+        (Role.USER, "I'm not sure Redis fits for caching."),
+    ]:
+        score = f.score(window([said_as(2, role, text, [1.0, 0.0])]), history)
+        assert score.divergence == pytest.approx(0.0) and not score.kept
+
+
+@pytest.mark.parametrize(
+    ("sentence", "denies"),
+    [
+        ("I’ve never actually obtained an API key", True),
+        ("I don't eat meat", True),
+        ("I haven't met Michael yet", True),
+        ("I'm not a fan of tea", True),
+        ("I'm not sure why that's relevant", False),
+        ("I don't know how to start", False),
+        ("I don't think so", False),
+        ("Never mind, I've got it", False),
+        ("She never called back", False),
+    ],
+)
+def test_a_denial_of_self_is_told_from_a_hedge(sentence: str, denies: bool) -> None:
+    assert denies_of_self(sentence) is denies

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
+from simplemem.processors.language.polarity import denies_of_self
+from simplemem.schemas.events import Role
 from simplemem.schemas.window import AnalyzedMessage, CloseReason, EntropyScore, HalfVector, Vector, Window
 
 
@@ -90,6 +92,13 @@ def most_divergent(new: list[Vector], past: list[Vector]) -> float:
     return float(np.clip(1.0 - sims.max(axis=1), 0.0, 1.0).max())
 
 
+def denial(message: AnalyzedMessage) -> bool:
+    """Whether a person (not the assistant) denies something of themself in ``message``: the statement
+    diverges fully whatever its vector says (:mod:`~simplemem.processors.language.polarity`), so a
+    window that contradicts or corrects what the user said before is never dropped as redundant."""
+    return message.role != Role.ASSISTANT and any(denies_of_self(s.text) for s in message.sentences)
+
+
 class EntropyFilter:
     def __init__(
         self, threshold: float, alpha: float, history_messages: int, judged_messages: int = 1
@@ -117,6 +126,8 @@ class EntropyFilter:
             divergence, novelty = 1.0, 1.0
         elif not new:
             divergence = 0.0
+        elif any(denial(m) for m in judged):
+            divergence = 1.0
         else:
             divergence = most_divergent(new, past)
         score = self.alpha * novelty + (1 - self.alpha) * divergence
