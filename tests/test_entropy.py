@@ -211,3 +211,16 @@ def test_a_person_denying_what_they_said_is_never_redundant() -> None:
 )
 def test_a_denial_of_self_is_told_from_a_hedge(sentence: str, denies: bool) -> None:
     assert denies_of_self(sentence) is denies
+
+
+def test_a_window_is_as_novel_as_its_most_novel_message() -> None:
+    """A user's new date beside an answer that repeats a dozen names from its headings: the window's
+    novelty is that of the user's message (one of its two names is new), not one name in thirteen."""
+    f = EntropyFilter(threshold=0.35, alpha=0.5, history_messages=20)
+    headings = [f"heading{i}" for i in range(11)]
+    history = f.remember(
+        SessionHistory(), [message(0, entities=["francis", *headings], embedding=[1.0, 0.0])]
+    )
+    user = message(1, entities=["francis", "march 12"], embedding=[1.0, 0.0])
+    answer = message(2, entities=headings, embedding=[1.0, 0.0])
+    assert f.score(window([user, answer]), history).novelty == pytest.approx(0.5)

@@ -1,6 +1,7 @@
 """Entropy-aware filter: information score = alpha * entity novelty + (1 - alpha) * semantic divergence.
 
-Entity novelty is the share of the window's named things not seen in the session's recent history;
+Entity novelty is the share of a message's named things not seen in the session's recent history, of
+the window's most novel message;
 semantic divergence is how far the window's most novel statement is from its nearest statement in
 the recent messages (1 - cosine, MiniLM vectors computed once per sentence). A session's first
 window (nothing said before it) scores 1, whatever it names. Windows below the threshold are dropped, and counted with their scores. History is per
@@ -92,6 +93,14 @@ def most_divergent(new: list[Vector], past: list[Vector]) -> float:
     return float(np.clip(1.0 - sims.max(axis=1), 0.0, 1.0).max())
 
 
+def share_unseen(names: list[str], seen: set[str]) -> float:
+    """The share of ``names`` not in ``seen`` (0 for none). A window is as novel as its most novel
+    message, as it diverges as far as its most novel statement: a user's new date or number is not
+    averaged away by the dozens of names an answer's headings repeat beside it."""
+    distinct = set(names)
+    return len(distinct - seen) / len(distinct) if distinct else 0.0
+
+
 def denial(message: AnalyzedMessage) -> bool:
     """Whether a person (not the assistant) denies something of themself in ``message``: the statement
     diverges fully whatever its vector says (:mod:`~simplemem.processors.language.polarity`), so a
@@ -117,9 +126,8 @@ class EntropyFilter:
         # short (one turn) is judged on the same stretch of conversation as a full one. Judged alone,
         # one turn that names nothing new scores below the threshold more often than not, and most
         # turns would be filtered.
-        window_entities = {e for m in judged for e in named_things(m)}
         seen = {e for ents in history.entities for e in ents}
-        novelty = len(window_entities - seen) / len(window_entities) if window_entities else 0.0
+        novelty = max((share_unseen(named_things(m), seen) for m in judged), default=0.0)
         new = [v for m in judged for v in statement_vectors(m)]
         past = [v for message in history.vectors for v in message]
         if not past:  # nothing said before (a session's first window): nothing in it is redundant
