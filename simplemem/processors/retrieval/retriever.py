@@ -113,7 +113,9 @@ class Retriever:
             qvec,
             tuple(zip(parts, vecs, strict=True)),
         )
-        return gather_derived(search, planned.derived, first_person=planned.asked == Role.USER)
+        # the question, its aspects and each level's kinds of line search the same words
+        with self.lexical.searches_together():
+            return gather_derived(search, planned.derived, first_person=planned.asked == Role.USER)
 
     def select(self, planned: Plan, found: Candidates) -> Selection:
         """Step 3: the memories chosen from the candidates (see :mod:`.select`)."""

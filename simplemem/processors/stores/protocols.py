@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from functools import lru_cache
@@ -118,6 +119,11 @@ class LexicalSearch(Protocol):
     ) -> list[Hit]:
         """BM25 matches, best first. ``read``: a store where a read is a round trip returns the
         matches' units in the same request (``Hit.unit``); one that reads locally may leave it out."""
+        ...
+
+    def searches_together(self) -> AbstractContextManager[None]:
+        """A scope in which this thread's searches may share what they read (one question searched
+        whole, by its aspects and for several kinds of line): each still returns what it would alone."""
         ...
 
 

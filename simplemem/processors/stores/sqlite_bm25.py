@@ -61,27 +61,50 @@ def idf(holding: int, rows: int) -> float:
     return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
 
 
+@dataclass(frozen=True)
+class TermRows:
+    """One term's part of a walk: its FTS query (``match``) and which of its rows are read: every row
+    of the file that holds it (``bare``), else the tenant's, their ``latest`` only (0: all). The
+    same part reads the same rows whatever the other terms of the walk."""
+
+    match: str
+    bare: bool = False
+    latest: int = 0
+
+    def select(self, fts: str, n: int, i: int) -> str:
+        """Its rows as ``rowid * n + i`` (``i``: its number of ``n`` terms)."""
+        if self.bare:
+            return f"SELECT rowid * {n} + {i} AS m FROM {fts} WHERE {fts} MATCH ?"
+        limit = f" ORDER BY rowid DESC LIMIT {self.latest}" if self.latest else ""
+        return f"SELECT rowid * {n} + {i} AS m FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit})"
+
+
+def term_rows(token: str, terms: Sequence[str], latest: int = 0, bare: Sequence[bool] = ()) -> list[TermRows]:
+    """Each term's part of a walk of the tenant's ``token`` (a term ``bare``, by number, is matched
+    without the token, in every row of the file that holds it: the caller keeps its tenant's)."""
+    return [
+        TermRows(fts_term(term), True)
+        if i < len(bare) and bare[i]
+        else TermRows(term_match(token, term), latest=latest)
+        for i, term in enumerate(terms)
+    ]
+
+
+def union(fts: str, parts: Sequence[TermRows]) -> tuple[str, list[str]]:
+    """A SELECT of one text: the rows of every part as ``rowid * len(parts) + part's number``, joined
+    by commas (:func:`found_pairs` reads it: one value, not a Python tuple a match), with its
+    arguments."""
+    n = len(parts)
+    selects = " UNION ALL ".join(part.select(fts, n, i) for i, part in enumerate(parts))
+    return f"SELECT group_concat(m) FROM ({selects})", [part.match for part in parts]
+
+
 def matches(
     fts: str, token: str, terms: Sequence[str], latest: int = 0, bare: Sequence[bool] = ()
 ) -> tuple[str, list[str]]:
-    """A SELECT of one text: each row of ``fts`` that holds the tenant's ``token`` and a term (with
-    ``latest``, a term's latest rows only) as ``rowid * len(terms) + term's number``, joined by commas
-    (:func:`found_pairs` reads it: one value, not a Python tuple a match), with its arguments. A term
-    ``bare`` (by number) is matched without the token, in every row of the file that holds it (the
-    caller keeps its tenant's)."""
-    n = len(terms)
-    parts, args = [], []
-    for i, term in enumerate(terms):
-        if i < len(bare) and bare[i]:
-            parts.append(f"SELECT rowid * {n} + {i} AS m FROM {fts} WHERE {fts} MATCH ?")
-            args.append(fts_term(term))
-            continue
-        limit = f" ORDER BY rowid DESC LIMIT {latest}" if latest else ""
-        parts.append(
-            f"SELECT rowid * {n} + {i} AS m FROM (SELECT rowid FROM {fts} WHERE {fts} MATCH ?{limit})"
-        )
-        args.append(term_match(token, term))
-    return f"SELECT group_concat(m) FROM ({' UNION ALL '.join(parts)})", args
+    """:func:`union` of :func:`term_rows`: each row of ``fts`` that holds the tenant's ``token`` and
+    a term (with ``latest``, a term's latest rows only), numbered by term."""
+    return union(fts, term_rows(token, terms, latest, bare))
 
 
 def term_match(token: str, term: str) -> str:
@@ -91,14 +114,22 @@ def term_match(token: str, term: str) -> str:
 
 @dataclass(frozen=True)
 class Walk:
-    """What a search reads of one FTS index: its matches (``match_sql``, :func:`matches`, with
-    ``match_args``: one a term), each term's BM25 weight (``weights``, by number; None: counted
-    from the matches, :func:`weighed`) and how many of a term's latest matches count (0: all)."""
+    """What a search reads of one FTS index (``fts``): each term's rows (``parts``, :class:`TermRows`,
+    read by :attr:`match_sql`), each term's BM25 weight (``weights``, by number; None: counted from
+    the matches, :func:`weighed`) and how many of a term's latest matches count (0: all)."""
 
-    match_sql: str
-    match_args: list[str]
+    fts: str
+    parts: tuple[TermRows, ...]
     weights: list[float] | None
     latest: int = 0
+
+    @property
+    def match_sql(self) -> str:
+        return union(self.fts, self.parts)[0]
+
+    @property
+    def match_args(self) -> list[str]:
+        return [part.match for part in self.parts]
 
 
 def walk(
@@ -114,14 +145,13 @@ def walk(
     term counts in its latest :data:`TERM_ROWS` rows only, weighed by its count in all of them: a
     search costs the same in a year's history as in a month's. Without, every row counts and the
     weights are counted from the matches. ``whole`` (a layer that is most of its file): a term is
-    matched without the layer's token (:func:`matches`, ``bare``), unless it is held by more than
+    matched without the layer's token (:func:`term_rows`, ``bare``), unless it is held by more than
     :data:`TERM_ROWS` rows, which the token and the limit keep to its latest."""
     if counts is None:
-        match_sql, match_args = matches(fts, token, terms, bare=[whole] * len(terms))
-        return Walk(match_sql, match_args, None)
+        return Walk(fts, tuple(term_rows(token, terms, bare=[whole] * len(terms))), None)
     bare = [whole and counts[t] <= TERM_ROWS for t in terms]
-    match_sql, match_args = matches(fts, token, terms, latest=TERM_ROWS, bare=bare)
-    return Walk(match_sql, match_args, [idf(counts[t], rows) for t in terms], TERM_ROWS)
+    parts = term_rows(token, terms, latest=TERM_ROWS, bare=bare)
+    return Walk(fts, tuple(parts), [idf(counts[t], rows) for t in terms], TERM_ROWS)
 
 
 @dataclass(frozen=True)
@@ -138,6 +168,16 @@ def found_pairs(found: str | None, terms: int) -> npt.NDArray[np.int64]:
     (rowid, term's number)."""
     coded = np.fromstring(found or "", dtype=np.int64, sep=",")
     return np.stack([coded // max(terms, 1), coded % max(terms, 1)], axis=1)
+
+
+def numbered(rows: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    """Each term's rows in turn as (rowid, term's number) pairs: what :func:`found_pairs` reads of
+    their walk in one SELECT."""
+    if not rows:
+        return np.zeros((0, 2), dtype=np.int64)
+    return np.concatenate(
+        [np.stack([found, np.full(len(found), i, dtype=np.int64)], axis=1) for i, found in enumerate(rows)]
+    )
 
 
 def latest_of(pairs: npt.NDArray[np.int64], latest: int) -> npt.NDArray[np.int64]:

@@ -3,6 +3,8 @@ searched first), under the symbolic filter."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
+
 from simplemem.processors.language.text import query_terms
 from simplemem.processors.stores.opensearch_lexical.base import (
     _HITS,
@@ -75,3 +77,7 @@ class OpenSearchSearch(OpenSearchBase):
         units = {u.id: u for u in self._with_contexts(tenant_id, hits, with_context=False)} if read else {}
         ranked = [Hit(h["_id"], float(h["_score"]), units.get(h["_id"])) for h in hits]
         return sorted(ranked, key=lambda hit: (-hit.score, hit.id))
+
+    def searches_together(self) -> AbstractContextManager[None]:
+        """Each search is its own request here: nothing is shared."""
+        return nullcontext()

@@ -29,6 +29,7 @@ class SqliteLexicalBase:
         self._tenants = TenantNumbers(self._db)
         self._frequencies = TermFrequencies()
         self._columns = ColumnCache(self._db)  # what a search reads of each row (dropped on writes)
+        self._together = threading.local()  # the rows a thread's searches read together (search.py)
 
     def _number(self, name: str) -> int:
         """The tenant's number in this file (:class:`TenantNumbers`), for a read: it takes the lock

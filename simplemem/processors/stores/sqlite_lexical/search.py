@@ -7,7 +7,8 @@ per match (a few microseconds each, thousands of matches a search in a long hist
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import numpy.typing as npt
@@ -17,12 +18,15 @@ from simplemem.processors.stores.protocols import Hit, SymbolicFilter
 from simplemem.processors.stores.sqlite_bm25 import (
     COMMON_ROWS,
     Matches,
+    TermRows,
     Walk,
     affordable,
     found_pairs,
     latest_of,
+    numbered,
     saturation,
     summed,
+    union,
     walk,
     weighed,
 )
@@ -47,6 +51,7 @@ SEARCH_REACH = 4
 WHOLE_FILE_SHARE = 0.5
 
 Scored = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # positions and their scores
+Rowids = npt.NDArray[np.int64]
 
 
 class SqliteSearch(SqliteLexicalBase):
@@ -61,6 +66,7 @@ class SqliteSearch(SqliteLexicalBase):
         own_token = layer_token(tenant_id, bool(flt.derived))
         with self._lock:
             columns = self._columns.get(tenant_id, self._tenants.number(tenant_id))
+            self._together_rows(columns)
             sizes = self._sizes(tenant_id, own_token)
             derived = bool(flt.derived)
             own = self._matched(
@@ -107,12 +113,53 @@ class SqliteSearch(SqliteLexicalBase):
         fts = f"{side}_fts"
         whole = rows >= WHOLE_FILE_SHARE * self._columns.file_rows(side)
         how = self._walk(fts, token, terms, rows, whole=whole)
-        pairs = found_pairs(
-            self._db.execute(how.match_sql, how.match_args).fetchone()[0], len(how.match_args)
-        )
+        pairs = self._pairs(how)
         if whole:
             pairs = pairs[in_layer(pairs[:, 0])]
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
+
+    @contextmanager
+    def searches_together(self) -> Iterator[None]:
+        """Within it, this thread's searches read each term's rows of an index once (a question
+        searched whole, by each of its aspects and for each kind of derived line walks the same
+        terms): a term's rows are the same whatever else a search asks, so each search returns
+        what it returns alone. What was read is dropped at the end, or once the tenant's rows
+        change (its columns are read again)."""
+        if self._together_rows() is not None:  # an outer scope's
+            yield
+            return
+        self._together.rows = (None, {})
+        try:
+            yield
+        finally:
+            self._together.rows = None
+
+    def _together_rows(
+        self, columns: TenantColumns | None = None
+    ) -> dict[tuple[str, TermRows], Rowids] | None:
+        """The rows read in this thread's :meth:`searches_together` (None: outside one), for the
+        tenant's ``columns`` (other columns than the last search's: the rows read are forgotten)."""
+        held: tuple[TenantColumns | None, dict[tuple[str, TermRows], Rowids]] | None = getattr(
+            self._together, "rows", None
+        )
+        if held is None or columns is None or held[0] is columns:
+            return None if held is None else held[1]
+        self._together.rows = (columns, {})
+        return self._together.rows[1]
+
+    def _pairs(self, how: Walk) -> npt.NDArray[np.int64]:
+        """The (rowid, term's number) matches of a walk; within :meth:`searches_together`, a term
+        read before by this thread is not walked again."""
+        read = self._together_rows()
+        if read is None:
+            return found_pairs(self._db.execute(how.match_sql, how.match_args).fetchone()[0], len(how.parts))
+        unread = [part for part in dict.fromkeys(how.parts) if (how.fts, part) not in read]
+        if unread:
+            sql, args = union(how.fts, unread)
+            found = found_pairs(self._db.execute(sql, args).fetchone()[0], len(unread))
+            for i, part in enumerate(unread):
+                read[(how.fts, part)] = found[found[:, 1] == i, 0]
+        return numbered([read[(how.fts, part)] for part in how.parts])
 
     def _walk(self, fts: str, token: str, terms: list[str], rows: int, *, whole: bool) -> Walk:
         """How this search reads an index (:func:`walk`; ``whole``: its terms without the layer's

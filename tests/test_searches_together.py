@@ -1,0 +1,98 @@
+"""The embedded lexical store's searches in one scope (a question searched whole and by its aspects)
+read each term's rows once and return what they return apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from simplemem.processors.stores import sqlite_bm25
+from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.processors.stores.sqlite_lexical import search as sqlite_search
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+
+TIMELINE = SymbolicFilter(derived=(MemoryKind.TIMELINE.value,))
+INSTRUCTION = SymbolicFilter(derived=(MemoryKind.INSTRUCTION.value,))
+QUERIES = [
+    "the budget tracker features, the security review and the kayak trip",
+    "the budget tracker features",
+    "the security review",
+    "the kayak trip",
+]
+
+
+def line(tenant: str, text: str, kind: MemoryKind = MemoryKind.TIMELINE, day: int = 10) -> MemoryUnit:
+    return MemoryUnit.build(
+        tenant_id=tenant,
+        text=text,
+        kind=kind,
+        source_ids=[f"{tenant}:{text}"],
+        stated_at=f"2026-01-{day:02d}T10:00:00+00:00",
+    )
+
+
+def filled(tmp_path: Path) -> SqliteLexicalStore:
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    texts = [
+        "added budget tracker features: categories and monthly totals",
+        "asked for a security review of the login",
+        "planned a kayak trip with the club",
+        "budget tracker security: hashed passwords",
+        "the kayak trip moved to June",
+        "tracker features for export",
+    ]
+    store.upsert([line("t1", text, day=10 + i) for i, text in enumerate(texts)])
+    store.upsert([line("t1", "always review security changes twice", MemoryKind.INSTRUCTION)])
+    store.upsert([line("t2", "a kayak trip and a budget tracker security review", day=12)])
+    return store
+
+
+def walks(store: SqliteLexicalStore) -> list[str]:
+    """The FTS walks the store's connection runs from now on (their SQL)."""
+    seen: list[str] = []
+    store._db.set_trace_callback(lambda sql: seen.append(sql) if "group_concat" in sql else None)
+    return seen
+
+
+@pytest.mark.parametrize("common_rows", [sqlite_bm25.COMMON_ROWS, 2])  # a small layer; a large one (counts)
+def test_a_question_and_its_aspects_walk_each_term_once_and_rank_as_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, common_rows: int
+) -> None:
+    monkeypatch.setattr(sqlite_search, "COMMON_ROWS", common_rows)
+    store = filled(tmp_path)
+    asked = [(q, flt) for flt in (TIMELINE, INSTRUCTION) for q in QUERIES]
+    apart = [store.search("t1", q, 5, flt) for q, flt in asked]
+    seen = walks(store)
+    with store.searches_together():
+        together = [store.search("t1", q, 5, flt) for q, flt in asked]
+    assert together == apart and any(apart)
+    # the whole question walks every term; its aspects and the other kind of line, none again
+    assert len(seen) == 1
+    seen.clear()
+    assert [store.search("t1", q, 5, flt) for q, flt in asked] == apart and len(seen) == len(asked)
+    store.close()
+
+
+def test_a_write_within_the_scope_is_seen_by_the_searches_after_it(tmp_path: Path) -> None:
+    store = filled(tmp_path)
+    with store.searches_together():
+        before = {h.id for h in store.search("t1", "kayak trip", 10, TIMELINE)}
+        late = line("t1", "the kayak trip was cancelled", day=20)
+        store.upsert([late])
+        after = {h.id for h in store.search("t1", "kayak trip", 10, TIMELINE)}
+    assert late.id not in before and after == before | {late.id}
+    store.close()
+
+
+def test_another_tenants_rows_are_never_shared(tmp_path: Path) -> None:
+    store = filled(tmp_path)
+    with store.searches_together():
+        mine = store.search("t1", "kayak trip", 10, TIMELINE)
+        theirs = store.search("t2", "kayak trip", 10, TIMELINE)
+    assert {h.id for h in theirs} == {
+        line("t2", "a kayak trip and a budget tracker security review", day=12).id
+    }
+    assert not {h.id for h in mine} & {h.id for h in theirs}
+    store.close()
