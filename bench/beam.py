@@ -188,8 +188,9 @@ def print_table(name: str, table: dict[str, dict[str, float | None]]) -> None:
 
 
 def warm_p95_ms(store: Path, convs: list[BeamConversation]) -> tuple[float, float, str]:
-    """Every question asked twice in-process; the second pass timed. The largest tenant's p95 too."""
-    from simplemem.runtime import open_runtime
+    """Every question asked twice in-process, the heap frozen between (as a query process does once
+    warm); the second pass timed. The largest tenant's p95 too."""
+    from simplemem.runtime import freeze_heap, open_runtime
     from simplemem.schemas.query import QueryRequest
     from simplemem.schemas.settings import Settings
 
@@ -201,6 +202,7 @@ def warm_p95_ms(store: Path, convs: list[BeamConversation]) -> tuple[float, floa
     ]
     for _, r in reqs:
         rt.retriever.query(r)
+    freeze_heap()  # as the query service and `simplemem query --batch` do once loaded
     times: dict[str, list[float]] = defaultdict(list)
     for tenant, r in reqs:
         start = time.perf_counter()
