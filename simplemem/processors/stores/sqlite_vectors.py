@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,16 @@ class TenantRows:
             stated_at=np.array([r[4] for r in rows], dtype=np.float64),
             matrix=matrix,
         )
+
+    @cached_property
+    def row_of(self) -> dict[str, int]:
+        """Each id's row (built at the first read by id)."""
+        return {uid: i for i, uid in enumerate(self.ids)}
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """The vectors of those of ``ids`` that are rows here (copies: the matrix is searched)."""
+        found = [uid for uid in dict.fromkeys(ids) if uid in self.row_of]
+        return dict(zip(found, self.matrix[[self.row_of[uid] for uid in found]], strict=True))
 
     def passing(self, flt: SymbolicFilter) -> npt.NDArray[np.intp]:
         """The rows that meet the filter's status, event-time and stated-time constraints, in row
@@ -217,8 +228,14 @@ class SqliteVectorStore:
             self._uncache(tenant_id)
 
     def vectors(self, tenant_id: str, ids: Sequence[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """By id; from the tenant's arrays when a search has read them (the derived lines' pool is
+        read right after their search), else from the file."""
         if not ids:
             return {}
+        with self._lock:
+            cached = self._cache.get(tenant_id)
+        if cached is not None:
+            return cached.vectors(ids)
         marks = ",".join("?" * len(ids))
         number = self._number(tenant_id)
         with self._lock:
