@@ -71,13 +71,14 @@ class Retriever:
     ) -> QueryResult:
         """The memories and context for ``request``; ``filters`` narrow it further (the API's);
         ``config`` in place of the retriever's own for this query."""
-        planned = self.plan(request, filters, config)
-        qvec = self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
-        # the derived lines need nothing the statements' candidates do: searched at once (services)
-        found, derived = self.fan_out.both(
-            lambda: self.gather(planned, qvec), lambda: self.derived(planned, qvec())
-        )
-        return self.render(planned, self.select(planned, found), derived)
+        with self.lexical.one_query():  # its steps search the same words and read some units twice
+            planned = self.plan(request, filters, config)
+            qvec = self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
+            # the derived lines need nothing the statements' candidates do: searched at once (services)
+            found, derived = self.fan_out.both(
+                lambda: self.gather(planned, qvec), lambda: self.derived(planned, qvec())
+            )
+            return self.render(planned, self.select(planned, found), derived)
 
     def plan(
         self,
@@ -114,7 +115,7 @@ class Retriever:
             tuple(zip(parts, vecs, strict=True)),
         )
         # the question, its aspects and each level's kinds of line search the same words
-        with self.lexical.searches_together():
+        with self.lexical.one_query():
             return gather_derived(search, planned.derived, first_person=planned.asked == Role.USER)
 
     def select(self, planned: Plan, found: Candidates) -> Selection:

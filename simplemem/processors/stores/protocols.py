@@ -121,9 +121,10 @@ class LexicalSearch(Protocol):
         matches' units in the same request (``Hit.unit``); one that reads locally may leave it out."""
         ...
 
-    def searches_together(self) -> AbstractContextManager[None]:
-        """A scope in which this thread's searches may share what they read (one question searched
-        whole, by its aspects and for several kinds of line): each still returns what it would alone."""
+    def one_query(self) -> AbstractContextManager[None]:
+        """A scope of one query's calls from this thread, which may share what they read (a question
+        searched whole, by its aspects and for several kinds of line; a unit read again): each still
+        returns what it would alone."""
         ...
 
 

@@ -78,6 +78,6 @@ class OpenSearchSearch(OpenSearchBase):
         ranked = [Hit(h["_id"], float(h["_score"]), units.get(h["_id"])) for h in hits]
         return sorted(ranked, key=lambda hit: (-hit.score, hit.id))
 
-    def searches_together(self) -> AbstractContextManager[None]:
-        """Each search is its own request here: nothing is shared."""
+    def one_query(self) -> AbstractContextManager[None]:
+        """Each search and read is its own request here: nothing is shared."""
         return nullcontext()

@@ -4,7 +4,8 @@ numbers, a unit's FTS row and word counts, and reading units back with their con
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from simplemem.processors.stores.sqlite_bm25 import TermFrequencies
@@ -29,13 +30,48 @@ class SqliteLexicalBase:
         self._tenants = TenantNumbers(self._db)
         self._frequencies = TermFrequencies()
         self._columns = ColumnCache(self._db)  # what a search reads of each row (dropped on writes)
-        self._together = threading.local()  # the rows a thread's searches read together (search.py)
+        self._together = threading.local()  # what a thread's query has read (:meth:`one_query`)
 
     def _number(self, name: str) -> int:
         """The tenant's number in this file (:class:`TenantNumbers`), for a read: it takes the lock
         (a write holds it already and asks ``self._tenants``)."""
         with self._lock:
             return self._tenants.number(name)
+
+    @contextmanager
+    def one_query(self) -> Iterator[None]:
+        """Within it, this thread's calls are one query's: a term's rows of an index are walked once
+        (a question searched whole, by each of its aspects and for each kind of derived line walks
+        the same terms: :meth:`~.search.SqliteSearch._pairs`), and a stored unit read again is not
+        decoded again (:meth:`_decoded`). Each call returns what it returns alone; what was read is
+        dropped at the end."""
+        if getattr(self._together, "units", None) is not None:  # an outer scope's
+            yield
+            return
+        self._together.rows, self._together.units = (None, {}), {}
+        try:
+            yield
+        finally:
+            self._together.rows = self._together.units = None
+
+    def _decoded(
+        self,
+        rows: Sequence[tuple[bytes | str, bytes, bytes | str | None]],
+        tenant_id: str,
+        *,
+        with_context: bool,
+    ) -> list[MemoryUnit]:
+        """:func:`read_units`; within :meth:`one_query`, a row decoded before (the same key, document
+        and context: what the file holds now) is not decoded again."""
+        decoded: dict[tuple[object, ...], MemoryUnit] | None = getattr(self._together, "units", None)
+        if decoded is None:
+            return read_units(rows, tenant_id, with_context=with_context)
+        keys = [(tenant_id, with_context, *row) for row in rows]
+        new = {k: row for k, row in zip(keys, rows, strict=True) if k not in decoded}
+        decoded.update(
+            zip(new, read_units(list(new.values()), tenant_id, with_context=with_context), strict=True)
+        )
+        return [decoded[k] for k in keys]
 
     def _read_by_ids(self, tenant_id: str, ids: Sequence[str], *, with_context: bool) -> list[MemoryUnit]:
         """The units by id, in the order asked (those found)."""
@@ -48,7 +84,7 @@ class SqliteLexicalBase:
                 f"SELECT u.id, u.doc, c.text FROM units u {JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
                 [tenant_id, number, *map(unit_key, ids)],
             ).fetchall()
-        by_id = {u.id: u for u in read_units(rows, tenant_id, with_context=with_context)}
+        by_id = {u.id: u for u in self._decoded(rows, tenant_id, with_context=with_context)}
         return [by_id[i] for i in ids if i in by_id]
 
     def _count_words(self, token: str, side: str, rows: int, words: int) -> None:

@@ -7,8 +7,7 @@ per match (a few microseconds each, thousands of matches a search in a long hist
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -118,27 +117,12 @@ class SqliteSearch(SqliteLexicalBase):
             pairs = pairs[in_layer(pairs[:, 0])]
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
 
-    @contextmanager
-    def searches_together(self) -> Iterator[None]:
-        """Within it, this thread's searches read each term's rows of an index once (a question
-        searched whole, by each of its aspects and for each kind of derived line walks the same
-        terms): a term's rows are the same whatever else a search asks, so each search returns
-        what it returns alone. What was read is dropped at the end, or once the tenant's rows
-        change (its columns are read again)."""
-        if self._together_rows() is not None:  # an outer scope's
-            yield
-            return
-        self._together.rows = (None, {})
-        try:
-            yield
-        finally:
-            self._together.rows = None
-
     def _together_rows(
         self, columns: TenantColumns | None = None
     ) -> dict[tuple[str, TermRows], Rowids] | None:
-        """The rows read in this thread's :meth:`searches_together` (None: outside one), for the
-        tenant's ``columns`` (other columns than the last search's: the rows read are forgotten)."""
+        """The rows read in this thread's :meth:`one_query` (None: outside one), for the tenant's
+        ``columns`` (other columns than the last search's: the rows read are forgotten, since a
+        write to the tenant drops its columns)."""
         held: tuple[TenantColumns | None, dict[tuple[str, TermRows], Rowids]] | None = getattr(
             self._together, "rows", None
         )
@@ -148,8 +132,9 @@ class SqliteSearch(SqliteLexicalBase):
         return self._together.rows[1]
 
     def _pairs(self, how: Walk) -> npt.NDArray[np.int64]:
-        """The (rowid, term's number) matches of a walk; within :meth:`searches_together`, a term
-        read before by this thread is not walked again."""
+        """The (rowid, term's number) matches of a walk; within :meth:`one_query`, a term's rows
+        read before by this thread are not walked again: they are the same whatever else a search
+        asks (:class:`TermRows`), so each search returns what it returns alone."""
         read = self._together_rows()
         if read is None:
             return found_pairs(self._db.execute(how.match_sql, how.match_args).fetchone()[0], len(how.parts))

@@ -1,5 +1,6 @@
-"""The embedded lexical store's searches in one scope (a question searched whole and by its aspects)
-read each term's rows once and return what they return apart."""
+"""The embedded lexical store's calls in one query's scope: its searches (a question searched whole
+and by its aspects) walk each term's rows once, a unit read again is decoded once, and each call
+returns what it returns apart."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from simplemem.processors.stores import sqlite_bm25
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.processors.stores.sqlite_lexical import base as sqlite_base
 from simplemem.processors.stores.sqlite_lexical import search as sqlite_search
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
@@ -65,7 +67,7 @@ def test_a_question_and_its_aspects_walk_each_term_once_and_rank_as_apart(
     asked = [(q, flt) for flt in (TIMELINE, INSTRUCTION) for q in QUERIES]
     apart = [store.search("t1", q, 5, flt) for q, flt in asked]
     seen = walks(store)
-    with store.searches_together():
+    with store.one_query():
         together = [store.search("t1", q, 5, flt) for q, flt in asked]
     assert together == apart and any(apart)
     # the whole question walks every term; its aspects and the other kind of line, none again
@@ -77,7 +79,7 @@ def test_a_question_and_its_aspects_walk_each_term_once_and_rank_as_apart(
 
 def test_a_write_within_the_scope_is_seen_by_the_searches_after_it(tmp_path: Path) -> None:
     store = filled(tmp_path)
-    with store.searches_together():
+    with store.one_query():
         before = {h.id for h in store.search("t1", "kayak trip", 10, TIMELINE)}
         late = line("t1", "the kayak trip was cancelled", day=20)
         store.upsert([late])
@@ -88,11 +90,39 @@ def test_a_write_within_the_scope_is_seen_by_the_searches_after_it(tmp_path: Pat
 
 def test_another_tenants_rows_are_never_shared(tmp_path: Path) -> None:
     store = filled(tmp_path)
-    with store.searches_together():
+    with store.one_query():
         mine = store.search("t1", "kayak trip", 10, TIMELINE)
         theirs = store.search("t2", "kayak trip", 10, TIMELINE)
     assert {h.id for h in theirs} == {
         line("t2", "a kayak trip and a budget tracker security review", day=12).id
     }
     assert not {h.id for h in mine} & {h.id for h in theirs}
+    store.close()
+
+
+def test_a_unit_read_again_within_the_scope_is_decoded_once_and_as_stored_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = filled(tmp_path)
+    ids = [
+        line("t1", "planned a kayak trip with the club", day=12).id,
+        line("t1", "tracker features for export", day=15).id,
+    ]
+    apart = store.get("t1", ids, with_context=False)
+    decoded: list[str] = []
+    real = sqlite_base.read_unit
+
+    def counted(uid: str, *args: object, **kwargs: object) -> MemoryUnit:
+        decoded.append(uid)
+        return real(uid, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite_base, "read_unit", counted)
+    with store.one_query():
+        first = store.get("t1", ids, with_context=False)
+        again = store.get("t1", list(reversed(ids)), with_context=False)
+        assert first == apart and again == list(reversed(apart)) and decoded == ids
+        edited = apart[0].model_copy(update={"persons": ["Ana"]})
+        store.upsert([edited])
+        assert store.get("t1", ids[:1], with_context=False) == [edited]
+    assert decoded == [*ids, ids[0]]
     store.close()
