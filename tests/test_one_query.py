@@ -126,3 +126,35 @@ def test_a_unit_read_again_within_the_scope_is_decoded_once_and_as_stored_now(
         assert store.get("t1", ids[:1], with_context=False) == [edited]
     assert decoded == [*ids, ids[0]]
     store.close()
+
+
+def test_a_line_without_a_context_stays_decoded_for_the_next_query_until_a_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = filled(tmp_path)
+    kayak = line("t1", "planned a kayak trip with the club", day=12)
+    decoded: list[str] = []
+    real = sqlite_base.read_unit
+
+    def counted(uid: str, *args: object, **kwargs: object) -> MemoryUnit:
+        decoded.append(uid)
+        return real(uid, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite_base, "read_unit", counted)
+    store.get("t1", [kayak.id], with_context=False)  # outside a query: read as ever
+    for _ in range(2):
+        with store.one_query():
+            store.search("t1", "kayak", 5, TIMELINE)  # a query searches first: the tenant's columns
+            assert store.get("t1", [kayak.id], with_context=False) == [kayak]
+    assert decoded == [kayak.id, kayak.id]  # the second query's read was the first's
+    edited = kayak.model_copy(update={"persons": ["Ana"]})
+    store.upsert([edited])
+    with store.one_query():
+        store.search("t1", "kayak", 5, TIMELINE)
+        assert store.get("t1", [kayak.id], with_context=False) == [edited]
+    store.upsert([line("t1", "an unrelated line", day=21)])  # any write of the tenant's drops them
+    with store.one_query():
+        store.search("t1", "kayak", 5, TIMELINE)
+        assert store.get("t1", [kayak.id], with_context=False) == [edited]
+    assert decoded == [kayak.id] * 4
+    store.close()

@@ -20,6 +20,9 @@ from simplemem.processors.stores.sqlite_lexical.schema import (
 )
 from simplemem.schemas.memory import MemoryUnit
 
+# a stored row as a query read it: tenant, with its context or not, key, document, stored context
+RowKey = tuple[object, ...]
+
 
 class SqliteLexicalBase:
     """The file and the writes of its indexes; the concerns' classes add the protocol's methods."""
@@ -62,15 +65,23 @@ class SqliteLexicalBase:
         with_context: bool,
     ) -> list[MemoryUnit]:
         """:func:`read_units`; within :meth:`one_query`, a row decoded before (the same key, document
-        and context: what the file holds now) is not decoded again."""
-        decoded: dict[tuple[object, ...], MemoryUnit] | None = getattr(self._together, "units", None)
+        and context: what the file holds now) is not decoded again: in this query, or, a unit
+        without a context, by an earlier query since the tenant's last write (``TenantColumns.lines``)."""
+        decoded: dict[RowKey, MemoryUnit] | None = getattr(self._together, "units", None)
         if decoded is None:
             return read_units(rows, tenant_id, with_context=with_context)
-        keys = [(tenant_id, with_context, *row) for row in rows]
+        keys: list[RowKey] = [(tenant_id, with_context, *row) for row in rows]
         new = {k: row for k, row in zip(keys, rows, strict=True) if k not in decoded}
-        decoded.update(
+        with self._lock:
+            columns = self._columns.cached(tenant_id)
+        lines = {} if columns is None else columns.lines
+        decoded.update((k, lines[k]) for k in new if k in lines)
+        new = {k: row for k, row in new.items() if k not in decoded}
+        fresh = dict(
             zip(new, read_units(list(new.values()), tenant_id, with_context=with_context), strict=True)
         )
+        decoded.update(fresh)
+        lines.update((k, u) for k, u in fresh.items() if new[k][2] is None)
         return [decoded[k] for k in keys]
 
     def _read_by_ids(self, tenant_id: str, ids: Sequence[str], *, with_context: bool) -> list[MemoryUnit]:

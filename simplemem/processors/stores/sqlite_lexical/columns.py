@@ -5,24 +5,26 @@ length, status, dates, context) it reads here instead of joining the tables row 
 cost a few microseconds a match, most of a search over a long history. The arrays are read once per
 tenant and dropped at the tenant's next write (:meth:`ColumnCache.drop`, called by every write of
 units) or at any commit of another connection to the file (``PRAGMA data_version``); the least
-recently searched tenants leave first beyond :data:`CACHE_ROWS`. Nothing here is stored: the file is
-the only copy, so forgetting and replays have nothing more to reach.
+recently searched tenants leave first beyond :data:`CACHE_ROWS`. Queries also keep with a tenant's
+columns the units without a context they decoded (``TenantColumns.lines``: its derived lines), which
+go with them. Nothing here is stored: the file is the only copy, so forgetting and replays have
+nothing more to reach.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.time_columns import within_time
-from simplemem.schemas.memory import DERIVED_KINDS, MemoryStatus
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryStatus, MemoryUnit
 
-CACHE_ROWS = 1_000_000  # units and contexts kept as arrays: about 60 MB
+CACHE_ROWS = 1_000_000  # units and contexts kept as arrays: about 60 MB (and decoded lines, 3 KB each)
 NO_CONTEXT = -1
 
 
@@ -117,6 +119,10 @@ class ContextColumns:
 class TenantColumns:
     units: UnitColumns
     contexts: ContextColumns
+    # the tenant's units without a context as queries decoded them, by their stored row (the
+    # lexical store's ``_decoded``): its derived lines, which every order or summary question reads
+    # by the hundred; they go with the columns, at the tenant's next write
+    lines: dict[tuple[object, ...], MemoryUnit] = field(default_factory=dict, compare=False)
 
     @property
     def rows(self) -> int:
@@ -162,6 +168,12 @@ class ColumnCache:
         while len(self._cache) > 1 and self._rows > self.cache_rows:
             self.drop(next(iter(self._cache)))
         return found
+
+    def cached(self, tenant_id: str) -> TenantColumns | None:
+        """The tenant's columns if they are read and current; None (nothing read) otherwise."""
+        if self._data_version() != self._version:
+            return None  # another connection committed: :meth:`get` reads them again
+        return self._cache.get(tenant_id)
 
     def drop(self, tenant_id: str) -> TenantColumns | None:
         """Forget the tenant's columns (its rows are being written); they are returned."""
