@@ -158,3 +158,15 @@ def test_a_line_without_a_context_stays_decoded_for_the_next_query_until_a_write
         assert store.get("t1", [kayak.id], with_context=False) == [edited]
     assert decoded == [kayak.id] * 4
     store.close()
+
+
+def test_a_search_asked_again_within_the_scope_looks_up_no_row_again(tmp_path: Path) -> None:
+    store = filled(tmp_path)
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    with store.one_query():
+        first = store.search("t1", "kayak trip budget", 5, TIMELINE)
+        seen.clear()
+        assert store.search("t1", "kayak trip budget", 5, TIMELINE) == first and first
+    assert not [sql for sql in seen if "group_concat" in sql or "SELECT rowid, id FROM units" in sql]
+    store.close()

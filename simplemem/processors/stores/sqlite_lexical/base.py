@@ -6,12 +6,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from simplemem.processors.stores.sqlite_bm25 import TermFrequencies
+import numpy as np
+import numpy.typing as npt
+
+from simplemem.processors.stores.sqlite_bm25 import TermFrequencies, TermRows
 from simplemem.processors.stores.sqlite_docs import StoredContext, open_context, read_unit
 from simplemem.processors.stores.sqlite_keys import TenantNumbers, unit_id, unit_key
-from simplemem.processors.stores.sqlite_lexical.columns import ColumnCache
+from simplemem.processors.stores.sqlite_lexical.columns import ColumnCache, TenantColumns
 from simplemem.processors.stores.sqlite_lexical.schema import (
     JOIN_CONTEXT,
     fts_values,
@@ -22,6 +26,17 @@ from simplemem.schemas.memory import MemoryUnit
 
 # a stored row as a query read it: tenant, with its context or not, key, document, stored context
 RowKey = tuple[object, ...]
+
+
+@dataclass
+class SearchedRows:
+    """What one query's searches have read of the tenant's ``columns`` (search.py): each term's rows
+    of an index, and the ids of the rows its hits named (a rowid stands for the same unit while the
+    columns are the same: a write to the tenant drops them)."""
+
+    columns: TenantColumns | None
+    walks: dict[tuple[str, TermRows], npt.NDArray[np.int64]] = field(default_factory=dict)
+    keys: dict[int, bytes] = field(default_factory=dict)
 
 
 class SqliteLexicalBase:
@@ -51,7 +66,7 @@ class SqliteLexicalBase:
         if getattr(self._together, "units", None) is not None:  # an outer scope's
             yield
             return
-        self._together.rows, self._together.units = (None, {}), {}
+        self._together.rows, self._together.units = SearchedRows(None), {}
         try:
             yield
         finally:

@@ -17,7 +17,6 @@ from simplemem.processors.stores.protocols import Hit, SymbolicFilter
 from simplemem.processors.stores.sqlite_bm25 import (
     COMMON_ROWS,
     Matches,
-    TermRows,
     Walk,
     affordable,
     found_pairs,
@@ -30,7 +29,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
     weighed,
 )
 from simplemem.processors.stores.sqlite_keys import unit_id
-from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
+from simplemem.processors.stores.sqlite_lexical.base import SearchedRows, SqliteLexicalBase
 from simplemem.processors.stores.sqlite_lexical.columns import TenantColumns, found_at
 from simplemem.processors.stores.sqlite_lexical.names import names_match
 from simplemem.processors.stores.sqlite_lexical.schema import (
@@ -50,7 +49,6 @@ SEARCH_REACH = 4
 WHOLE_FILE_SHARE = 0.5
 
 Scored = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # positions and their scores
-Rowids = npt.NDArray[np.int64]
 
 
 class SqliteSearch(SqliteLexicalBase):
@@ -117,27 +115,24 @@ class SqliteSearch(SqliteLexicalBase):
             pairs = pairs[in_layer(pairs[:, 0])]
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
 
-    def _together_rows(
-        self, columns: TenantColumns | None = None
-    ) -> dict[tuple[str, TermRows], Rowids] | None:
-        """The rows read in this thread's :meth:`one_query` (None: outside one), for the tenant's
-        ``columns`` (other columns than the last search's: the rows read are forgotten, since a
-        write to the tenant drops its columns)."""
-        held: tuple[TenantColumns | None, dict[tuple[str, TermRows], Rowids]] | None = getattr(
-            self._together, "rows", None
-        )
-        if held is None or columns is None or held[0] is columns:
-            return None if held is None else held[1]
-        self._together.rows = (columns, {})
-        return self._together.rows[1]
+    def _together_rows(self, columns: TenantColumns | None = None) -> SearchedRows | None:
+        """What this thread's :meth:`one_query` has walked and named (None: outside one), for the
+        tenant's ``columns`` (other columns than the last search's: it is forgotten, since a write
+        to the tenant drops its columns)."""
+        held: SearchedRows | None = getattr(self._together, "rows", None)
+        if held is None or columns is None or held.columns is columns:
+            return held
+        self._together.rows = SearchedRows(columns)
+        return self._together.rows
 
     def _pairs(self, how: Walk) -> npt.NDArray[np.int64]:
         """The (rowid, term's number) matches of a walk; within :meth:`one_query`, a term's rows
         read before by this thread are not walked again: they are the same whatever else a search
         asks (:class:`TermRows`), so each search returns what it returns alone."""
-        read = self._together_rows()
-        if read is None:
+        held = self._together_rows()
+        if held is None:
             return found_pairs(self._db.execute(how.match_sql, how.match_args).fetchone()[0], len(how.parts))
+        read = held.walks
         unread = [part for part in dict.fromkeys(how.parts) if (how.fts, part) not in read]
         if unread:
             sql, args = union(how.fts, unread)
@@ -168,14 +163,19 @@ class SqliteSearch(SqliteLexicalBase):
         return np.unique(np.array([r[0] for r in rows], dtype=np.int64))
 
     def _hits(self, rowids: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> list[Hit]:
-        """The units' ids for their rowids, as hits in this order."""
+        """The units' ids for their rowids, as hits in this order (within :meth:`one_query`, a
+        rowid named before is not looked up again)."""
         if not len(rowids):
             return []
-        marks = ",".join("?" * len(rowids))
-        with self._lock:
-            keys = dict(
-                self._db.execute(f"SELECT rowid, id FROM units WHERE rowid IN ({marks})", rowids.tolist())
-            )
+        held = self._together_rows()
+        keys = {} if held is None else held.keys
+        unknown = [r for r in rowids.tolist() if r not in keys]
+        if unknown:
+            marks = ",".join("?" * len(unknown))
+            with self._lock:
+                keys.update(
+                    self._db.execute(f"SELECT rowid, id FROM units WHERE rowid IN ({marks})", unknown)
+                )
         return [
             Hit(unit_id(keys[r]), s)
             for r, s in zip(rowids.tolist(), scores.tolist(), strict=True)
