@@ -100,6 +100,19 @@ def test_another_tenants_rows_are_never_shared(tmp_path: Path) -> None:
     store.close()
 
 
+def count_decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the units the store decodes from now on, in order."""
+    decoded: list[str] = []
+    real = sqlite_base.read_unit
+
+    def counted(uid: str, *args: object, **kwargs: object) -> MemoryUnit:
+        decoded.append(uid)
+        return real(uid, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sqlite_base, "read_unit", counted)
+    return decoded
+
+
 def test_a_unit_read_again_within_the_scope_is_decoded_once_and_as_stored_now(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -109,14 +122,7 @@ def test_a_unit_read_again_within_the_scope_is_decoded_once_and_as_stored_now(
         line("t1", "tracker features for export", day=15).id,
     ]
     apart = store.get("t1", ids, with_context=False)
-    decoded: list[str] = []
-    real = sqlite_base.read_unit
-
-    def counted(uid: str, *args: object, **kwargs: object) -> MemoryUnit:
-        decoded.append(uid)
-        return real(uid, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(sqlite_base, "read_unit", counted)
+    decoded = count_decoded(monkeypatch)
     with store.one_query():
         first = store.get("t1", ids, with_context=False)
         again = store.get("t1", list(reversed(ids)), with_context=False)
@@ -133,14 +139,7 @@ def test_a_line_without_a_context_stays_decoded_for_the_next_query_until_a_write
 ) -> None:
     store = filled(tmp_path)
     kayak = line("t1", "planned a kayak trip with the club", day=12)
-    decoded: list[str] = []
-    real = sqlite_base.read_unit
-
-    def counted(uid: str, *args: object, **kwargs: object) -> MemoryUnit:
-        decoded.append(uid)
-        return real(uid, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(sqlite_base, "read_unit", counted)
+    decoded = count_decoded(monkeypatch)
     store.get("t1", [kayak.id], with_context=False)  # outside a query: read as ever
     for _ in range(2):
         with store.one_query():
