@@ -73,8 +73,11 @@ _DURATION = re.compile(
     r"\bhow (?:long|many (?:days|weeks|months|years|hours))\b|\b(?:days|weeks|months) (?:between|from|since)\b",
     re.IGNORECASE,
 )
+# "list" only as a verb ("List the ...", "can you list"): "my reading list" names a thing, and "Can
+# you suggest books for my reading list?" asks for advice
 _LIST = re.compile(
-    r"\bhow (?:many|much|often)\b|\blist\b|\ball (?:the|of|my)\b|\bwhich \w+(?: \w+)? (?:have|did) I\b",
+    r"\bhow (?:many|much|often)\b|(?:^|[.!?]\s+|\b(?:you|please)\s+)list\b|\ball (?:the|of|my)\b"
+    r"|\bwhich \w+(?: \w+)? (?:have|did) I\b",
     re.IGNORECASE,
 )
 _ADVICE = re.compile(
@@ -178,6 +181,11 @@ _TIMELINE = Level((MemoryKind.TIMELINE,), 20, 96, diverse=True)
 # deadlines" answers "When is the submission due?"), whatever the question's form: every plan reads
 # the few closest in meaning.
 _INSTRUCTIONS = Level((MemoryKind.INSTRUCTION,), 2, 48, min_cosine=0.3)
+# A lookup or a duration reads little else of the derived memory, and its answer is often a date, an
+# amount or a name whose form an instruction sets in other words than the question's ("Always format
+# dates as MM/DD/YYYY when I ask about scheduling details" governs "When is my meeting at the
+# studio?"): it reads one more instruction, matching in meaning more loosely.
+_LOOSE_INSTRUCTIONS = replace(_INSTRUCTIONS, lines=3, min_cosine=0.2)
 _ADVICE_LEVELS = (
     replace(_INSTRUCTIONS, lines=3, min_cosine=0.0),
     Level((MemoryKind.PREFERENCE,), 2, 48, min_cosine=0.3),
@@ -186,15 +194,17 @@ _ADVICE_LEVELS = (
 )
 # A count or a list is spread over many messages: a digest of the moments on its subject cites them
 # in a few tokens each, beside the statements that hold the details.
-_LIST_TIMELINE = replace(_TIMELINE, lines=12, request_words=6, digest=True, exchanges_only=True)
+_LIST_TIMELINE = replace(_TIMELINE, lines=24, request_words=4, digest=True, exchanges_only=True)
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
     # (in digests: the words that carry each moment's subject, not how it was asked); the moments
-    # closest to the question in more words, the others only located
+    # closest to the question in more words, the others only located, in two words each (of the request;
+    # a summary's with one of the answer): a subject's whole span, every moment the user brought it up,
+    # fits the budget, where three words each left a third of it out
     QuestionForm.ORDER: DerivedPlan(
         (
             _INSTRUCTIONS,
-            replace(_TIMELINE, lines=96, request_words=5, digest=True, head_lines=20, tail_words=(3, 0)),
+            replace(_TIMELINE, lines=140, request_words=5, digest=True, head_lines=20, tail_words=(2, 0)),
         ),
         0.95,
     ),
@@ -203,12 +213,12 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
             _INSTRUCTIONS,
             replace(
                 _TIMELINE,
-                lines=80,
+                lines=120,
                 request_words=4,
                 reply_words=3,
                 digest=True,
                 head_lines=20,
-                tail_words=(2, 2),
+                tail_words=(2, 1),
             ),
         ),
         0.95,
@@ -236,16 +246,16 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     ),
     # a count, a list or a lookup is answered by statements; of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
-    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.25),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.35),
     QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
     QuestionForm.LOOKUP: DerivedPlan(
         (
-            _INSTRUCTIONS,
+            _LOOSE_INSTRUCTIONS,
             Level((MemoryKind.PROFILE,), 2, 48, min_cosine=0.35, first_person=True, latest_only=True),
         ),
         0.25,
     ),
-    QuestionForm.DURATION: DerivedPlan((_INSTRUCTIONS,), 0.15),
+    QuestionForm.DURATION: DerivedPlan((_LOOSE_INSTRUCTIONS,), 0.15),
 }
 POOL = 40  # candidates each index returns before fusion
 DIVERSE_POOL = 80  # the same for a diverse level (an order or a summary shows dozens of moments)
