@@ -199,8 +199,9 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
     # (in digests: the words that carry each moment's subject, not how it was asked); the moments
     # closest to the question in more words, the others only located, in two words each (of the request;
-    # a summary's with one of the answer): a subject's whole span, every moment the user brought it up,
-    # fits the budget, where three words each left a third of it out
+    # a summary's with one of the answer, and only its ten closest in more: its answer is the whole
+    # course, not the moments that match the question best): a subject's whole span, every moment the
+    # user brought it up, fits the budget, where three words each left a third of it out
     QuestionForm.ORDER: DerivedPlan(
         (
             _INSTRUCTIONS,
@@ -217,7 +218,7 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
                 request_words=4,
                 reply_words=3,
                 digest=True,
-                head_lines=20,
+                head_lines=10,
                 tail_words=(2, 1),
             ),
         ),
