@@ -247,7 +247,7 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     ),
     # a count, a list or a lookup is answered by statements; of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
-    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.35),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.25),
     QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
     QuestionForm.LOOKUP: DerivedPlan(
         (
