@@ -19,6 +19,7 @@ import pytest
 from simplemem.processors.lifecycle.derived import compact, derive_window, reply_gist, subject_words
 from simplemem.processors.retrieval.derived import (
     PLANS,
+    Level,
     QuestionForm,
     Searches,
     diverse_order,
@@ -58,6 +59,16 @@ def window(*messages: AnalyzedMessage, new_from: int = 0) -> Window:
 
 def kinds_of(lines: list[Any]) -> list[tuple[str, str]]:
     return [(d.unit.kind.value, d.unit.text) for d in lines]
+
+
+def plan_level(form: QuestionForm, kind: MemoryKind = MemoryKind.TIMELINE) -> Level:
+    """The level of ``form``'s plan that reads ``kind``."""
+    return next(lv for lv in PLANS[form].levels if kind in lv.kinds)
+
+
+def timeline(texts: list[str]) -> list[MemoryUnit]:
+    """Timeline lines of ``texts``, line i citing message "m<i>"."""
+    return [unit(text, MemoryKind.TIMELINE, f"m{i}") for i, text in enumerate(texts)]
 
 
 @contextmanager
@@ -500,7 +511,7 @@ def test_a_profile_shows_the_latest_of_lines_that_state_the_same_thing(tmp_path:
     vectors.upsert([old, new, other], np.array([[1, 0], [0.98, 0.2], [0.6, 0.8]], dtype=np.float32))
     q = np.array([1.0, 0.05], dtype=np.float32)
     search = Searches(lexical, vectors, "t", T0 + timedelta(days=30), 64, "Which Flask version do I use?", q)
-    level = next(lv for lv in PLANS[QuestionForm.LOOKUP].levels if MemoryKind.PROFILE in lv.kinds)
+    level = plan_level(QuestionForm.LOOKUP, MemoryKind.PROFILE)
     assert [line.id for line, _ in gather_level(search, level)] == [new.id, other.id]
     lexical.close()
     vectors.close()
@@ -523,7 +534,7 @@ def test_a_long_timeline_shows_its_best_lines_in_more_words_and_the_rest_located
     search = Searches(
         lexical, vectors, "t", T0 + timedelta(days=1), 64, "In what order did I work on the garden beds?", q
     )
-    order = next(lv for lv in PLANS[QuestionForm.ORDER].levels if MemoryKind.TIMELINE in lv.kinds)
+    order = plan_level(QuestionForm.ORDER)
     found = [line.text for line, _ in gather_level(search, replace(order, head_lines=1))]
     assert found[0] == "user: set up garden beds raised"
     assert sorted(found[1:]) == ["user: mulch garden", "user: water garden"]
@@ -535,16 +546,14 @@ def test_a_history_question_reads_digests_that_keep_their_negations(tmp_path: Pa
     """ "Have I ever used Redis?": a dozen moments as digests fit where six whole lines did, and a
     digest keeps "not" ("I'm not using Redis" is no digest "using Redis": a contradiction turns on it)."""
     assert subject_words("I'm not using Redis for the cache anymore", 4) == "not using Redis cache"
-    lines = [
-        unit(
-            f"user: I'm {'not ' * (i % 2)}using Redis for the cache in step {i} — assistant: Fine",
-            MemoryKind.TIMELINE,
-            f"m{i}",
-        )
-        for i in range(10)
-    ]
+    lines = timeline(
+        [
+            f"user: I'm {'not ' * (i % 2)}using Redis for the cache in step {i} — assistant: Fine"
+            for i in range(10)
+        ]
+    )
     with timeline_searches(tmp_path, lines, 0.1, "Have I ever used Redis for the cache?") as search:
-        history = next(lv for lv in PLANS[QuestionForm.HISTORY].levels if MemoryKind.TIMELINE in lv.kinds)
+        history = plan_level(QuestionForm.HISTORY)
         found = [line.text for line, _ in gather_level(search, history)]
     assert len(found) == 10
     assert "user: not using Redis cache step 1 — assistant: Fine" in found
@@ -567,7 +576,7 @@ def test_a_recall_question_reads_the_closest_exchanges_as_digests_citing_both_si
     asked = "What did you suggest for the keywords in my resume?"
     assert question_form(asked) == QuestionForm.RECALL
     with timeline_searches(tmp_path, lines, 0.05, asked) as search:
-        recall = next(lv for lv in PLANS[QuestionForm.RECALL].levels if MemoryKind.TIMELINE in lv.kinds)
+        recall = plan_level(QuestionForm.RECALL)
         found = [line for line, _ in gather_level(search, recall)]
     assert len(found) == 8
     assert (
@@ -590,8 +599,8 @@ def test_an_order_or_a_summary_reads_a_long_span_whole(tmp_path: Path) -> None:
         for i, text in enumerate(texts)
     ]
     with timeline_searches(tmp_path, lines, 0.001, "In what order did I prune the garden roses?") as search:
-        order = next(lv for lv in PLANS[QuestionForm.ORDER].levels if MemoryKind.TIMELINE in lv.kinds)
-        summary = next(lv for lv in PLANS[QuestionForm.SUMMARY].levels if MemoryKind.TIMELINE in lv.kinds)
+        order = plan_level(QuestionForm.ORDER)
+        summary = plan_level(QuestionForm.SUMMARY)
         ordered = [line for line, _ in gather_level(search, replace(order, head_lines=1, diverse=False))]
         summed = [line for line, _ in gather_level(search, replace(summary, diverse=False))]
     assert order.lines >= len(texts) and summary.lines >= len(texts)
@@ -606,16 +615,14 @@ def test_an_order_or_a_summary_reads_a_long_span_whole(tmp_path: Path) -> None:
 def test_a_count_reads_two_dozen_moments_in_four_words(tmp_path: Path) -> None:
     """A count spread over many messages: two dozen moments on its subject, each four words that carry
     it, rather than a dozen in six."""
-    lines = [
-        unit(
-            f"user: I'm trying to plan raised garden beds for tomatoes this spring {i} — assistant: Fine",
-            MemoryKind.TIMELINE,
-            f"m{i}",
-        )
-        for i in range(30)
-    ]
+    lines = timeline(
+        [
+            f"user: I'm trying to plan raised garden beds for tomatoes this spring {i} — assistant: Fine"
+            for i in range(30)
+        ]
+    )
     with timeline_searches(tmp_path, lines, 0.01, "How many garden beds did I plan?") as search:
-        level = next(lv for lv in PLANS[QuestionForm.LIST].levels if MemoryKind.TIMELINE in lv.kinds)
+        level = plan_level(QuestionForm.LIST)
         found = [line for line, _ in gather_level(search, level)]
     assert len(found) == 24
     assert {line.text for line in found} == {"user: plan raised garden beds"}
@@ -647,7 +654,7 @@ def test_a_lookup_reads_an_instruction_that_governs_its_answer_in_other_words(tm
     )
 
     def read(form: QuestionForm) -> list[str]:
-        level = next(lv for lv in PLANS[form].levels if MemoryKind.INSTRUCTION in lv.kinds)
+        level = plan_level(form, MemoryKind.INSTRUCTION)
         return [line.source_ids[0] for line, _ in gather_level(search, level)]
 
     assert read(QuestionForm.LOOKUP) == read(QuestionForm.DURATION) == ["m0", "m1", "m2"]
