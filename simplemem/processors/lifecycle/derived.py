@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import islice
 
 from simplemem.processors.ingest.decompose import DraftUnit
 from simplemem.processors.language.conditions import condition_subject
@@ -203,7 +204,8 @@ def compact(
         replier, _, answer = tail.partition(": ")
         head = f"{head}{REPLY_MARK}{replier}: {cut(answer, reply_words)}"
     if digest:
-        return DigestLine.model_construct(**{**dict(line), "text": head, "source_ids": cited})
+        # the fields as they are (a shown line of a query's dozens: no validation, no copy of each)
+        return DigestLine.model_construct(**{**line.__dict__, "text": head, "source_ids": cited})
     return line.model_copy(update={"text": head, "source_ids": cited})
 
 
@@ -250,8 +252,8 @@ _NEGATIONS = frozenset(
 def subject_words(text: str, limit: int) -> str:
     """The first ``limit`` words of ``text`` that carry its subject: neither a stopword nor a word of
     asking (:data:`_ASKING`), negations kept (:data:`_NEGATIONS`); numbers and names kept, in order."""
-    kept = [w for w in _WORD.findall(text) if _carries(_bare(w))]
-    return " ".join(kept[:limit]).rstrip(",;:")
+    kept = islice((w for w in _WORD.findall(text) if _carries(_bare(w))), limit)
+    return " ".join(kept).rstrip(",;:")
 
 
 def _carries(word: str) -> bool:
