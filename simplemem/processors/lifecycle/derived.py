@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from itertools import islice
 
 from simplemem.processors.ingest.decompose import DraftUnit
-from simplemem.processors.language.conditions import condition_subject
+from simplemem.processors.ingest.embedding import embed_text
 from simplemem.processors.language.text import STOPWORDS
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -110,10 +110,11 @@ def _unit(message: AnalyzedMessage, kind: MemoryKind, text: str, cited: list[str
 
 
 def _line(message: AnalyzedMessage, kind: MemoryKind, text: str, sentence: Sentence | None) -> DraftUnit:
-    """A line with its sentence's vector, but an instruction with a condition: the indexer embeds the
-    condition's subject (``embed_text``), by which the questions it governs find it."""
+    """A line with its sentence's vector, unless its vector comes from other words than its text
+    (``embed_text``: an instruction with a condition, by whose subject the questions it governs find
+    it): the indexer embeds those."""
     unit = _unit(message, kind, f"{message.speaker}: {text}", [message.message_id])
-    if kind == MemoryKind.INSTRUCTION and condition_subject(text):
+    if embed_text(unit) != unit.text:
         return DraftUnit(unit, None)
     vector = sentence.embedding if sentence is not None and sentence.embedding else message.embedding
     return DraftUnit(unit, list(vector) if vector else None)
