@@ -15,6 +15,7 @@ from functools import cached_property, partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from simplemem.processors.blas import cap_blas_threads
 from simplemem.processors.ingest.embedding import Embedder, MiniLMEmbedder
 from simplemem.processors.retrieval.buffer import InMemoryBuffer, RecentTurnBuffer, RedisBuffer
 from simplemem.processors.retrieval.config import RetrievalConfig
@@ -263,12 +264,7 @@ class Runtime:
         # Services: the names are a round trip to OpenSearch per query, worth keeping a few seconds.
         # Embedded: a local SQLite lookup, and the process that writes the memories also reads them.
         s = self.settings
-        if s.blas_threads:
-            # A query's matrix products are small (a tenant's vectors times one): a second BLAS thread
-            # only waits for the first, and on a busy machine the wait was ten times the work.
-            from threadpoolctl import threadpool_limits
-
-            threadpool_limits(s.blas_threads, user_api="blas")
+        cap_blas_threads(s.blas_threads)  # a query's vector products are small too
         names = TenantNames(self.lexical, s) if s.mode == "services" and s.names_cache_seconds > 0 else None
         fan_out = FanOut(s.query_store_threads if s.mode == "services" else 1)
         config = RetrievalConfig.from_settings(s)

@@ -26,6 +26,7 @@ from spacy.attrs import ENT_TYPE, IS_SPACE, ORTH, SPACY, TAG
 from spacy.language import Language
 from spacy.tokens import Doc
 
+from simplemem.processors.blas import cap_blas_threads
 from simplemem.processors.language.structure import label, outline
 from simplemem.schemas.window import Sentence, Token
 
@@ -217,10 +218,8 @@ def load_pipeline(model_name: str, blas_threads: int = 1) -> Language:
     with identical tags and entities. ``blas_threads`` caps OpenBLAS for the
     whole process (more threads spin on these small matrices, and MiniLM has the other core)."""
     from thinc.api import NumpyOps, set_current_ops
-    from threadpoolctl import threadpool_limits
 
-    if blas_threads:
-        threadpool_limits(blas_threads, user_api="blas")
+    cap_blas_threads(blas_threads)
     set_current_ops(NumpyOps(use_blis=False))  # models take the current ops when they are built
     nlp = spacy.load(model_name, exclude=["parser", "lemmatizer", "attribute_ruler"])
     if "sentencizer" not in nlp.pipe_names:
