@@ -98,6 +98,17 @@ def test_the_heaviest_thread_holds_the_subject_though_another_has_the_heaviest_s
     assert focused_sessions(list(units), relevance, units, threads) == {"A1", "A2", "A3"}
 
 
+def test_a_thread_that_barely_outweighs_the_next_decides_nothing() -> None:
+    """The phases of one long project are threads too: a question about the whole project weighs them
+    alike, and the session rule decides."""
+    units = {u.id: u for u in [line("a1", "A1"), line("a2", "A2"), line("b1", "B1"), line("b2", "B2")]}
+    relevance = {uid: 1.0 if str(units[uid].session_id).startswith("A") else 0.9 for uid in units}
+    threads = Threads({"A1": 0, "A2": 0, "A3": 0, "B1": 1, "B2": 1}, {})
+    assert focused_sessions(list(units), relevance, units, threads) == {"A1", "A2", "B1", "B2"}
+    relevance = {uid: 1.0 if str(units[uid].session_id).startswith("A") else 0.5 for uid in units}
+    assert focused_sessions(list(units), relevance, units, threads) == {"A1", "A2", "A3"}
+
+
 def test_without_threads_of_several_sessions_the_session_rule_decides() -> None:
     units = {u.id: u for u in [line("a", "s1"), line("b", "s2"), line("c", "s3")]}
     a, b, c = units

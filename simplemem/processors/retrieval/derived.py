@@ -356,13 +356,17 @@ SESSION_FOCUS = 0.25
 # A thread's weight for a question: the relevance of its best lines, this many (all of them would
 # favour the thread with the most sessions)
 THREAD_BEST_LINES = 15
+# A thread is the subject only when the next one weighs at most this share of it: the sessions of one
+# long project also form threads (its phases), and a question about the whole project weighs them alike
+THREAD_MARGIN = 0.8
 
 
 def focused_sessions(
     pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads
 ) -> set[str | None]:
     """The sessions that hold the subject of ``pool`` (each line in ``units``): the thread whose
-    best lines weigh most (:data:`THREAD_BEST_LINES`), when it has more than one session; beside it,
+    best lines weigh most (:data:`THREAD_BEST_LINES`), when it has more than one session and clearly
+    outweighs the next (:data:`THREAD_MARGIN`); beside it,
     or alone, the sessions of no such thread whose lines weigh at least :data:`SESSION_FOCUS` of the
     heaviest session's. A long history holds many subjects, and an order or a summary of one must
     not list the others' moments because they share its words."""
@@ -379,9 +383,10 @@ def focused_sessions(
     if not by_thread:
         return alone
     score = {t: sum(sorted(found, reverse=True)[:THREAD_BEST_LINES]) for t, found in by_thread.items()}
-    best = max(score.values())
-    subject = threads.sessions(min(t for t in score if score[t] == best))
-    if len(subject) < 2:
+    top = max(sorted(score), key=score.__getitem__)
+    subject = threads.sessions(top)
+    second = max((v for t, v in score.items() if t != top), default=0.0)
+    if len(subject) < 2 or second > THREAD_MARGIN * score[top]:
         return {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest}
     return {*subject, *alone}
 
