@@ -13,7 +13,9 @@ as many lines that match the question's words. So the sessions are grouped once 
 Limits: the sessions of a tenant with one subject differ only by their sub-topics, which seldom reach
 the linkage: each stays a thread of its own, and a thread of one session decides nothing (the usual
 session rule of :mod:`.derived` does). Two projects on the same subject are one thread. A tenant's
-threads are kept :data:`CACHE_SECONDS`; a session begun since is a thread of its own until then.
+threads are kept :data:`CACHE_SECONDS`; a session begun since is a thread of its own until then. A
+store that lists at most so many lines (OpenSearch: its result window, 10,000) groups the sessions of
+the lines it lists; the others are threads of their own.
 """
 
 from __future__ import annotations
