@@ -41,6 +41,7 @@ import numpy as np
 
 from simplemem.processors.language.text import query_terms
 from simplemem.processors.lifecycle.derived import compact, is_exchange
+from simplemem.processors.retrieval.threads import NO_THREADS, Threads
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -160,6 +161,10 @@ class Level:
     # question are read, the rest only located, and a long span fits
     head_lines: int = 0
     tail_words: tuple[int, int] = (0, 0)
+    # with ``diverse``: every line of the sessions the subject was talked about is a candidate, not
+    # only those the search found (an order or a summary is as good as the span it covers), when
+    # they are at most three times ``lines``
+    whole_sessions: bool = False
 
 
 @dataclass(frozen=True)
@@ -205,7 +210,15 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     QuestionForm.ORDER: DerivedPlan(
         (
             _INSTRUCTIONS,
-            replace(_TIMELINE, lines=140, request_words=5, digest=True, head_lines=20, tail_words=(2, 0)),
+            replace(
+                _TIMELINE,
+                lines=140,
+                request_words=5,
+                digest=True,
+                head_lines=20,
+                tail_words=(2, 0),
+                whole_sessions=True,
+            ),
         ),
         0.95,
     ),
@@ -220,6 +233,7 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
                 digest=True,
                 head_lines=10,
                 tail_words=(2, 1),
+                whole_sessions=True,
             ),
         ),
         0.95,
@@ -310,6 +324,7 @@ class Searches:
     query: str
     qvec: np.ndarray
     parts: tuple[tuple[str, np.ndarray], ...] = ()  # the question's aspects, each with its vector
+    threads: Threads = NO_THREADS  # the tenant's sessions by subject (:mod:`.threads`)
 
 
 def _ranked(
@@ -338,18 +353,50 @@ def _round_robin(rankings: list[list[str]]) -> list[str]:
 # A timeline spans the sessions where its subject was talked about: a session whose lines weigh less
 # than this share of the heaviest session's is about something else (another project of the user's).
 SESSION_FOCUS = 0.25
+# A thread's weight for a question: the relevance of its best lines, this many (all of them would
+# favour the thread with the most sessions)
+THREAD_BEST_LINES = 15
+# A thread is the subject only when the next one weighs at most this share of it: the sessions of one
+# long project also form threads (its phases), and a question about the whole project weighs them alike
+THREAD_MARGIN = 0.8
 
 
-def focused(pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit]) -> list[str]:
-    """The lines of ``pool`` (each in ``units``) from the sessions that hold the subject
-    (:data:`SESSION_FOCUS`): a long history holds many subjects, and an order or a summary of one must
+def focused_sessions(
+    pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads
+) -> set[str | None]:
+    """The sessions that hold the subject of ``pool`` (each line in ``units``): the thread whose
+    best lines weigh most (:data:`THREAD_BEST_LINES`), when it has more than one session and clearly
+    outweighs the next (:data:`THREAD_MARGIN`); beside it,
+    or alone, the sessions of no such thread whose lines weigh at least :data:`SESSION_FOCUS` of the
+    heaviest session's. A long history holds many subjects, and an order or a summary of one must
     not list the others' moments because they share its words."""
     weight: dict[str | None, float] = {}
+    by_thread: dict[int, list[float]] = {}
     for uid in pool:
         session = units[uid].session_id
         weight[session] = weight.get(session, 0.0) + relevance[uid]
+        thread = threads.thread_of.get(session) if session is not None else None
+        if thread is not None:
+            by_thread.setdefault(thread, []).append(relevance[uid])
     heaviest = max(weight.values(), default=0.0)
-    return [uid for uid in pool if weight[units[uid].session_id] >= SESSION_FOCUS * heaviest]
+    alone = {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest and threads.size(s) < 2}
+    if not by_thread:
+        return alone
+    score = {t: sum(sorted(found, reverse=True)[:THREAD_BEST_LINES]) for t, found in by_thread.items()}
+    top = max(sorted(score), key=score.__getitem__)
+    subject = threads.sessions(top)
+    second = max((v for t, v in score.items() if t != top), default=0.0)
+    if len(subject) < 2 or second > THREAD_MARGIN * score[top]:
+        return {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest}
+    return {*subject, *alone}
+
+
+def focused(
+    pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads = NO_THREADS
+) -> list[str]:
+    """The lines of ``pool`` from the sessions that hold its subject (:func:`focused_sessions`)."""
+    sessions = focused_sessions(pool, relevance, units, threads)
+    return [uid for uid in pool if units[uid].session_id in sessions]
 
 
 SAME_FACT = 0.8  # cosine above which two profile lines state the same thing (its value may differ)
@@ -394,7 +441,13 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     }
     pool = [uid for uid in pool if uid in units]
     if level.diverse:
-        pool = focused(pool, fused, units)
+        # a thread decides only what reads a subject's whole span (an order, a summary): a count
+        # or a history may gather moments from several subjects
+        threads = search.threads if level.whole_sessions else NO_THREADS
+        sessions = focused_sessions(pool, fused, units, threads)
+        pool = [uid for uid in pool if units[uid].session_id in sessions]
+        if level.whole_sessions:
+            pool += session_lines(search, level, sessions, fused, units)
         top = diverse_order(pool, fused, vectors.vectors(tenant, pool), level.lines)
     elif level.latest_only:
         top = latest(pool, units, vectors.vectors(tenant, pool))[: level.lines]
@@ -406,6 +459,36 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     return [
         (compact(u, *words_of(level, rank), digest=level.digest), sc) for rank, (u, sc) in enumerate(shown)
     ]
+
+
+def session_lines(
+    search: Searches,
+    level: Level,
+    sessions: set[str | None],
+    fused: dict[str, float],
+    units: dict[str, MemoryUnit],
+) -> list[str]:
+    """The lines of ``sessions`` the search did not find, when all their lines are at most three times
+    ``level.lines`` (else none): each joins ``units`` and ``fused``, where its relevance is its cosine
+    to the question times the least relevance found, so that the lines found keep their lead."""
+    ids = [uid for s in sorted(x for x in sessions if x) for uid in search.threads.lines_of.get(s, ())]
+    if len(ids) > 3 * level.lines:
+        return []
+    least = min(fused.values(), default=1.0)
+    read = [
+        u
+        for u in search.lexical.get(
+            search.tenant, [uid for uid in ids if uid not in units], with_context=False
+        )
+        if datetime.fromisoformat(u.stated_at) <= search.as_of
+        and (is_exchange(u) or not level.exchanges_only)
+    ]
+    vectors = search.vectors.vectors(search.tenant, [u.id for u in read])
+    added = [u for u in read if u.id in vectors]
+    for u in added:
+        units[u.id] = u
+        fused[u.id] = least * max(float(vectors[u.id] @ search.qvec), 0.0)
+    return [u.id for u in added]
 
 
 def words_of(level: Level, rank: int) -> tuple[int, int]:

@@ -35,6 +35,7 @@ from simplemem.processors.retrieval.recent import RecentTurns
 from simplemem.processors.retrieval.render import render
 from simplemem.processors.retrieval.search import IndexSearch
 from simplemem.processors.retrieval.select import Selection, select
+from simplemem.processors.retrieval.threads import NO_THREADS, TenantThreads
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import LexicalStore, VectorStore
 from simplemem.schemas.events import Role
@@ -52,6 +53,10 @@ class Retriever:
     names: TenantNames | None = None  # a cache of the tenants' person names (services mode)
     fan_out: FanOut = field(default_factory=FanOut)  # independent store requests at once (services)
     sources: Sequence[CandidateSource] = ()  # candidate sources besides the indexes and the buffer
+    threads: TenantThreads = field(init=False)  # each tenant's sessions by subject, kept a while
+
+    def __post_init__(self) -> None:
+        self.threads = TenantThreads(self.lexical, self.vectors)
 
     @property
     def search(self) -> IndexSearch:
@@ -102,7 +107,8 @@ class Retriever:
         searched as a whole and, for a question that enumerates, by each of its aspects."""
         if planned.derived is None:
             return []
-        parts = aspects(planned.query) if any(level.diverse for level in planned.derived.levels) else []
+        diverse = any(level.diverse for level in planned.derived.levels)
+        parts = aspects(planned.query) if diverse else []
         vecs = list(self.embedder.encode(parts)) if parts else []
         search = Searches(
             self.lexical,
@@ -113,6 +119,9 @@ class Retriever:
             planned.query,
             qvec,
             tuple(zip(parts, vecs, strict=True)),
+            self.threads.of(planned.tenant)
+            if any(lv.whole_sessions for lv in planned.derived.levels)
+            else NO_THREADS,
         )
         # the question, its aspects and each level's kinds of line search the same words
         with self.lexical.one_query():

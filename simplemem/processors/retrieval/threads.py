@@ -1,0 +1,144 @@
+"""Threads: a tenant's sessions grouped by what they are about, the coarsest level of its memory.
+
+A long-lived tenant talks about several things over months (a budget app in spring, a job search in
+summer). A question about the order or the course of one of them must read that one's sessions and
+no other's, however many words the others share with it ("in what order did I ..." finds every
+project's moments). Ranking lines does not tell projects apart: a session of another project holds
+as many lines that match the question's words. So the sessions are grouped once per tenant:
+
+- a session is the mean of its timeline lines' vectors, less the mean of all the tenant's lines (what
+  every session shares: how requests and answers are worded, the tenant's usual domain);
+- sessions join by average linkage while their cosine reaches :data:`THREAD_LINKAGE`.
+
+Limits: the sessions of a tenant with one subject differ only by their sub-topics, which seldom reach
+the linkage: each stays a thread of its own, and a thread of one session decides nothing (the usual
+session rule of :mod:`.derived` does). Two projects on the same subject are one thread. A tenant's
+threads are kept :data:`CACHE_SECONDS`; a session begun since is a thread of its own until then. A
+store that lists at most so many lines (OpenSearch: its result window, 10,000) groups the sessions of
+the lines it lists; the others are threads of their own.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+from cachetools import TTLCache
+
+from simplemem.processors.stores.protocols import LexicalStore, Listing, VectorStore
+from simplemem.schemas.memory import MemoryKind
+
+THREAD_LINKAGE = 0.35  # cosine of two sessions' centred means at which they are one thread
+CACHE_SECONDS = 300.0
+CACHE_TENANTS = 1000
+PAGE = 2000  # timeline lines read per listing call
+
+
+@dataclass(frozen=True)
+class Threads:
+    """A tenant's sessions by thread, and each session's timeline lines (ids, in the order stated)."""
+
+    thread_of: Mapping[str, int] = field(default_factory=dict)
+    lines_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+    def sessions(self, thread: int) -> list[str]:
+        return [s for s, t in self.thread_of.items() if t == thread]
+
+    def size(self, session: str | None) -> int:
+        """How many sessions the thread of ``session`` holds (1 for a session it does not know)."""
+        thread = self.thread_of.get(session) if session is not None else None
+        return 1 if thread is None else sum(1 for t in self.thread_of.values() if t == thread)
+
+
+NO_THREADS = Threads()  # a tenant's sessions not grouped: each its own thread
+
+
+def session_threads(
+    lines: Mapping[str, npt.NDArray[np.float32]], linkage: float = THREAD_LINKAGE
+) -> dict[str, int]:
+    """Each session's thread number, from its lines' vectors (rows): average linkage of the
+    sessions' centred means (see the module). Deterministic: sessions are taken in sorted order and
+    numbered by their first session."""
+    names = sorted(s for s, rows in lines.items() if len(rows))
+    if not names:
+        return {}
+    every = np.concatenate([lines[s] for s in names])
+    means = np.stack([lines[s].mean(axis=0) for s in names]) - every.mean(axis=0)
+    norms = np.linalg.norm(means, axis=1, keepdims=True)
+    means = means / np.where(norms == 0, 1, norms)
+    members = average_linkage(means @ means.T, linkage)
+    return {names[i]: number for number, group in enumerate(members) for i in group}
+
+
+def average_linkage(similarity: npt.NDArray[np.float32], linkage: float) -> list[list[int]]:
+    """Groups of row indexes, merged pairwise (the most similar pair first) while the mean
+    similarity between two groups' members reaches ``linkage``; each group sorted, groups by their
+    first member."""
+    sim = similarity.astype(np.float64, copy=True)
+    n = len(sim)
+    np.fill_diagonal(sim, -np.inf)
+    groups: dict[int, list[int]] = {i: [i] for i in range(n)}
+    while len(groups) > 1:
+        a, b = divmod(int(np.argmax(sim)), n)
+        if sim[a, b] < linkage:
+            break
+        a, b = min(a, b), max(a, b)
+        na, nb = len(groups[a]), len(groups[b])
+        merged = (na * sim[a] + nb * sim[b]) / (na + nb)  # Lance-Williams, average linkage
+        sim[a], sim[:, a] = merged, merged
+        sim[a, a] = -np.inf
+        sim[b], sim[:, b] = -np.inf, -np.inf
+        groups[a] = sorted(groups[a] + groups.pop(b))
+    return sorted(groups.values())
+
+
+class TenantThreads:
+    """Each tenant's :class:`Threads`, read from its timeline lines and kept for a while (see the
+    module): they change only as sessions are added."""
+
+    def __init__(
+        self,
+        lexical: LexicalStore,
+        vectors: VectorStore,
+        ttl: float = CACHE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.lexical = lexical
+        self.vectors = vectors
+        self._kept: TTLCache[str, Threads] = TTLCache(maxsize=CACHE_TENANTS, ttl=ttl, timer=clock)
+        self._lock = threading.Lock()
+
+    def of(self, tenant_id: str) -> Threads:
+        with self._lock:
+            found = self._kept.get(tenant_id)
+        if found is None:
+            found = self.read(tenant_id)
+            with self._lock:
+                self._kept[tenant_id] = found
+        return found
+
+    def read(self, tenant_id: str) -> Threads:
+        """The tenant's threads from every timeline line it holds, read a page at a time."""
+        lines_of: dict[str, list[str]] = {}
+        offset = 0
+        while True:
+            page, total = self.lexical.listing(
+                tenant_id, Listing(kind=MemoryKind.TIMELINE.value), offset, PAGE
+            )
+            for unit in page:
+                if unit.session_id is not None:
+                    lines_of.setdefault(unit.session_id, []).append(unit.id)
+            offset += len(page)
+            if not page or offset >= total:
+                break
+        vectors = self.vectors.vectors(tenant_id, [uid for ids in lines_of.values() for uid in ids])
+        rows = {
+            session: np.stack([vectors[uid] for uid in ids if uid in vectors]).astype(np.float32)
+            for session, ids in lines_of.items()
+            if any(uid in vectors for uid in ids)
+        }
+        return Threads(session_threads(rows), lines_of)
