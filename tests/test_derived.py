@@ -23,10 +23,10 @@ from simplemem.processors.retrieval.derived import (
     QuestionForm,
     Searches,
     diverse_order,
-    focused,
     gather_level,
     question_form,
 )
+from simplemem.processors.retrieval.threads import focused
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore

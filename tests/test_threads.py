@@ -12,7 +12,6 @@ from simplemem.processors.retrieval.derived import (
     PLANS,
     QuestionForm,
     Searches,
-    focused_sessions,
     gather_level,
     session_lines,
 )
@@ -21,6 +20,7 @@ from simplemem.processors.retrieval.threads import (
     TenantThreads,
     Threads,
     average_linkage,
+    focused_sessions,
     session_threads,
 )
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore

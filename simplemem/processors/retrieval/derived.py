@@ -41,7 +41,7 @@ import numpy as np
 
 from simplemem.processors.language.text import query_terms
 from simplemem.processors.lifecycle.derived import compact, is_exchange
-from simplemem.processors.retrieval.threads import NO_THREADS, Threads
+from simplemem.processors.retrieval.threads import NO_THREADS, Threads, focused_sessions
 from simplemem.processors.stores import batched
 from simplemem.processors.stores.protocols import Hit, LexicalStore, SymbolicFilter, VectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -348,55 +348,6 @@ def _round_robin(rankings: list[list[str]]) -> list[str]:
     for row in zip_longest(*rankings):
         out.update((uid, None) for uid in row if uid is not None)
     return list(out)
-
-
-# A timeline spans the sessions where its subject was talked about: a session whose lines weigh less
-# than this share of the heaviest session's is about something else (another project of the user's).
-SESSION_FOCUS = 0.25
-# A thread's weight for a question: the relevance of its best lines, this many (all of them would
-# favour the thread with the most sessions)
-THREAD_BEST_LINES = 15
-# A thread is the subject only when the next one weighs at most this share of it: the sessions of one
-# long project also form threads (its phases), and a question about the whole project weighs them alike
-THREAD_MARGIN = 0.8
-
-
-def focused_sessions(
-    pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads
-) -> set[str | None]:
-    """The sessions that hold the subject of ``pool`` (each line in ``units``): the thread whose
-    best lines weigh most (:data:`THREAD_BEST_LINES`), when it has more than one session and clearly
-    outweighs the next (:data:`THREAD_MARGIN`); beside it,
-    or alone, the sessions of no such thread whose lines weigh at least :data:`SESSION_FOCUS` of the
-    heaviest session's. A long history holds many subjects, and an order or a summary of one must
-    not list the others' moments because they share its words."""
-    weight: dict[str | None, float] = {}
-    by_thread: dict[int, list[float]] = {}
-    for uid in pool:
-        session = units[uid].session_id
-        weight[session] = weight.get(session, 0.0) + relevance[uid]
-        thread = threads.thread_of.get(session) if session is not None else None
-        if thread is not None:
-            by_thread.setdefault(thread, []).append(relevance[uid])
-    heaviest = max(weight.values(), default=0.0)
-    alone = {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest and threads.size(s) < 2}
-    if not by_thread:
-        return alone
-    score = {t: sum(sorted(found, reverse=True)[:THREAD_BEST_LINES]) for t, found in by_thread.items()}
-    top = max(sorted(score), key=score.__getitem__)
-    subject = threads.sessions(top)
-    second = max((v for t, v in score.items() if t != top), default=0.0)
-    if len(subject) < 2 or second > THREAD_MARGIN * score[top]:
-        return {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest}
-    return {*subject, *alone}
-
-
-def focused(
-    pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads = NO_THREADS
-) -> list[str]:
-    """The lines of ``pool`` from the sessions that hold its subject (:func:`focused_sessions`)."""
-    sessions = focused_sessions(pool, relevance, units, threads)
-    return [uid for uid in pool if units[uid].session_id in sessions]
 
 
 SAME_FACT = 0.8  # cosine above which two profile lines state the same thing (its value may differ)

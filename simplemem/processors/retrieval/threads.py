@@ -1,4 +1,5 @@
-"""Threads: a tenant's sessions grouped by what they are about, the coarsest level of its memory.
+"""Threads: a tenant's sessions grouped by what they are about, the coarsest level of its memory, and
+which sessions hold a question's subject (:func:`focused_sessions`).
 
 A long-lived tenant talks about several things over months (a budget app in spring, a job search in
 summer). A question about the order or the course of one of them must read that one's sessions and
@@ -30,7 +31,7 @@ import numpy.typing as npt
 from cachetools import TTLCache
 
 from simplemem.processors.stores.protocols import LexicalStore, Listing, VectorStore
-from simplemem.schemas.memory import MemoryKind
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
 THREAD_LINKAGE = 0.35  # cosine of two sessions' centred means at which they are one thread
 CACHE_SECONDS = 300.0
@@ -94,6 +95,55 @@ def average_linkage(similarity: npt.NDArray[np.float32], linkage: float) -> list
         sim[b], sim[:, b] = -np.inf, -np.inf
         groups[a] = sorted(groups[a] + groups.pop(b))
     return sorted(groups.values())
+
+
+# A timeline spans the sessions where its subject was talked about: a session whose lines weigh less
+# than this share of the heaviest session's is about something else (another project of the user's).
+SESSION_FOCUS = 0.25
+# A thread's weight for a question: the relevance of its best lines, this many (all of them would
+# favour the thread with the most sessions)
+THREAD_BEST_LINES = 15
+# A thread is the subject only when the next one weighs at most this share of it: the sessions of one
+# long project also form threads (its phases), and a question about the whole project weighs them alike
+THREAD_MARGIN = 0.8
+
+
+def focused_sessions(
+    pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads
+) -> set[str | None]:
+    """The sessions that hold the subject of ``pool`` (each line in ``units``): the thread whose
+    best lines weigh most (:data:`THREAD_BEST_LINES`), when it has more than one session and clearly
+    outweighs the next (:data:`THREAD_MARGIN`); beside it,
+    or alone, the sessions of no such thread whose lines weigh at least :data:`SESSION_FOCUS` of the
+    heaviest session's. A long history holds many subjects, and an order or a summary of one must
+    not list the others' moments because they share its words."""
+    weight: dict[str | None, float] = {}
+    by_thread: dict[int, list[float]] = {}
+    for uid in pool:
+        session = units[uid].session_id
+        weight[session] = weight.get(session, 0.0) + relevance[uid]
+        thread = threads.thread_of.get(session) if session is not None else None
+        if thread is not None:
+            by_thread.setdefault(thread, []).append(relevance[uid])
+    heaviest = max(weight.values(), default=0.0)
+    alone = {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest and threads.size(s) < 2}
+    if not by_thread:
+        return alone
+    score = {t: sum(sorted(found, reverse=True)[:THREAD_BEST_LINES]) for t, found in by_thread.items()}
+    top = max(sorted(score), key=score.__getitem__)
+    subject = threads.sessions(top)
+    second = max((v for t, v in score.items() if t != top), default=0.0)
+    if len(subject) < 2 or second > THREAD_MARGIN * score[top]:
+        return {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest}
+    return {*subject, *alone}
+
+
+def focused(
+    pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads = NO_THREADS
+) -> list[str]:
+    """The lines of ``pool`` from the sessions that hold its subject (:func:`focused_sessions`)."""
+    sessions = focused_sessions(pool, relevance, units, threads)
+    return [uid for uid in pool if units[uid].session_id in sessions]
 
 
 class TenantThreads:
