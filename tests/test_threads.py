@@ -13,6 +13,7 @@ from simplemem.processors.retrieval.derived import (
     QuestionForm,
     Searches,
     gather_level,
+    reads_one_subject,
     session_lines,
 )
 from simplemem.processors.retrieval.threads import (
@@ -167,3 +168,13 @@ def test_an_order_question_reads_every_line_of_its_threads_sessions(tmp_path: Pa
     finally:
         lexical.close()
         store.close()
+
+
+def test_an_order_or_a_summary_reads_one_thread_unless_it_weighs_alternatives() -> None:
+    order, summary, lookup = (
+        PLANS[f] for f in (QuestionForm.ORDER, QuestionForm.SUMMARY, QuestionForm.LOOKUP)
+    )
+    assert reads_one_subject("In what order did I set up the garden beds?", order)
+    assert reads_one_subject("Summarize how my garden project went", summary)
+    assert not reads_one_subject("Which did I plant first, the tomatoes or the marigolds?", order)
+    assert not reads_one_subject("Where are the garden beds?", lookup)

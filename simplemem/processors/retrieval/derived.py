@@ -134,6 +134,17 @@ def aspects(query: str) -> list[str]:
     return found[:MAX_ASPECTS] if len(found) >= 2 else []
 
 
+# "..., the tomatoes or the marigolds?": a question that weighs alternatives names two subjects, which
+# may lie in two threads
+_ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
+
+
+def reads_one_subject(query: str, plan: DerivedPlan) -> bool:
+    """Whether ``query`` reads one thread (:mod:`.threads`): it reads a subject's whole span (an order,
+    a summary) and weighs no alternatives."""
+    return any(level.whole_sessions for level in plan.levels) and not _ALTERNATIVES.search(query)
+
+
 @dataclass(frozen=True)
 class Level:
     """What a question form reads of the derived memory: which kinds, at most how many lines, each

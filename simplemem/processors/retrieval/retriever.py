@@ -26,7 +26,7 @@ import numpy as np
 from simplemem.processors.ingest.embedding import Embedder
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.retrieval.config import RetrievalConfig
-from simplemem.processors.retrieval.derived import Searches, aspects, gather_derived
+from simplemem.processors.retrieval.derived import Searches, aspects, gather_derived, reads_one_subject
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.gather import Candidates, CandidateSource, Gatherer
 from simplemem.processors.retrieval.names import TenantNames
@@ -120,7 +120,7 @@ class Retriever:
             qvec,
             tuple(zip(parts, vecs, strict=True)),
             self.threads.of(planned.tenant)
-            if any(lv.whole_sessions for lv in planned.derived.levels)
+            if reads_one_subject(planned.query, planned.derived)
             else NO_THREADS,
         )
         # the question, its aspects and each level's kinds of line search the same words
