@@ -7,8 +7,10 @@ from types import SimpleNamespace
 from simplemem.processors.ingest.decompose import Decomposition, OfflineDecomposer
 from simplemem.processors.ingest.pipeline import Pipeline
 from simplemem.schemas.accounting import IngestReport, MessageOutcome, Outcome, Rejection
+from simplemem.schemas.events import Role
+from simplemem.schemas.memory import DERIVED_KINDS, MemoryKind
 from simplemem.schemas.settings import Settings
-from simplemem.schemas.window import Window
+from simplemem.schemas.window import AnalyzedMessage, Sentence, Window
 from tests.helpers import message
 
 
@@ -120,3 +122,31 @@ def test_a_report_counted_on_another_thread_adds_up() -> None:
     assert main.pii_scrubbed == 2 and main.filtered_scores == [0.1]
     assert [r.where for r in main.rejected] == ["line 2", "m4"]
     assert main.outcomes[Outcome.INDEXED] == 1 and [f.message_id for f in main.failures] == ["m2"]
+
+
+def test_a_filtered_window_still_records_its_moments() -> None:
+    """The filter drops a window whose statements add nothing new; the exchange it holds still happened,
+    so its timeline line is indexed, and its messages are counted as filtered."""
+
+    def said(i: int, role: Role, text: str) -> AnalyzedMessage:
+        return message(i, entities=["bob"], embedding=[1.0, 0.0]).model_copy(
+            update={"role": role, "text": text, "prose": text, "sentences": [Sentence(text=text, tokens=[])]}
+        )
+
+    first = Window(
+        tenant_id="t1", session_id="s1", messages=[said(0, Role.USER, "Can you plan my week with Bob?")]
+    )
+    repeat = Window(
+        tenant_id="t1",
+        session_id="s1",
+        messages=[
+            said(1, Role.USER, "Can you plan my week with Bob again?"),
+            said(2, Role.ASSISTANT, "Sure."),
+        ],
+    )
+    report, indexer = IngestReport(), RecordingIndexer()
+    pipeline(OfflineDecomposer(), indexer).run_windows([first, repeat], report)
+    assert report.windows_filtered == 1 and report.outcomes[Outcome.FILTERED] == 2
+    lines = [d.unit for d in indexer.indexed if d.unit.kind == MemoryKind.TIMELINE]
+    assert any("s1:m1" in u.source_ids for u in lines)
+    assert report.derived == len([d for d in indexer.indexed if d.unit.kind in DERIVED_KINDS])

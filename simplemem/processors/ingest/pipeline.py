@@ -120,8 +120,8 @@ class Pipeline:
         read: the tenant's names among the window's words (:meth:`with_known_names`, under ``guard``)."""
         decision = self.entropy.score(window, history)
         history = self.entropy.remember(history, window.new_messages)
-        if not decision.kept:
-            return WindowResult(window, kept=False, score=decision.score), history
+        if not decision.kept:  # its statements add nothing new; the moments it records still happened
+            return WindowResult(window, False, decision.score, derive_window(window)), history
         try:
             with guard():
                 named = self.with_known_names(window)
@@ -182,7 +182,7 @@ class Pipeline:
                     outcome.units = r.units_per_message.get(m.message_id, 0)
                 report.record(outcome)
                 outcomes.append(outcome)
-            if r.kept and not error:
+            if not error:
                 derived = sum(1 for d in r.drafts if d.unit.kind in DERIVED_KINDS)
                 report.units += len(r.drafts) - derived
                 report.derived += derived
@@ -204,13 +204,13 @@ class Pipeline:
         write: Write | None = None,
         guard: Guard = nullcontext,
     ) -> list[MessageOutcome]:
-        """Index the kept windows' units, account for every message, clear the decided turns from the
-        buffer. ``write`` wraps each store call (the streams retry it through a store outage), ``guard``
-        the tombstone read."""
+        """Index the windows' units (a filtered window's: its derived lines), account for every message,
+        clear the decided turns from the buffer. ``write`` wraps each store call (the streams retry it
+        through a store outage), ``guard`` the tombstone read."""
         write = write or call_now
         with guard():
             results = self._without_forgotten(_latest_versions(results))
-        drafts = [d for r in results if r.kept and not r.error for d in r.drafts]
+        drafts = [d for r in results if not r.error for d in r.drafts]
         decided = [
             (r.window.tenant_id, m.message_id) for r in results if not r.error for m in r.window.new_messages
         ]

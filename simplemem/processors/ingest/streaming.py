@@ -278,7 +278,7 @@ class TurnMemorizer:
             key = r.window.session_key
             state = result.states[key]
             sources = dict(state.sources)
-            if r.kept and not any(m.message_id in failed for m in r.window.new_messages):
+            if not any(m.message_id in failed for m in r.window.new_messages):
                 result.units.extend(d.unit for d in r.drafts)
             for m in r.window.new_messages:
                 source = sources.pop(m.message_id, None) or SourceRef(topic="", partition=-1, offset=-1)
