@@ -115,11 +115,12 @@ class IndexSearch:
                 self.read(tenant, [h.id for h in hits], fetched)
             return hits
 
-        semantic, lexical = self.fan_out.both(
-            semantic_search,
+        # the words first: the question's vector may still be on its way (:class:`~.retriever.Retriever`)
+        lexical, semantic = self.fan_out.both(
             lambda: batched.search(
                 self.lexical, tenant, plan.search_text, plan.pool, anyone, size, read=parallel
             ),
+            semantic_search,
         )
         fetched.update((h.id, h.unit) for h in lexical if h.unit is not None)
         ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
