@@ -169,3 +169,30 @@ def test_a_search_asked_again_within_the_scope_looks_up_no_row_again(tmp_path: P
         assert store.search("t1", "kayak trip budget", 5, TIMELINE) == first and first
     assert not [sql for sql in seen if "group_concat" in sql or "SELECT rowid, id FROM units" in sql]
     store.close()
+
+
+def test_a_line_a_query_decoded_is_not_read_from_the_file_again_until_any_connection_writes(
+    tmp_path: Path,
+) -> None:
+    store = filled(tmp_path)
+    kayak = line("t1", "planned a kayak trip with the club", day=12)
+    club = line("t1", "tracker features for export", day=15)
+    with store.one_query():
+        store.search("t1", "kayak", 5, TIMELINE)
+        assert store.get("t1", [kayak.id], with_context=False) == [kayak]
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    with store.one_query():
+        store.search("t1", "kayak", 5, TIMELINE)
+        # the line decoded before is not read again; the other one is, and only it
+        assert store.get("t1", [club.id, kayak.id], with_context=False) == [club, kayak]
+    reads = [sql for sql in seen if "FROM units u" in sql]
+    assert len(reads) == 1 and club.id in reads[0] and kayak.id not in reads[0], reads
+    other = SqliteLexicalStore(tmp_path / "lex.sqlite")  # another writer of the same file
+    edited = kayak.model_copy(update={"persons": ["Ana"]})
+    other.upsert([edited])
+    other.close()
+    with store.one_query():
+        store.search("t1", "kayak", 5, TIMELINE)
+        assert store.get("t1", [kayak.id], with_context=False) == [edited]
+    store.close()

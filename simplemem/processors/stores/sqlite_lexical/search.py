@@ -2,8 +2,9 @@
 score is its own words' plus its context's, under the symbolic filter.
 
 The FTS indexes give each term's matching rowids; the rest is arithmetic over arrays: each row's
-length and the filter's columns come from the tenant's :mod:`.columns`, read once, not from a join
-per match (a few microseconds each, thousands of matches a search in a long history)."""
+length, the filter's columns and the id a hit is named by come from the tenant's :mod:`.columns`,
+read once, not from a join per match (a few microseconds each, thousands of matches a search in a
+long history)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ class SqliteSearch(SqliteLexicalBase):
                 np.concatenate([score, around[1][via[ok]] * CONTEXT_WEIGHT]),
             )
             pos, score = _kept(pos, score, limit)
-        return self._hits(units.rowid[pos], score)
+        return [Hit(unit_id(units.key[p]), s) for p, s in zip(pos.tolist(), score.tolist(), strict=True)]
 
     def _matched(
         self,
@@ -116,7 +117,7 @@ class SqliteSearch(SqliteLexicalBase):
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
 
     def _together_rows(self, columns: TenantColumns | None = None) -> SearchedRows | None:
-        """What this thread's :meth:`one_query` has walked and named (None: outside one), for the
+        """What this thread's :meth:`one_query` has walked (None: outside one), for the
         tenant's ``columns`` (other columns than the last search's: it is forgotten, since a write
         to the tenant drops its columns)."""
         held: SearchedRows | None = getattr(self._together, "rows", None)
@@ -161,26 +162,6 @@ class SqliteSearch(SqliteLexicalBase):
             [self._tenants.number(tenant_id), *(n.lower() for n in names), names_match(tenant_id, names)],
         ).fetchall()
         return np.unique(np.array([r[0] for r in rows], dtype=np.int64))
-
-    def _hits(self, rowids: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> list[Hit]:
-        """The units' ids for their rowids, as hits in this order (within :meth:`one_query`, a
-        rowid named before is not looked up again)."""
-        if not len(rowids):
-            return []
-        held = self._together_rows()
-        keys = {} if held is None else held.keys
-        unknown = [r for r in rowids.tolist() if r not in keys]
-        if unknown:
-            marks = ",".join("?" * len(unknown))
-            with self._lock:
-                keys.update(
-                    self._db.execute(f"SELECT rowid, id FROM units WHERE rowid IN ({marks})", unknown)
-                )
-        return [
-            Hit(unit_id(keys[r]), s)
-            for r, s in zip(rowids.tolist(), scores.tolist(), strict=True)
-            if r in keys
-        ]
 
     def _sizes(self, tenant_id: str, own_token: str) -> dict[str, tuple[int, float]]:
         """Per index, the rows of the layer searched and their mean length (BM25's N and average
