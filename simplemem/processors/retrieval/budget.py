@@ -80,9 +80,15 @@ def _cut_code(code: str, room: int, count: Callable[[str], int]) -> str | None:
     return None
 
 
+def within(text: str, tokens: int, count: Callable[[str], int]) -> bool:
+    """Whether ``text`` counts at most ``tokens``: a token is at least one byte of the text's UTF-8,
+    so a text of no more bytes is not counted (an order question's hundred short lines each were)."""
+    return len(text.encode("utf-8")) <= tokens or count(text) <= tokens
+
+
 def shown_text(unit: MemoryUnit, query: str, budget: Budget) -> str:
     """What ``unit`` contributes to the context: all of it, or its matching part if it is long."""
-    if unit.kind == MemoryKind.CODE or budget.count(unit.text) <= budget.per_unit:
+    if unit.kind == MemoryKind.CODE or within(unit.text, budget.per_unit, budget.count):
         return unit.text
     return matching_part(unit.text, query, budget)
 
