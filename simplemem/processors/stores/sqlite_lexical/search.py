@@ -111,7 +111,7 @@ class SqliteSearch(SqliteLexicalBase):
         fts = f"{side}_fts"
         whole = rows >= WHOLE_FILE_SHARE * self._columns.file_rows(side)
         how = self._walk(fts, token, terms, rows, whole=whole)
-        pairs = self._pairs(how)
+        pairs = self._pairs(how, in_layer)
         if whole:
             pairs = pairs[in_layer(pairs[:, 0])]
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
@@ -126,15 +126,25 @@ class SqliteSearch(SqliteLexicalBase):
         self._together.rows = SearchedRows(columns)
         return self._together.rows
 
-    def _pairs(self, how: Walk) -> npt.NDArray[np.int64]:
+    def _pairs(
+        self, how: Walk, in_layer: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]]
+    ) -> npt.NDArray[np.int64]:
         """The (rowid, term's number) matches of a walk; within :meth:`one_query`, a term's rows
         read before by this thread are not walked again: they are the same whatever else a search
-        asks (:class:`TermRows`), so each search returns what it returns alone."""
+        asks (:class:`TermRows`), so each search returns what it returns alone. A term walked within
+        the tenant's token (``in_layer``: which rowids are the token's) whose every row in the file
+        was walked before (a statements' search of a tenant alone in its file walks its terms bare)
+        is taken from those rows: a derived line's search asks the same words."""
         held = self._together_rows()
         if held is None:
             return found_pairs(self._db.execute(how.match_sql, how.match_args).fetchone()[0], len(how.parts))
         read = held.walks
         unread = [part for part in dict.fromkeys(how.parts) if (how.fts, part) not in read]
+        for part in unread:
+            every = read.get((how.fts, part.unbounded)) if part.unbounded is not None else None
+            if every is not None:
+                read[(how.fts, part)] = latest_rows(every[in_layer(every)], part.latest)
+        unread = [part for part in unread if (how.fts, part) not in read]
         if unread:
             sql, args = union(how.fts, unread)
             found = found_pairs(self._db.execute(sql, args).fetchone()[0], len(unread))
@@ -175,6 +185,14 @@ class SqliteSearch(SqliteLexicalBase):
             if (side, token) in wanted:
                 sizes[side] = (rows, words / rows if rows > 0 else 1.0)
         return sizes
+
+
+def latest_rows(rowids: npt.NDArray[np.int64], latest: int) -> npt.NDArray[np.int64]:
+    """The ``latest`` highest of ``rowids`` (0: all), highest first (what ``ORDER BY rowid DESC
+    LIMIT`` returns)."""
+    if not latest:
+        return rowids
+    return np.sort(rowids)[::-1][:latest]
 
 
 def summed_at(pos: npt.NDArray[np.intp], weight: npt.NDArray[np.float64]) -> Scored:
