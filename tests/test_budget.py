@@ -176,3 +176,11 @@ def test_a_text_of_no_more_bytes_than_tokens_is_not_counted_and_a_longer_one_is(
     assert shown_text(short, "roof", budget) == short.text and not counted
     long = unit("l", "The shed roof leaks. " * 10 + "The kayak is blue.")
     assert shown_text(long, "roof", budget) != long.text and counted
+
+
+def test_a_memory_shown_whole_is_not_copied_and_a_cut_one_leaves_the_original_whole() -> None:
+    whole = unit("w", "The shed roof leaks.")
+    long = unit("l", "The shed roof leaks. " * 10 + "The kayak is blue.", day=1)
+    chosen = fit([whole, long], "roof", Budget(200, 20, COUNT), render)
+    assert chosen[0] is whole
+    assert chosen[1].id == "l" and chosen[1].text != long.text and long.text.endswith("kayak is blue.")

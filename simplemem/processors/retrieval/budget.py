@@ -111,7 +111,9 @@ def fit(
     runs: set[tuple[str, str]] = set()  # the days (and heads) that have a line of digests
     used = 0
     for unit in ranked:
-        shown = unit.model_copy(update={"text": shown_text(unit, query, budget)})
+        text = shown_text(unit, query, budget)
+        # whole, the memory is shown as it is (a copy of each of a hundred lines was a cost)
+        shown = unit if text is unit.text else unit.model_copy(update={"text": text})
         day = unit.stated_at[:10]
         place = list_of(shown.text)
         line = without_lead(shown.text) if place is not None and place[0] in lists else shown.text
