@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from simplemem.processors.retrieval import retriever as retriever_module
 from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.plan import plan
-from simplemem.processors.retrieval.retriever import Retriever
+from simplemem.processors.retrieval.retriever import Retriever, spare_core
 from simplemem.processors.retrieval.search import IndexSearch
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
@@ -84,7 +85,9 @@ def test_the_question_embedded_ahead_gets_the_answer_it_gets_in_order(
     expected = Retriever(RetrievalConfig(), lexical, vectors, in_order).query(request)
     ahead = ThreadNoting()
     with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
-        got = Retriever(RetrievalConfig(), lexical, vectors, ahead, embed_pool=pool).query(request)
+        got = Retriever(
+            RetrievalConfig(), lexical, vectors, ahead, embed_pool=pool, spare_core=lambda: True
+        ).query(request)
     assert got.context == expected.context and "kayak" in got.context
     assert [(m.id, m.score) for m in got.memories] == [(m.id, m.score) for m in expected.memories]
     # the question, then its aspects: each asked once, on the pool's thread (in order: the caller's)
@@ -118,3 +121,38 @@ def test_the_statements_words_are_searched_before_the_question_vector_is_waited_
     ranked, _ = IndexSearch(noting, vectors, FanOut()).ranking(planned, qvec, {})
     assert seen[:2] == ["words", "vector"]
     assert ranked
+
+
+def test_without_a_spare_core_the_question_is_embedded_in_order_on_the_callers_thread(
+    stores: tuple[SqliteLexicalStore, SqliteVectorStore],
+) -> None:
+    lexical, vectors = stores
+    request = QueryRequest(tenant_id="t", query=ORDER)
+    expected = Retriever(RetrievalConfig(), lexical, vectors, ThreadNoting()).query(request)
+    busy = ThreadNoting()
+    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
+        got = Retriever(
+            RetrievalConfig(), lexical, vectors, busy, embed_pool=pool, spare_core=lambda: False
+        ).query(request)
+    assert got.context == expected.context
+    assert len(busy.calls) == 2 and all(name == threading.current_thread().name for name, _ in busy.calls)
+
+
+@pytest.mark.parametrize(
+    ("load", "cores", "spare"),
+    [(0.7, 2, True), (1.9, 2, True), (2.0, 2, False), (6.5, 2, False), (3.0, 8, True)],
+)
+def test_a_core_is_spare_while_the_load_average_is_below_the_cores(
+    monkeypatch: pytest.MonkeyPatch, load: float, cores: int, spare: bool
+) -> None:
+    monkeypatch.setattr(retriever_module.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(retriever_module.os, "cpu_count", lambda: cores)
+    assert spare_core() is spare
+
+
+def test_without_a_load_average_a_core_is_taken_as_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> tuple[float, float, float]:
+        raise OSError("no load average")
+
+    monkeypatch.setattr(retriever_module.os, "getloadavg", missing)
+    assert spare_core()

@@ -18,6 +18,7 @@ look at (or change) what passes between them. Nothing stated after ``as_of`` is 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -47,6 +48,16 @@ from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult
 A = TypeVar("A")
 
 
+def spare_core() -> bool:
+    """Whether the machine has a core to spare: the last minute's load average below its cores. On
+    a busy machine a second thread of the query only takes turns with the first on one core, and it
+    cost more than it saved (a query's CPU up by a fifth at a load of three times the cores)."""
+    try:
+        return os.getloadavg()[0] < (os.cpu_count() or 1)
+    except OSError:  # no load average here: as on an idle machine
+        return True
+
+
 @dataclass
 class Retriever:
     config: RetrievalConfig
@@ -59,6 +70,7 @@ class Retriever:
     sources: Sequence[CandidateSource] = ()  # candidate sources besides the indexes and the buffer
     # embedded mode: the question (and its aspects) embedded on it while the words are searched
     embed_pool: ThreadPoolExecutor | None = None
+    spare_core: Callable[[], bool] = field(default=lambda: spare_core())  # whether to use it now
     threads: TenantThreads = field(init=False)  # each tenant's sessions by subject, kept a while
 
     def __post_init__(self) -> None:
@@ -100,9 +112,10 @@ class Retriever:
             return self.render(planned, selection, derived)
 
     def ahead(self, call: Callable[[], A]) -> Callable[[], A]:
-        """``call`` started now: on :attr:`embed_pool` (embedded mode, more than one core), on the
-        fan-out's pool (services), else at the first wait for it."""
-        if self.embed_pool is None:
+        """``call`` started now: on :attr:`embed_pool` (embedded mode, more than one core, one of
+        them spare now: :func:`spare_core`), on the fan-out's pool (services), else at the first wait
+        for it."""
+        if self.embed_pool is None or not self.spare_core():
             return self.fan_out.later(call)
         return self.embed_pool.submit(call).result
 
