@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import logging
 import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property, partial
 from pathlib import Path
@@ -268,11 +269,22 @@ class Runtime:
         names = TenantNames(self.lexical, s) if s.mode == "services" and s.names_cache_seconds > 0 else None
         fan_out = FanOut(s.query_store_threads if s.mode == "services" else 1)
         config = RetrievalConfig.from_settings(s)
-        return Retriever(config, self.lexical, self.vectors, self.embedder, self.buffer, names, fan_out)
+        # embedded: the question embedded on a thread of its own while the words are searched (ONNX
+        # Runtime computes without the interpreter's lock), where there is a core for it
+        ahead = (
+            ThreadPoolExecutor(1, thread_name_prefix="simplemem-embed")
+            if s.query_embed_ahead and s.mode != "services" and (os.cpu_count() or 1) > 1
+            else None
+        )
+        return Retriever(
+            config, self.lexical, self.vectors, self.embedder, self.buffer, names, fan_out, embed_pool=ahead
+        )
 
     def close(self) -> None:
         if "retriever" in self.__dict__:
             self.retriever.fan_out.close()
+            if self.retriever.embed_pool is not None:
+                self.retriever.embed_pool.shutdown(wait=True)
         for name in ("preparer", "vectors", "lexical", "buffer", "tombstones", "activity"):
             if name in self.__dict__:
                 self.__dict__[name].close()

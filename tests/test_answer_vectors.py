@@ -14,6 +14,7 @@ from simplemem.processors.ingest.decompose import DraftUnit, OfflineDecomposer, 
 from simplemem.processors.ingest.pipeline import Indexer
 from simplemem.processors.language.nlp import doc_sentences
 from simplemem.processors.lifecycle.reconcile import find_drift
+from simplemem.processors.retrieval import search as index_search
 from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
@@ -229,3 +230,35 @@ def test_a_question_about_a_person_still_finds_statements_by_their_words(tmp_pat
     retriever = retriever_over(tmp_path, memories, {"pottery": [1.0, 0.0, 0.0, 0.0]}, k=2)
     result = retriever.query(QueryRequest(tenant_id="t", query="When is the pottery class Melanie goes to?"))
     assert "words" in {m.id for m in result.memories}  # not only the memories about Melanie
+
+
+def test_the_embedded_ranking_asks_the_vector_store_which_hits_have_a_vector_and_reads_no_unit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memories = [
+        stored("head", "The Hotel Gracery sits in Shinjuku.", vector=[0.0, 1.0, 0.0, 0.0]),
+        stored("later", "The Sakura Hostel is the cheapest option near Asakusa.", vector=None),
+        stored("alike", "I like budget travel a lot.", vector=[1.0, 0.0, 0.0, 0.0]),
+        stored("far", "The Asakusa hostel had a cheap laundry.", vector=[0.0, 0.0, 1.0, 0.0]),
+    ]
+    retriever = retriever_over(tmp_path, memories, {"hostel": [1.0, 0.0, 0.0, 0.0]})
+    planned = retriever.plan(QueryRequest(tenant_id="t", query="Which hostel near Asakusa was the cheapest?"))
+    qvec = np.asarray([1.0, 0.0, 0.0, 0.0], dtype=np.float32)
+    retriever.vectors.search("t", qvec, 1, planned.within)  # warm: the tenant's arrays
+    words_only: list[set[str]] = []
+    real_fuse = index_search.fuse
+
+    def noted(semantic, lexical, only, *args):  # type: ignore[no-untyped-def]
+        words_only.append(set(only))
+        return real_fuse(semantic, lexical, only, *args)
+
+    monkeypatch.setattr(index_search, "fuse", noted)
+    seen: list[str] = []
+    retriever.lexical._db.set_trace_callback(seen.append)  # type: ignore[attr-defined]
+    fetched: dict[str, MemoryUnit] = {}
+    ranked, _ = retriever.search.ranking(planned, lambda: qvec, fetched)
+    retriever.lexical._db.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert not [sql for sql in seen if "FROM units u" in sql] and not fetched
+    # found by its words alone: "later" has no vector (its BM25 share stands in for the cosine), "far"
+    # has one, unlike the question
+    assert words_only == [{"later"}] and {"later", "far"} <= {uid for uid, _ in ranked}

@@ -7,7 +7,7 @@ from functools import partial
 
 from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.lifecycle.derived import compact
-from simplemem.processors.retrieval.budget import Budget, fit, matching_part
+from simplemem.processors.retrieval.budget import Budget, fit, matching_part, shown_text, within
 from simplemem.processors.retrieval.render import build_context
 from simplemem.processors.retrieval.render import digests as digests_of
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
@@ -156,3 +156,31 @@ def test_a_days_digests_are_one_line_and_cost_their_items_alone() -> None:
     apart = fit(digests, "what did we set up", budget, render)
     assert COUNT(in_one_line(one_line)) <= 200
     assert len(one_line) >= len(apart) + 5
+
+
+def test_a_text_of_no_more_bytes_than_tokens_is_not_counted_and_a_longer_one_is() -> None:
+    counted: list[str] = []
+
+    def noted(text: str) -> int:
+        counted.append(text)
+        return COUNT(text)
+
+    assert within("asked about the shed roof", 25, noted) and not counted  # 25 bytes: 25 tokens at most
+    assert within("asked about the shed roof!", 25, noted) and counted == ["asked about the shed roof!"]
+    accents = "é" * 40  # 80 bytes: counted, whatever its characters
+    assert within(accents, 60, noted) == (COUNT(accents) <= 60) and counted[-1] == accents
+    assert not within("word " * 30, 20, noted)
+    short = unit("s", "The shed roof leaks.")
+    budget = Budget(100, 20, noted)
+    counted.clear()
+    assert shown_text(short, "roof", budget) == short.text and not counted
+    long = unit("l", "The shed roof leaks. " * 10 + "The kayak is blue.")
+    assert shown_text(long, "roof", budget) != long.text and counted
+
+
+def test_a_memory_shown_whole_is_not_copied_and_a_cut_one_leaves_the_original_whole() -> None:
+    whole = unit("w", "The shed roof leaks.")
+    long = unit("l", "The shed roof leaks. " * 10 + "The kayak is blue.", day=1)
+    chosen = fit([whole, long], "roof", Budget(200, 20, COUNT), render)
+    assert chosen[0] is whole
+    assert chosen[1].id == "l" and chosen[1].text != long.text and long.text.endswith("kayak is blue.")

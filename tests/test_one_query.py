@@ -169,3 +169,63 @@ def test_a_search_asked_again_within_the_scope_looks_up_no_row_again(tmp_path: P
         assert store.search("t1", "kayak trip budget", 5, TIMELINE) == first and first
     assert not [sql for sql in seen if "group_concat" in sql or "SELECT rowid, id FROM units" in sql]
     store.close()
+
+
+def test_a_line_a_query_decoded_is_not_read_from_the_file_again_until_any_connection_writes(
+    tmp_path: Path,
+) -> None:
+    store = filled(tmp_path)
+    kayak = line("t1", "planned a kayak trip with the club", day=12)
+    club = line("t1", "tracker features for export", day=15)
+    with store.one_query():
+        store.search("t1", "kayak", 5, TIMELINE)
+        assert store.get("t1", [kayak.id], with_context=False) == [kayak]
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    with store.one_query():
+        store.search("t1", "kayak", 5, TIMELINE)
+        # the line decoded before is not read again; the other one is, and only it
+        assert store.get("t1", [club.id, kayak.id], with_context=False) == [club, kayak]
+    reads = [sql for sql in seen if "FROM units u" in sql]
+    assert len(reads) == 1 and club.id in reads[0] and kayak.id not in reads[0], reads
+    other = SqliteLexicalStore(tmp_path / "lex.sqlite")  # another writer of the same file
+    edited = kayak.model_copy(update={"persons": ["Ana"]})
+    other.upsert([edited])
+    other.close()
+    with store.one_query():
+        store.search("t1", "kayak", 5, TIMELINE)
+        assert store.get("t1", [kayak.id], with_context=False) == [edited]
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("common_rows", "term_rows"), [(sqlite_bm25.COMMON_ROWS, sqlite_bm25.TERM_ROWS), (2, 1)]
+)
+def test_a_derived_search_takes_a_terms_rows_from_the_statements_bare_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, common_rows: int, term_rows: int
+) -> None:
+    """A tenant alone in its file (nearly): its statements' search walks each term in every row of
+    the file; a search of its derived lines within the same query takes the term's rows from that
+    walk (the latest ``TERM_ROWS`` of its lines where the layer is large) instead of walking it again
+    within the lines' token, and finds what it finds alone."""
+    monkeypatch.setattr(sqlite_search, "COMMON_ROWS", common_rows)
+    monkeypatch.setattr(sqlite_bm25, "TERM_ROWS", term_rows)
+    store = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    facts = [
+        line("t1", f"the garden shed needs paint coat {i}", MemoryKind.FACT, day=1 + i) for i in range(11)
+    ]
+    facts.append(line("t1", "the kayak leans on the shed", MemoryKind.FACT, day=15))
+    store.upsert(facts)
+    store.upsert([line("t1", f"planned a kayak trip {i}", day=20 + i) for i in range(3)])
+    store.upsert([line("t2", "a kayak trip with the club", day=12)])
+    statements = SymbolicFilter()
+    apart = [store.search("t1", "kayak trip", 5, flt) for flt in (statements, TIMELINE)]
+    seen = walks(store)
+    with store.one_query():
+        together = [store.search("t1", "kayak trip", 5, statements)]
+        assert seen and not [sql for sql in seen if " AND (" in sql]  # every term bare
+        seen.clear()
+        together.append(store.search("t1", "kayak trip", 5, TIMELINE))
+    assert together == apart and len(apart[1]) == (3 if term_rows > 1 else 1)
+    assert not seen  # no term walked again within the lines' token
+    store.close()

@@ -27,6 +27,9 @@ class NoVectors:
     def search(self, tenant_id: str, vector: object, limit: int, flt: SymbolicFilter) -> list[Hit]:
         return []
 
+    def vectors(self, tenant_id: str, ids: list[str]) -> dict[str, np.ndarray]:
+        return {}
+
 
 class ZeroEmbedder:
     dim = 4

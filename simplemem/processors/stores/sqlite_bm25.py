@@ -65,11 +65,19 @@ def idf(holding: int, rows: int) -> float:
 class TermRows:
     """One term's part of a walk: its FTS query (``match``) and which of its rows are read: every row
     of the file that holds it (``bare``), else the tenant's, their ``latest`` only (0: all). The
-    same part reads the same rows whatever the other terms of the walk."""
+    same part reads the same rows whatever the other terms of the walk. ``alone``: the term's own
+    FTS query (a part that is not bare is the term's rows within the tenant's token)."""
 
     match: str
     bare: bool = False
     latest: int = 0
+    alone: str = ""
+
+    @property
+    def unbounded(self) -> TermRows | None:
+        """The bare part of the same term (every row of the file that holds it), of which this
+        one's rows are those of the tenant's token, the latest ``latest``; None for a bare part."""
+        return None if self.bare else TermRows(self.alone, True)
 
     def select(self, fts: str, n: int, i: int) -> str:
         """Its rows as ``rowid * n + i`` (``i``: its number of ``n`` terms)."""
@@ -85,7 +93,7 @@ def term_rows(token: str, terms: Sequence[str], latest: int = 0, bare: Sequence[
     return [
         TermRows(fts_term(term), True)
         if i < len(bare) and bare[i]
-        else TermRows(term_match(token, term), latest=latest)
+        else TermRows(term_match(token, term), latest=latest, alone=fts_term(term))
         for i, term in enumerate(terms)
     ]
 

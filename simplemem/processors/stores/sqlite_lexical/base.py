@@ -31,12 +31,10 @@ RowKey = tuple[object, ...]
 @dataclass
 class SearchedRows:
     """What one query's searches have read of the tenant's ``columns`` (search.py): each term's rows
-    of an index, and the ids of the rows its hits named (a rowid stands for the same unit while the
-    columns are the same: a write to the tenant drops them)."""
+    of an index (the same while the columns are the same: a write to the tenant drops them)."""
 
     columns: TenantColumns | None
     walks: dict[tuple[str, TermRows], npt.NDArray[np.int64]] = field(default_factory=dict)
-    keys: dict[int, bytes] = field(default_factory=dict)
 
 
 class SqliteLexicalBase:
@@ -79,38 +77,48 @@ class SqliteLexicalBase:
         *,
         with_context: bool,
     ) -> list[MemoryUnit]:
-        """:func:`read_units`; within :meth:`one_query`, a row decoded before (the same key, document
-        and context: what the file holds now) is not decoded again: in this query, or, a unit
-        without a context, by an earlier query since the tenant's last write (``TenantColumns.lines``)."""
+        """:func:`read_units`; within :meth:`one_query`, a row decoded before in this query (the same
+        key, document and context: what the file holds now) is not decoded again."""
         decoded: dict[RowKey, MemoryUnit] | None = getattr(self._together, "units", None)
         if decoded is None:
             return read_units(rows, tenant_id, with_context=with_context)
         keys: list[RowKey] = [(tenant_id, with_context, *row) for row in rows]
         new = {k: row for k, row in zip(keys, rows, strict=True) if k not in decoded}
-        with self._lock:
-            columns = self._columns.cached(tenant_id)
-        lines = {} if columns is None else columns.lines
-        decoded.update((k, lines[k]) for k in new if k in lines)
-        new = {k: row for k, row in new.items() if k not in decoded}
-        fresh = dict(
+        decoded.update(
             zip(new, read_units(list(new.values()), tenant_id, with_context=with_context), strict=True)
         )
-        decoded.update(fresh)
-        lines.update((k, u) for k, u in fresh.items() if new[k][2] is None)
         return [decoded[k] for k in keys]
 
     def _read_by_ids(self, tenant_id: str, ids: Sequence[str], *, with_context: bool) -> list[MemoryUnit]:
-        """The units by id, in the order asked (those found)."""
+        """The units by id, in the order asked (those found). Within :meth:`one_query`, a unit without
+        a context that an earlier query decoded since the tenant's last write (``TenantColumns.lines``:
+        its derived lines, which an order or a summary question reads by the hundred) is not read from
+        the file again."""
         if not ids:
             return []
-        marks = ",".join("?" * len(ids))
         number = self._number(tenant_id)
+        inside = getattr(self._together, "units", None) is not None
         with self._lock:
-            rows = self._db.execute(
-                f"SELECT u.id, u.doc, c.text FROM units u {JOIN_CONTEXT} WHERE u.tenant_id=? AND u.id IN ({marks})",
-                [tenant_id, number, *map(unit_key, ids)],
-            ).fetchall()
-        by_id = {u.id: u for u in self._decoded(rows, tenant_id, with_context=with_context)}
+            # the columns as they are when the rows are read: a write after drops them, and what is
+            # decoded here goes with them
+            columns = self._columns.cached(tenant_id) if inside else None
+            lines = {} if columns is None else columns.lines
+            by_id = {i: lines[i] for i in ids if i in lines}
+            unread = [unit_key(i) for i in dict.fromkeys(ids) if i not in by_id]
+            marks = ",".join("?" * len(unread))
+            rows = (
+                self._db.execute(
+                    f"SELECT u.id, u.doc, c.text FROM units u {JOIN_CONTEXT} "
+                    f"WHERE u.tenant_id=? AND u.id IN ({marks})",
+                    [tenant_id, number, *unread],
+                ).fetchall()
+                if unread
+                else []
+            )
+        for row, unit in zip(rows, self._decoded(rows, tenant_id, with_context=with_context), strict=True):
+            by_id[unit.id] = unit
+            if row[2] is None:
+                lines[unit.id] = unit
         return [by_id[i] for i in ids if i in by_id]
 
     def _count_words(self, token: str, side: str, rows: int, words: int) -> None:

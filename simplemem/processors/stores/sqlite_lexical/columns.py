@@ -33,6 +33,7 @@ class UnitColumns:
     """A tenant's units by rowid (ascending): each column an array in that order."""
 
     rowid: npt.NDArray[np.int64]
+    key: list[bytes | str]  # the unit's id as stored: what a search's hits are named by
     words: npt.NDArray[np.float64]
     status: npt.NDArray[np.int16]  # the code of the status field (a derived line's kind), see ``codes``
     codes: dict[str, int]
@@ -47,7 +48,7 @@ class UnitColumns:
     def read(cls, db: sqlite3.Connection, number: int) -> UnitColumns:
         rows = db.execute(
             "SELECT rowid, words, COALESCE(status, ?), event_start, COALESCE(event_end, event_start), "
-            "stated_at, COALESCE(context, ?) FROM units WHERE tenant_id = ? ORDER BY rowid",
+            "stated_at, COALESCE(context, ?), id FROM units WHERE tenant_id = ? ORDER BY rowid",
             (MemoryStatus.ACTIVE.value, NO_CONTEXT, number),
         ).fetchall()
         names = [r[2] for r in rows]
@@ -56,6 +57,7 @@ class UnitColumns:
         context = np.array([r[6] for r in rows], dtype=np.int64)
         return cls(
             rowid=np.array([r[0] for r in rows], dtype=np.int64),
+            key=[r[7] for r in rows],
             words=np.array([r[1] for r in rows], dtype=np.float64),
             status=np.array([codes[n] for n in names], dtype=np.int16),
             codes=codes,
@@ -119,10 +121,10 @@ class ContextColumns:
 class TenantColumns:
     units: UnitColumns
     contexts: ContextColumns
-    # the tenant's units without a context as queries decoded them, by their stored row (the
-    # lexical store's ``_decoded``): its derived lines, which every order or summary question reads
-    # by the hundred; they go with the columns, at the tenant's next write
-    lines: dict[tuple[object, ...], MemoryUnit] = field(default_factory=dict, compare=False)
+    # the tenant's units without a context as queries decoded them, by id (the lexical store's
+    # ``_read_by_ids``): its derived lines, which every order or summary question reads by the
+    # hundred; they go with the columns, at the tenant's next write
+    lines: dict[str, MemoryUnit] = field(default_factory=dict, compare=False)
 
     @property
     def rows(self) -> int:

@@ -2,8 +2,9 @@
 score is its own words' plus its context's, under the symbolic filter.
 
 The FTS indexes give each term's matching rowids; the rest is arithmetic over arrays: each row's
-length and the filter's columns come from the tenant's :mod:`.columns`, read once, not from a join
-per match (a few microseconds each, thousands of matches a search in a long history)."""
+length, the filter's columns and the id a hit is named by come from the tenant's :mod:`.columns`,
+read once, not from a join per match (a few microseconds each, thousands of matches a search in a
+long history)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ class SqliteSearch(SqliteLexicalBase):
                 np.concatenate([score, around[1][via[ok]] * CONTEXT_WEIGHT]),
             )
             pos, score = _kept(pos, score, limit)
-        return self._hits(units.rowid[pos], score)
+        return [Hit(unit_id(units.key[p]), s) for p, s in zip(pos.tolist(), score.tolist(), strict=True)]
 
     def _matched(
         self,
@@ -110,13 +111,13 @@ class SqliteSearch(SqliteLexicalBase):
         fts = f"{side}_fts"
         whole = rows >= WHOLE_FILE_SHARE * self._columns.file_rows(side)
         how = self._walk(fts, token, terms, rows, whole=whole)
-        pairs = self._pairs(how)
+        pairs = self._pairs(how, in_layer)
         if whole:
             pairs = pairs[in_layer(pairs[:, 0])]
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
 
     def _together_rows(self, columns: TenantColumns | None = None) -> SearchedRows | None:
-        """What this thread's :meth:`one_query` has walked and named (None: outside one), for the
+        """What this thread's :meth:`one_query` has walked (None: outside one), for the
         tenant's ``columns`` (other columns than the last search's: it is forgotten, since a write
         to the tenant drops its columns)."""
         held: SearchedRows | None = getattr(self._together, "rows", None)
@@ -125,15 +126,25 @@ class SqliteSearch(SqliteLexicalBase):
         self._together.rows = SearchedRows(columns)
         return self._together.rows
 
-    def _pairs(self, how: Walk) -> npt.NDArray[np.int64]:
+    def _pairs(
+        self, how: Walk, in_layer: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]]
+    ) -> npt.NDArray[np.int64]:
         """The (rowid, term's number) matches of a walk; within :meth:`one_query`, a term's rows
         read before by this thread are not walked again: they are the same whatever else a search
-        asks (:class:`TermRows`), so each search returns what it returns alone."""
+        asks (:class:`TermRows`), so each search returns what it returns alone. A term walked within
+        the tenant's token (``in_layer``: which rowids are the token's) whose every row in the file
+        was walked before (a statements' search of a tenant alone in its file walks its terms bare)
+        is taken from those rows: a derived line's search asks the same words."""
         held = self._together_rows()
         if held is None:
             return found_pairs(self._db.execute(how.match_sql, how.match_args).fetchone()[0], len(how.parts))
         read = held.walks
         unread = [part for part in dict.fromkeys(how.parts) if (how.fts, part) not in read]
+        for part in unread:
+            every = read.get((how.fts, part.unbounded)) if part.unbounded is not None else None
+            if every is not None:
+                read[(how.fts, part)] = latest_rows(every[in_layer(every)], part.latest)
+        unread = [part for part in unread if (how.fts, part) not in read]
         if unread:
             sql, args = union(how.fts, unread)
             found = found_pairs(self._db.execute(sql, args).fetchone()[0], len(unread))
@@ -162,26 +173,6 @@ class SqliteSearch(SqliteLexicalBase):
         ).fetchall()
         return np.unique(np.array([r[0] for r in rows], dtype=np.int64))
 
-    def _hits(self, rowids: npt.NDArray[np.int64], scores: npt.NDArray[np.float64]) -> list[Hit]:
-        """The units' ids for their rowids, as hits in this order (within :meth:`one_query`, a
-        rowid named before is not looked up again)."""
-        if not len(rowids):
-            return []
-        held = self._together_rows()
-        keys = {} if held is None else held.keys
-        unknown = [r for r in rowids.tolist() if r not in keys]
-        if unknown:
-            marks = ",".join("?" * len(unknown))
-            with self._lock:
-                keys.update(
-                    self._db.execute(f"SELECT rowid, id FROM units WHERE rowid IN ({marks})", unknown)
-                )
-        return [
-            Hit(unit_id(keys[r]), s)
-            for r, s in zip(rowids.tolist(), scores.tolist(), strict=True)
-            if r in keys
-        ]
-
     def _sizes(self, tenant_id: str, own_token: str) -> dict[str, tuple[int, float]]:
         """Per index, the rows of the layer searched and their mean length (BM25's N and average
         length): the units' of ``own_token``, the tenant's contexts'."""
@@ -194,6 +185,14 @@ class SqliteSearch(SqliteLexicalBase):
             if (side, token) in wanted:
                 sizes[side] = (rows, words / rows if rows > 0 else 1.0)
         return sizes
+
+
+def latest_rows(rowids: npt.NDArray[np.int64], latest: int) -> npt.NDArray[np.int64]:
+    """The ``latest`` highest of ``rowids`` (0: all), highest first (what ``ORDER BY rowid DESC
+    LIMIT`` returns)."""
+    if not latest:
+        return rowids
+    return np.sort(rowids)[::-1][:latest]
 
 
 def summed_at(pos: npt.NDArray[np.intp], weight: npt.NDArray[np.float64]) -> Scored:

@@ -1,0 +1,158 @@
+"""An embedded query embeds its question (and an order question's aspects) on a thread of its own
+while its words are searched: the same answer as in order, the vectors asked for once each, and the
+statements' BM25 search asked before the question's vector is waited for."""
+
+from __future__ import annotations
+
+import threading
+import zlib
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from simplemem.processors.retrieval import retriever as retriever_module
+from simplemem.processors.retrieval.config import RetrievalConfig
+from simplemem.processors.retrieval.fanout import FanOut
+from simplemem.processors.retrieval.plan import plan
+from simplemem.processors.retrieval.retriever import Retriever, spare_core
+from simplemem.processors.retrieval.search import IndexSearch
+from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
+from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
+from simplemem.schemas.memory import MemoryKind, MemoryUnit
+from simplemem.schemas.query import QueryRequest
+
+DIM = 8
+ORDER = "In what order did I bring up the budget tracker features, the security review and the kayak trip?"
+
+
+class ThreadNoting:
+    """Vectors from the text's words (a shared word: a closer vector); each call noted with its thread."""
+
+    dim = DIM
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, list[str]]] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.calls.append((threading.current_thread().name, list(texts)))
+        out = np.zeros((len(texts), DIM), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                out[i, zlib.crc32(word.encode()) % DIM] += 1.0
+        return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+
+def memory(text: str, day: int, kind: MemoryKind = MemoryKind.FACT) -> MemoryUnit:
+    return MemoryUnit.build(
+        tenant_id="t",
+        text=text,
+        kind=kind,
+        source_ids=[f"t:{day}:{text[:12]}"],
+        stated_at=f"2026-01-{day:02d}T10:00:00+00:00",
+        session_id=f"s{day % 3}",
+    )
+
+
+@pytest.fixture
+def stores(tmp_path: Path) -> Iterator[tuple[SqliteLexicalStore, SqliteVectorStore]]:
+    texts = [
+        ("I added budget tracker features: categories and monthly totals", MemoryKind.TIMELINE),
+        ("I asked for a security review of the login", MemoryKind.TIMELINE),
+        ("I planned a kayak trip with the club", MemoryKind.TIMELINE),
+        ("The budget tracker stores passwords hashed", MemoryKind.FACT),
+        ("The kayak trip moved to June", MemoryKind.FACT),
+        ("The security review found two issues", MemoryKind.FACT),
+    ]
+    units = [memory(text, 10 + i, kind) for i, (text, kind) in enumerate(texts)]
+    lexical = SqliteLexicalStore(tmp_path / "lexical.db")
+    vectors = SqliteVectorStore(tmp_path / "vectors.db", DIM)
+    lexical.upsert(units)
+    vectors.upsert(units, ThreadNoting().encode([u.text for u in units]))
+    yield lexical, vectors
+    lexical.close()
+    vectors.close()
+
+
+def test_the_question_embedded_ahead_gets_the_answer_it_gets_in_order(
+    stores: tuple[SqliteLexicalStore, SqliteVectorStore],
+) -> None:
+    lexical, vectors = stores
+    request = QueryRequest(tenant_id="t", query=ORDER)
+    in_order = ThreadNoting()
+    expected = Retriever(RetrievalConfig(), lexical, vectors, in_order).query(request)
+    ahead = ThreadNoting()
+    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
+        got = Retriever(
+            RetrievalConfig(), lexical, vectors, ahead, embed_pool=pool, spare_core=lambda: True
+        ).query(request)
+    assert got.context == expected.context and "kayak" in got.context
+    assert [(m.id, m.score) for m in got.memories] == [(m.id, m.score) for m in expected.memories]
+    # the question, then its aspects: each asked once, on the pool's thread (in order: the caller's)
+    assert [texts for _, texts in ahead.calls] == [texts for _, texts in in_order.calls]
+    assert len(ahead.calls) == 2 and len(ahead.calls[1][1]) == 3
+    assert all(name.startswith("embed-ahead") for name, _ in ahead.calls)
+    assert all(name == threading.current_thread().name for name, _ in in_order.calls)
+
+
+def test_the_statements_words_are_searched_before_the_question_vector_is_waited_for(
+    stores: tuple[SqliteLexicalStore, SqliteVectorStore],
+) -> None:
+    lexical, vectors = stores
+    seen: list[str] = []
+
+    class Noting(SqliteLexicalStore):
+        def search(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            seen.append("words")
+            return super().search(*args, **kwargs)
+
+    noting = Noting.__new__(Noting)
+    noting.__dict__.update(lexical.__dict__)
+    planned = plan(
+        QueryRequest(tenant_id="t", query="When did the kayak trip move?"), None, RetrievalConfig(), list
+    )
+
+    def qvec() -> np.ndarray:
+        seen.append("vector")
+        return ThreadNoting().encode([planned.search_text])[0]
+
+    ranked, _ = IndexSearch(noting, vectors, FanOut()).ranking(planned, qvec, {})
+    assert seen[:2] == ["words", "vector"]
+    assert ranked
+
+
+def test_without_a_spare_core_the_question_is_embedded_in_order_on_the_callers_thread(
+    stores: tuple[SqliteLexicalStore, SqliteVectorStore],
+) -> None:
+    lexical, vectors = stores
+    request = QueryRequest(tenant_id="t", query=ORDER)
+    expected = Retriever(RetrievalConfig(), lexical, vectors, ThreadNoting()).query(request)
+    busy = ThreadNoting()
+    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
+        got = Retriever(
+            RetrievalConfig(), lexical, vectors, busy, embed_pool=pool, spare_core=lambda: False
+        ).query(request)
+    assert got.context == expected.context
+    assert len(busy.calls) == 2 and all(name == threading.current_thread().name for name, _ in busy.calls)
+
+
+@pytest.mark.parametrize(
+    ("load", "cores", "spare"),
+    [(0.7, 2, True), (1.9, 2, True), (2.0, 2, False), (6.5, 2, False), (3.0, 8, True)],
+)
+def test_a_core_is_spare_while_the_load_average_is_below_the_cores(
+    monkeypatch: pytest.MonkeyPatch, load: float, cores: int, spare: bool
+) -> None:
+    monkeypatch.setattr(retriever_module.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(retriever_module.os, "cpu_count", lambda: cores)
+    assert spare_core() is spare
+
+
+def test_without_a_load_average_a_core_is_taken_as_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    def missing() -> tuple[float, float, float]:
+        raise OSError("no load average")
+
+    monkeypatch.setattr(retriever_module.os, "getloadavg", missing)
+    assert spare_core()
