@@ -178,6 +178,11 @@ def test_an_answers_opening_courtesies_are_not_its_gist() -> None:
     [
         ("In what order did we set up the database, the login and the deployment?", QuestionForm.ORDER),
         ("Which came first, the login page or the charts?", QuestionForm.ORDER),
+        ("What was the timeline of the kitchen renovation?", QuestionForm.ORDER),
+        ("Walk me through the sequence of fixes for the login bug.", QuestionForm.ORDER),
+        # a noun that names an order is the subject of a summary asked for
+        ("Can you give me a summary of how my pilot's timeline and tasks changed?", QuestionForm.SUMMARY),
+        ("Summarize, in order, how the garden plan changed.", QuestionForm.ORDER),
         ("Give me an overview of everything we did on the garden plan.", QuestionForm.SUMMARY),
         ("Summarize how my thesis evolved.", QuestionForm.SUMMARY),
         ("How has my training plan progressed?", QuestionForm.SUMMARY),

@@ -6,7 +6,9 @@ they are made) and what share of the context's budget they may take; the stateme
 - **order** ("in what order did I ...", "what came first", "the sequence of ...") and **summary**
   ("summarize ...", "give me an overview", "how has my project progressed") read the timeline: the
   dated lines of what the user brought up that match the question, from the sessions that hold the
-  subject, each as a digest (the words that carry its subject), shown in date order;
+  subject, each as a digest (the words that carry its subject), shown in date order; a noun that names
+  an order ("timeline", "sequence") asks for one only outside a request for a summary ("a summary of
+  how my project timeline changed" is a summary: the noun is part of its subject);
 - **list** ("how many ...", "list all ...", "which ... have I") reads a digest of the moments on its
   subject (a count is spread over many messages; in a conversation with an assistant) beside the
   statements that hold the details; **lookup** reads, asked in the first person, the profile lines
@@ -59,11 +61,15 @@ class QuestionForm(StrEnum):
 
 
 _ORDER = re.compile(
-    r"\b(?:in (?:what|which|the) order|order (?:in which|of)|in order\b|sequence|chronolog\w*|timeline|"
+    r"\b(?:in (?:what|which|the) order|order (?:in which|of)|in order\b|chronolog\w*|"
     r"which (?:\w+ )?(?:came|happened|did I \w+) first|what (?:came|happened) (?:first|next|after|before)|"
-    r"progression|step by step history)",
+    r"step by step history)",
     re.IGNORECASE,
 )
+# Nouns that name an order ("the timeline", "the sequence of ..."): they ask for one in a question that
+# asks for nothing else, but in a request for a summary they are part of its subject ("a summary of how
+# my project timeline and tasks have changed" wants the summary)
+_ORDER_NOUNS = re.compile(r"\b(?:sequence|timeline|progression)\b", re.IGNORECASE)
 _SUMMARY = re.compile(
     r"\b(?:summar\w+|overview|recap|brief me|sum up|comprehensive (?:summary|overview|account)|"
     r"how (?:has|have|did) (?:my|our|the) [\w\s-]{1,40}? (?:progress|evolve|develop|go)\w*|"
@@ -107,6 +113,7 @@ def question_form(query: str) -> QuestionForm:
     for kind, rule in (
         (QuestionForm.ORDER, _ORDER),
         (QuestionForm.SUMMARY, _SUMMARY),
+        (QuestionForm.ORDER, _ORDER_NOUNS),
         (QuestionForm.DURATION, _DURATION),
         (QuestionForm.LIST, _LIST),
         (QuestionForm.RECALL, _RECALL),
