@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ import numpy as np
 import orjson
 import pytest
 
+from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.lifecycle.derived import compact, derive_window, reply_gist, subject_words
+from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.derived import (
     PLANS,
     Level,
@@ -26,6 +29,7 @@ from simplemem.processors.retrieval.derived import (
     gather_level,
     question_form,
 )
+from simplemem.processors.retrieval.render import build_context, digests
 from simplemem.processors.retrieval.threads import focused
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
@@ -617,20 +621,26 @@ def test_an_order_or_a_summary_reads_a_long_span_whole(tmp_path: Path) -> None:
     }
 
 
-def test_a_count_reads_two_dozen_moments_in_four_words(tmp_path: Path) -> None:
-    """A count spread over many messages: two dozen moments on its subject, each four words that carry
-    it, rather than a dozen in six."""
+def test_a_count_reads_dozens_of_moments_in_four_words_within_most_of_the_budget(tmp_path: Path) -> None:
+    """A count spread over many messages: five dozen moments on its subject, each four words that carry
+    it, rather than a dozen in six; and they may take most of the context (each cites its message in a
+    few tokens, where a statement costs dozens), so that over forty of them fit."""
     lines = timeline(
         [
             f"user: I'm trying to plan raised garden beds for tomatoes this spring {i} — assistant: Fine"
-            for i in range(30)
+            for i in range(70)
         ]
     )
-    with timeline_searches(tmp_path, lines, 0.01, "How many garden beds did I plan?") as search:
+    asked = "How many garden beds did I plan?"
+    with timeline_searches(tmp_path, lines, 0.01, asked) as search:
         level = plan_level(QuestionForm.LIST)
         found = [line for line, _ in gather_level(search, level)]
-    assert len(found) == 24
+    assert len(found) == 60
     assert {line.text for line in found} == {"user: plan raised garden beds"}
+    share = PLANS[QuestionForm.LIST].share
+    joined = digests([(line, 1.0) for line in found])
+    budget = Budget(int(550 * share), level.line_tokens, count_tokens)
+    assert len(fit(found, asked, budget, partial(build_context, joined=joined), joined)) > 40
 
 
 def test_a_lookup_reads_an_instruction_that_governs_its_answer_in_other_words(tmp_path: Path) -> None:

@@ -216,8 +216,9 @@ _ADVICE_LEVELS = (
     replace(_TIMELINE, lines=3, request_words=16, min_cosine=0.4, diverse=False),
 )
 # A count or a list is spread over many messages: a digest of the moments on its subject cites them
-# in a few tokens each, beside the statements that hold the details.
-_LIST_TIMELINE = replace(_TIMELINE, lines=24, request_words=4, digest=True, exchanges_only=True)
+# in a few tokens each (a statement costs dozens), so they may take most of the context, beside the
+# statements that hold the details.
+_LIST_TIMELINE = replace(_TIMELINE, lines=60, request_words=4, digest=True, exchanges_only=True)
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
     # (in digests: the words that carry each moment's subject, not how it was asked); the moments
@@ -277,9 +278,10 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
         ),
         0.4,
     ),
-    # a count, a list or a lookup is answered by statements; of the derived memory it reads the
+    # a count or a list: the standing instructions close to it and the moments on its subject, in most
+    # of the budget (above); a lookup is answered by statements: of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
-    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.25),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.6),
     QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
     QuestionForm.LOOKUP: DerivedPlan(
         (
