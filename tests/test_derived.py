@@ -643,6 +643,26 @@ def test_a_count_reads_dozens_of_moments_in_four_words_within_most_of_the_budget
     assert len(fit(found, asked, budget, partial(build_context, joined=joined), joined)) > 40
 
 
+def test_advice_reads_a_dozen_earlier_requests_on_its_subject_as_digests(tmp_path: Path) -> None:
+    """A request for advice is tailored by what the user asked before on its subject: a dozen of those
+    requests, each in the six words that carry it (citing the request alone), where three whole lines
+    took the same tokens."""
+    lines = timeline(
+        [
+            f"user: I'm kinda trying to figure out the watering schedule for raised garden bed {i} near the "
+            "fence this spring — assistant: Fine"
+            for i in range(15)
+        ]
+    )
+    asked = "How should I plan the watering of my garden beds?"
+    assert question_form(asked) == QuestionForm.ADVICE
+    with timeline_searches(tmp_path, lines, 0.01, asked) as search:
+        found = [line for line, _ in gather_level(search, plan_level(QuestionForm.ADVICE))]
+    assert len(found) == 12
+    assert all(line.text.startswith("user: watering schedule raised garden bed") for line in found)
+    assert all(len(line.text.split()) == 1 + 6 and len(line.source_ids) == 1 for line in found)
+
+
 def test_a_lookup_reads_an_instruction_that_governs_its_answer_in_other_words(tmp_path: Path) -> None:
     """ "When is my meeting at the studio?" and "Always format dates as MM/DD/YYYY when I ask about
     scheduling details" share no word and are only loosely alike in meaning: a lookup (and a

@@ -15,7 +15,8 @@ they are made) and what share of the context's budget they may take; the stateme
   close to it: the statements hold its answer (a timeline line repeats one and costs its tokens);
 - **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
   you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
-  the task and what the user asked before on the subject, so the answer follows them;
+  the task and what the user asked before on the subject (a dozen requests, as digests), so the answer
+  follows them;
 - **recall** ("how did you recommend ...", "what did you suggest for ...", "what steps did you give me
   ...": what the assistant said before) reads the closest exchanges as digests, each citing the request
   and the answer it recalls; asked in the past tense, it is not a request for new advice;
@@ -212,8 +213,11 @@ _LOOSE_INSTRUCTIONS = replace(_INSTRUCTIONS, lines=3, min_cosine=0.2)
 _ADVICE_LEVELS = (
     replace(_INSTRUCTIONS, lines=3, min_cosine=0.0),
     Level((MemoryKind.PREFERENCE,), 2, 48, min_cosine=0.3),
-    # what the user asked before on the subject tailors advice as much as what they said they like
-    replace(_TIMELINE, lines=3, request_words=16, min_cosine=0.4, diverse=False),
+    # what the user asked before on the subject tailors advice as much as what they said they like; a
+    # request that weighs several things ("considering my deadlines, the call and my interview notes")
+    # draws on many of them: a dozen as digests of their request cite them in the tokens three whole
+    # lines took
+    replace(_TIMELINE, lines=12, request_words=6, min_cosine=0.4, diverse=False, digest=True),
 )
 # A count or a list is spread over many messages: a digest of the moments on its subject cites them
 # in a few tokens each (a statement costs dozens), so they may take most of the context, beside the
@@ -282,7 +286,7 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     # of the budget (above); a lookup is answered by statements: of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
     QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.6),
-    QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
+    QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.5),
     QuestionForm.LOOKUP: DerivedPlan(
         (
             _LOOSE_INSTRUCTIONS,
