@@ -473,7 +473,7 @@ def test_a_digest_line_shows_both_sides_and_cites_what_it_shows() -> None:
 
 def test_a_list_reads_the_exchanges_with_an_assistant_not_the_lines_between_people(tmp_path: Path) -> None:
     """Between people a timeline line is one message's first words, which its statements hold; a list
-    question reads only the lines of a request and its answer, as digests."""
+    question (and a request for advice) reads only the lines of a request and its answer, as digests."""
     exchange = unit(
         "user: I'm trying to plan the garden beds — assistant: Start with raised beds",
         MemoryKind.TIMELINE,
@@ -494,6 +494,9 @@ def test_a_list_reads_the_exchanges_with_an_assistant_not_the_lines_between_peop
     found = [line for line, _ in gather_level(search, list_timeline)]
     assert [line.id for line in found] == [exchange.id]
     assert found[0].text == "user: plan garden beds" and found[0].source_ids == ["m1"]
+    # so does a request for advice: what the user asked before, not what was said between people
+    advice = [line for line, _ in gather_level(search, plan_level(QuestionForm.ADVICE))]
+    assert [line.id for line in advice] == [exchange.id]
     lexical.close()
     vectors.close()
 

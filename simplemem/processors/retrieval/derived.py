@@ -216,8 +216,10 @@ _ADVICE_LEVELS = (
     # what the user asked before on the subject tailors advice as much as what they said they like; a
     # request that weighs several things ("considering my deadlines, the call and my interview notes")
     # draws on many of them: a dozen as digests of their request cite them in the tokens three whole
-    # lines took
-    replace(_TIMELINE, lines=12, request_words=6, min_cosine=0.4, diverse=False, digest=True),
+    # lines took (between people a line is one message's first words, which its statements hold)
+    replace(
+        _TIMELINE, lines=12, request_words=6, min_cosine=0.4, diverse=False, digest=True, exchanges_only=True
+    ),
 )
 # A count or a list is spread over many messages: a digest of the moments on its subject cites them
 # in a few tokens each (a statement costs dozens), so they may take most of the context, beside the
