@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ import numpy as np
 import orjson
 import pytest
 
+from simplemem.processors.language.tokens import count_tokens
 from simplemem.processors.lifecycle.derived import compact, derive_window, reply_gist, subject_words
+from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.derived import (
     PLANS,
     Level,
@@ -26,6 +29,7 @@ from simplemem.processors.retrieval.derived import (
     gather_level,
     question_form,
 )
+from simplemem.processors.retrieval.render import build_context, digests
 from simplemem.processors.retrieval.threads import focused
 from simplemem.processors.stores.protocols import SymbolicFilter
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
@@ -178,6 +182,11 @@ def test_an_answers_opening_courtesies_are_not_its_gist() -> None:
     [
         ("In what order did we set up the database, the login and the deployment?", QuestionForm.ORDER),
         ("Which came first, the login page or the charts?", QuestionForm.ORDER),
+        ("What was the timeline of the kitchen renovation?", QuestionForm.ORDER),
+        ("Walk me through the sequence of fixes for the login bug.", QuestionForm.ORDER),
+        # a noun that names an order is the subject of a summary asked for
+        ("Can you give me a summary of how my pilot's timeline and tasks changed?", QuestionForm.SUMMARY),
+        ("Summarize, in order, how the garden plan changed.", QuestionForm.ORDER),
         ("Give me an overview of everything we did on the garden plan.", QuestionForm.SUMMARY),
         ("Summarize how my thesis evolved.", QuestionForm.SUMMARY),
         ("How has my training plan progressed?", QuestionForm.SUMMARY),
@@ -464,7 +473,7 @@ def test_a_digest_line_shows_both_sides_and_cites_what_it_shows() -> None:
 
 def test_a_list_reads_the_exchanges_with_an_assistant_not_the_lines_between_people(tmp_path: Path) -> None:
     """Between people a timeline line is one message's first words, which its statements hold; a list
-    question reads only the lines of a request and its answer, as digests."""
+    question (and a request for advice) reads only the lines of a request and its answer, as digests."""
     exchange = unit(
         "user: I'm trying to plan the garden beds — assistant: Start with raised beds",
         MemoryKind.TIMELINE,
@@ -485,6 +494,9 @@ def test_a_list_reads_the_exchanges_with_an_assistant_not_the_lines_between_peop
     found = [line for line, _ in gather_level(search, list_timeline)]
     assert [line.id for line in found] == [exchange.id]
     assert found[0].text == "user: plan garden beds" and found[0].source_ids == ["m1"]
+    # so does a request for advice: what the user asked before, not what was said between people
+    advice = [line for line, _ in gather_level(search, plan_level(QuestionForm.ADVICE))]
+    assert [line.id for line in advice] == [exchange.id]
     lexical.close()
     vectors.close()
 
@@ -612,20 +624,46 @@ def test_an_order_or_a_summary_reads_a_long_span_whole(tmp_path: Path) -> None:
     }
 
 
-def test_a_count_reads_two_dozen_moments_in_four_words(tmp_path: Path) -> None:
-    """A count spread over many messages: two dozen moments on its subject, each four words that carry
-    it, rather than a dozen in six."""
+def test_a_count_reads_dozens_of_moments_in_four_words_within_most_of_the_budget(tmp_path: Path) -> None:
+    """A count spread over many messages: five dozen moments on its subject, each four words that carry
+    it, rather than a dozen in six; and they may take most of the context (each cites its message in a
+    few tokens, where a statement costs dozens), so that over forty of them fit."""
     lines = timeline(
         [
             f"user: I'm trying to plan raised garden beds for tomatoes this spring {i} — assistant: Fine"
-            for i in range(30)
+            for i in range(70)
         ]
     )
-    with timeline_searches(tmp_path, lines, 0.01, "How many garden beds did I plan?") as search:
+    asked = "How many garden beds did I plan?"
+    with timeline_searches(tmp_path, lines, 0.01, asked) as search:
         level = plan_level(QuestionForm.LIST)
         found = [line for line, _ in gather_level(search, level)]
-    assert len(found) == 24
+    assert len(found) == 60
     assert {line.text for line in found} == {"user: plan raised garden beds"}
+    share = PLANS[QuestionForm.LIST].share
+    joined = digests([(line, 1.0) for line in found])
+    budget = Budget(int(550 * share), level.line_tokens, count_tokens)
+    assert len(fit(found, asked, budget, partial(build_context, joined=joined), joined)) > 40
+
+
+def test_advice_reads_a_dozen_earlier_requests_on_its_subject_as_digests(tmp_path: Path) -> None:
+    """A request for advice is tailored by what the user asked before on its subject: a dozen of those
+    requests, each in the six words that carry it (citing the request alone), where three whole lines
+    took the same tokens."""
+    lines = timeline(
+        [
+            f"user: I'm kinda trying to figure out the watering schedule for raised garden bed {i} near the "
+            "fence this spring — assistant: Fine"
+            for i in range(15)
+        ]
+    )
+    asked = "How should I plan the watering of my garden beds?"
+    assert question_form(asked) == QuestionForm.ADVICE
+    with timeline_searches(tmp_path, lines, 0.01, asked) as search:
+        found = [line for line, _ in gather_level(search, plan_level(QuestionForm.ADVICE))]
+    assert len(found) == 12
+    assert all(line.text.startswith("user: watering schedule raised garden bed") for line in found)
+    assert all(len(line.text.split()) == 1 + 6 and len(line.source_ids) == 1 for line in found)
 
 
 def test_a_lookup_reads_an_instruction_that_governs_its_answer_in_other_words(tmp_path: Path) -> None:

@@ -6,14 +6,17 @@ they are made) and what share of the context's budget they may take; the stateme
 - **order** ("in what order did I ...", "what came first", "the sequence of ...") and **summary**
   ("summarize ...", "give me an overview", "how has my project progressed") read the timeline: the
   dated lines of what the user brought up that match the question, from the sessions that hold the
-  subject, each as a digest (the words that carry its subject), shown in date order;
+  subject, each as a digest (the words that carry its subject), shown in date order; a noun that names
+  an order ("timeline", "sequence") asks for one only outside a request for a summary ("a summary of
+  how my project timeline changed" is a summary: the noun is part of its subject);
 - **list** ("how many ...", "list all ...", "which ... have I") reads a digest of the moments on its
   subject (a count is spread over many messages; in a conversation with an assistant) beside the
   statements that hold the details; **lookup** reads, asked in the first person, the profile lines
   close to it: the statements hold its answer (a timeline line repeats one and costs its tokens);
 - **advice** (a request for help, code or a recommendation: "can you show me how to ...", "what would
   you suggest", "how should I ...") reads the user's standing instructions, the preferences close to
-  the task and what the user asked before on the subject, so the answer follows them;
+  the task and what the user asked before on the subject (a dozen requests, as digests), so the answer
+  follows them;
 - **recall** ("how did you recommend ...", "what did you suggest for ...", "what steps did you give me
   ...": what the assistant said before) reads the closest exchanges as digests, each citing the request
   and the answer it recalls; asked in the past tense, it is not a request for new advice;
@@ -59,11 +62,15 @@ class QuestionForm(StrEnum):
 
 
 _ORDER = re.compile(
-    r"\b(?:in (?:what|which|the) order|order (?:in which|of)|in order\b|sequence|chronolog\w*|timeline|"
+    r"\b(?:in (?:what|which|the) order|order (?:in which|of)|in order\b|chronolog\w*|"
     r"which (?:\w+ )?(?:came|happened|did I \w+) first|what (?:came|happened) (?:first|next|after|before)|"
-    r"progression|step by step history)",
+    r"step by step history)",
     re.IGNORECASE,
 )
+# Nouns that name an order ("the timeline", "the sequence of ..."): they ask for one in a question that
+# asks for nothing else, but in a request for a summary they are part of its subject ("a summary of how
+# my project timeline and tasks have changed" wants the summary)
+_ORDER_NOUNS = re.compile(r"\b(?:sequence|timeline|progression)\b", re.IGNORECASE)
 _SUMMARY = re.compile(
     r"\b(?:summar\w+|overview|recap|brief me|sum up|comprehensive (?:summary|overview|account)|"
     r"how (?:has|have|did) (?:my|our|the) [\w\s-]{1,40}? (?:progress|evolve|develop|go)\w*|"
@@ -107,6 +114,7 @@ def question_form(query: str) -> QuestionForm:
     for kind, rule in (
         (QuestionForm.ORDER, _ORDER),
         (QuestionForm.SUMMARY, _SUMMARY),
+        (QuestionForm.ORDER, _ORDER_NOUNS),
         (QuestionForm.DURATION, _DURATION),
         (QuestionForm.LIST, _LIST),
         (QuestionForm.RECALL, _RECALL),
@@ -205,12 +213,18 @@ _LOOSE_INSTRUCTIONS = replace(_INSTRUCTIONS, lines=3, min_cosine=0.2)
 _ADVICE_LEVELS = (
     replace(_INSTRUCTIONS, lines=3, min_cosine=0.0),
     Level((MemoryKind.PREFERENCE,), 2, 48, min_cosine=0.3),
-    # what the user asked before on the subject tailors advice as much as what they said they like
-    replace(_TIMELINE, lines=3, request_words=16, min_cosine=0.4, diverse=False),
+    # what the user asked before on the subject tailors advice as much as what they said they like; a
+    # request that weighs several things ("considering my deadlines, the call and my interview notes")
+    # draws on many of them: a dozen as digests of their request cite them in the tokens three whole
+    # lines took (between people a line is one message's first words, which its statements hold)
+    replace(
+        _TIMELINE, lines=12, request_words=6, min_cosine=0.4, diverse=False, digest=True, exchanges_only=True
+    ),
 )
 # A count or a list is spread over many messages: a digest of the moments on its subject cites them
-# in a few tokens each, beside the statements that hold the details.
-_LIST_TIMELINE = replace(_TIMELINE, lines=24, request_words=4, digest=True, exchanges_only=True)
+# in a few tokens each (a statement costs dozens), so they may take most of the context, beside the
+# statements that hold the details.
+_LIST_TIMELINE = replace(_TIMELINE, lines=60, request_words=4, digest=True, exchanges_only=True)
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
     # (in digests: the words that carry each moment's subject, not how it was asked); the moments
@@ -270,10 +284,11 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
         ),
         0.4,
     ),
-    # a count, a list or a lookup is answered by statements; of the derived memory it reads the
+    # a count or a list: the standing instructions close to it and the moments on its subject, in most
+    # of the budget (above); a lookup is answered by statements: of the derived memory it reads the
     # standing instructions close to it and, asked in the first person, what the user said of themself
-    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.25),
-    QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.35),
+    QuestionForm.LIST: DerivedPlan((_INSTRUCTIONS, _LIST_TIMELINE), 0.6),
+    QuestionForm.ADVICE: DerivedPlan(_ADVICE_LEVELS, 0.5),
     QuestionForm.LOOKUP: DerivedPlan(
         (
             _LOOSE_INSTRUCTIONS,
