@@ -225,6 +225,8 @@ _ADVICE_LEVELS = (
 # in a few tokens each (a statement costs dozens), so they may take most of the context, beside the
 # statements that hold the details.
 _LIST_TIMELINE = replace(_TIMELINE, lines=60, request_words=4, digest=True, exchanges_only=True)
+# An order or a summary reads a subject's whole span: digests, every line of its thread's sessions
+_SPAN = replace(_TIMELINE, digest=True, whole_sessions=True)
 PLANS: dict[QuestionForm, DerivedPlan] = {
     # an order or a summary is as good as the span it covers: many short lines, not a few whole ones
     # (in digests: the words that carry each moment's subject, not how it was asked); the moments
@@ -235,31 +237,14 @@ PLANS: dict[QuestionForm, DerivedPlan] = {
     QuestionForm.ORDER: DerivedPlan(
         (
             _INSTRUCTIONS,
-            replace(
-                _TIMELINE,
-                lines=140,
-                request_words=5,
-                digest=True,
-                head_lines=20,
-                tail_words=(2, 0),
-                whole_sessions=True,
-            ),
+            replace(_SPAN, lines=140, request_words=5, head_lines=20, tail_words=(2, 0)),
         ),
         0.95,
     ),
     QuestionForm.SUMMARY: DerivedPlan(
         (
             _INSTRUCTIONS,
-            replace(
-                _TIMELINE,
-                lines=120,
-                request_words=4,
-                reply_words=3,
-                digest=True,
-                head_lines=10,
-                tail_words=(2, 1),
-                whole_sessions=True,
-            ),
+            replace(_SPAN, lines=120, request_words=4, reply_words=3, head_lines=10, tail_words=(2, 1)),
         ),
         0.95,
     ),
