@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
@@ -49,10 +51,14 @@ class Threads:
     def sessions(self, thread: int) -> list[str]:
         return [s for s, t in self.thread_of.items() if t == thread]
 
+    @cached_property
+    def _sizes(self) -> Counter[int]:
+        return Counter(self.thread_of.values())
+
     def size(self, session: str | None) -> int:
         """How many sessions the thread of ``session`` holds (1 for a session it does not know)."""
         thread = self.thread_of.get(session) if session is not None else None
-        return 1 if thread is None else sum(1 for t in self.thread_of.values() if t == thread)
+        return 1 if thread is None else self._sizes[thread]
 
 
 NO_THREADS = Threads()  # a tenant's sessions not grouped: each its own thread
@@ -126,24 +132,16 @@ def focused_sessions(
         if thread is not None:
             by_thread.setdefault(thread, []).append(relevance[uid])
     heaviest = max(weight.values(), default=0.0)
-    alone = {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest and threads.size(s) < 2}
+    kept = {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest}  # the session rule
     if not by_thread:
-        return alone
+        return kept
     score = {t: sum(sorted(found, reverse=True)[:THREAD_BEST_LINES]) for t, found in by_thread.items()}
     top = max(sorted(score), key=score.__getitem__)
     subject = threads.sessions(top)
     second = max((v for t, v in score.items() if t != top), default=0.0)
     if len(subject) < 2 or second > THREAD_MARGIN * score[top]:
-        return {s for s in weight if weight[s] >= SESSION_FOCUS * heaviest}
-    return {*subject, *alone}
-
-
-def focused(
-    pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads = NO_THREADS
-) -> list[str]:
-    """The lines of ``pool`` from the sessions that hold its subject (:func:`focused_sessions`)."""
-    sessions = focused_sessions(pool, relevance, units, threads)
-    return [uid for uid in pool if units[uid].session_id in sessions]
+        return kept
+    return {*subject, *(s for s in kept if threads.size(s) < 2)}
 
 
 class TenantThreads:
