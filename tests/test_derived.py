@@ -446,7 +446,7 @@ def test_a_timeline_keeps_to_the_sessions_that_hold_its_subject() -> None:
     units = {u.id: u for u in [line("a", "s1"), line("b", "s1"), line("c", "s2"), line("d", "s3")]}
     a, b, c, d = units
     relevance = {a: 1.0, b: 0.9, c: 0.6, d: 0.2}
-    assert focused_sessions([a, b, c, d], relevance, units, NO_THREADS) == {"s1", "s2"}
+    assert focused_sessions([a, b, c, d], relevance, units, NO_THREADS, np.ones(3)) == {"s1", "s2"}
 
 
 def test_a_digest_keeps_the_words_that_carry_the_subject() -> None:

@@ -23,6 +23,7 @@ from simplemem.processors.retrieval.threads import (
     average_linkage,
     focused_sessions,
     session_threads,
+    thread_centres,
 )
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
@@ -36,6 +37,10 @@ def rows(*directions: np.ndarray) -> np.ndarray:
     """Unit vectors of the common part plus each of ``directions``."""
     out = np.stack([COMMON + d for d in directions]).astype(np.float32)
     return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def unit(v: np.ndarray) -> np.ndarray:
+    return (v / np.linalg.norm(v)).astype(np.float32)
 
 
 def axis(i: int, size: float = 0.6) -> np.ndarray:
@@ -89,25 +94,50 @@ def line(uid: str, session: str, when: datetime = T0) -> MemoryUnit:
     )
 
 
+def two_projects(relevance_b: float = 0.1) -> tuple[Threads, np.ndarray]:
+    """Threads A (sessions A1-A3) and B (B1, B2) pointing different ways, and a question about A."""
+    centres = {0: unit(axis(1)), 1: unit(axis(2))}
+    thread_of = {"A1": 0, "A2": 0, "A3": 0, "B1": 1, "B2": 1}
+    return Threads(thread_of, {}, centres, unit(axis(1) + axis(2))), unit(axis(1))
+
+
 def test_the_heaviest_thread_holds_the_subject_though_another_has_the_heaviest_session() -> None:
     """Thread A's lines are many and relevant; thread B has the single best session (many weak lines).
     The subject is A's sessions, all of them (one of them matched nothing), and no session of B."""
     a_lines = [line("a1", "A1"), line("a2", "A2")]
     units = {u.id: u for u in [*a_lines, *(line(f"b{i}", "B1") for i in range(20))]}
     relevance = {uid: (1.0 if units[uid] in a_lines else 0.1) for uid in units}
-    threads = Threads({"A1": 0, "A2": 0, "A3": 0, "B1": 1, "B2": 1}, {})
-    assert focused_sessions(list(units), relevance, units, threads) == {"A1", "A2", "A3"}
+    threads, question = two_projects()
+    assert focused_sessions(list(units), relevance, units, threads, question) == {"A1", "A2", "A3"}
 
 
-def test_a_thread_that_barely_outweighs_the_next_decides_nothing() -> None:
-    """The phases of one long project are threads too: a question about the whole project weighs them
-    alike, and the session rule decides."""
+def test_a_question_as_near_the_whole_history_as_the_thread_reads_no_thread() -> None:
+    """The phases of one long project are threads too: a question about the whole project is as near
+    all the lines as the phase it weighs most, and the session rule decides."""
     units = {u.id: u for u in [line("a1", "A1"), line("a2", "A2"), line("b1", "B1"), line("b2", "B2")]}
-    relevance = {uid: 1.0 if str(units[uid].session_id).startswith("A") else 0.9 for uid in units}
-    threads = Threads({"A1": 0, "A2": 0, "A3": 0, "B1": 1, "B2": 1}, {})
-    assert focused_sessions(list(units), relevance, units, threads) == {"A1", "A2", "B1", "B2"}
     relevance = {uid: 1.0 if str(units[uid].session_id).startswith("A") else 0.5 for uid in units}
-    assert focused_sessions(list(units), relevance, units, threads) == {"A1", "A2", "A3"}
+    threads, about_a = two_projects()
+    assert focused_sessions(list(units), relevance, units, threads, about_a) == {"A1", "A2", "A3"}
+    about_both = unit(axis(1) + axis(2))
+    assert focused_sessions(list(units), relevance, units, threads, about_both) == {"A1", "A2", "B1", "B2"}
+
+
+def test_a_thread_is_the_subject_when_the_question_is_nearer_it_than_all_lines() -> None:
+    threads, about_a = two_projects()
+    assert threads.is_subject(0, about_a) and not threads.is_subject(1, about_a)
+    assert not threads.is_subject(0, unit(axis(1) + axis(2)))
+    assert not replace(threads, overall=None).is_subject(0, about_a)  # not read: nothing is decided
+    assert not threads.is_subject(7, about_a)
+
+
+def test_thread_centres_point_where_their_sessions_lines_do() -> None:
+    lines = {"A1": rows(axis(1)), "A2": rows(axis(1), axis(1)), "B1": rows(axis(2))}
+    centres, overall = thread_centres(lines, {"A1": 0, "A2": 0, "B1": 1})
+    assert np.allclose(centres[0], rows(axis(1))[0], atol=1e-6)
+    assert np.allclose(centres[1], rows(axis(2))[0], atol=1e-6)
+    assert overall is not None and abs(float(np.linalg.norm(overall)) - 1.0) < 1e-6
+    assert float(overall @ centres[0]) > float(overall @ centres[1])  # three of its four lines are A's
+    assert thread_centres({}, {}) == ({}, None)
 
 
 def test_without_threads_of_several_sessions_the_session_rule_decides() -> None:
@@ -115,9 +145,10 @@ def test_without_threads_of_several_sessions_the_session_rule_decides() -> None:
     a, b, c = units
     relevance = {a: 1.0, b: 0.5, c: 0.1}
     expected = {"s1", "s2"}  # s3 weighs less than a quarter of s1
-    assert focused_sessions([a, b, c], relevance, units, NO_THREADS) == expected
-    singletons = Threads({"s1": 0, "s2": 1, "s3": 2}, {})
-    assert focused_sessions([a, b, c], relevance, units, singletons) == expected
+    question = rows(axis(1))[0]
+    assert focused_sessions([a, b, c], relevance, units, NO_THREADS, question) == expected
+    singletons = Threads({"s1": 0, "s2": 1, "s3": 2}, {}, {t: question for t in range(3)}, rows(axis(2))[0])
+    assert focused_sessions([a, b, c], relevance, units, singletons, question) == expected
 
 
 def test_an_order_question_reads_every_line_of_its_threads_sessions(tmp_path: Path) -> None:
@@ -137,7 +168,7 @@ def test_an_order_question_reads_every_line_of_its_threads_sessions(tmp_path: Pa
     other = [line(f"o{i}", f"office-{i % 2}") for i in range(3)]
     units = [*garden, hidden, later, *other]
     vectors = np.array(
-        [[1.0, 0.1 * i, 0.0] for i in range(6)] + [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]] + [[0.9, 0.0, 0.1]] * 3,
+        [[1.0, 0.1 * i, 0.0] for i in range(6)] + [[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]] + [[0.2, 0.0, 1.0]] * 3,
         dtype=np.float32,
     )
     lexical = SqliteLexicalStore(tmp_path / "lexical.sqlite")
@@ -147,7 +178,10 @@ def test_an_order_question_reads_every_line_of_its_threads_sessions(tmp_path: Pa
         store.upsert(units, vectors)
         read = TenantThreads(lexical, store).read("t")
         assert set(read.lines_of["garden-1"]) == {u.id for u in garden[1::2]} | {hidden.id}
-        threads = Threads({"garden-0": 0, "garden-1": 0, "office-0": 1, "office-1": 1}, read.lines_of)
+        thread_of = {"garden-0": 0, "garden-1": 0, "office-0": 1, "office-1": 1}
+        vec_of = store.vectors("t", [u.id for u in units])
+        rows_of = {s: np.stack([vec_of[uid] for uid in ids]) for s, ids in read.lines_of.items()}
+        threads = Threads(thread_of, read.lines_of, *thread_centres(rows_of, thread_of))
         q = np.array([1.0, 0.0, 0.0], dtype=np.float32)
         search = Searches(
             lexical, store, "t", T0 + timedelta(days=1), 64, "In what order did I sort out the garden?", q

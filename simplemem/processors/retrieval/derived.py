@@ -406,7 +406,7 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
         # a thread decides only what reads a subject's whole span (an order, a summary): a count
         # or a history may gather moments from several subjects
         threads = search.threads if level.whole_sessions else NO_THREADS
-        sessions = focused_sessions(pool, fused, units, threads)
+        sessions = focused_sessions(pool, fused, units, threads, search.qvec)
         pool = [uid for uid in pool if units[uid].session_id in sessions]
         if level.whole_sessions:
             pool += session_lines(search, level, sessions, fused, units)

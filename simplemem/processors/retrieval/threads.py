@@ -11,6 +11,10 @@ as many lines that match the question's words. So the sessions are grouped once 
   every session shares: how requests and answers are worded, the tenant's usual domain);
 - sessions join by average linkage while their cosine reaches :data:`THREAD_LINKAGE`.
 
+A question reads one thread when that thread is its subject: nearer the question than the tenant's
+lines taken together (:meth:`Threads.is_subject`). One long project's phases are threads too, and a
+question about the project is as near all of its lines as it is near any phase.
+
 Limits: the sessions of a tenant with one subject differ only by their sub-topics, which seldom reach
 the linkage: each stays a thread of its own, and a thread of one session decides nothing (the usual
 session rule of :mod:`.derived` does). Two projects on the same subject are one thread. A tenant's
@@ -43,10 +47,13 @@ PAGE = 2000  # timeline lines read per listing call
 
 @dataclass(frozen=True)
 class Threads:
-    """A tenant's sessions by thread, and each session's timeline lines (ids, in the order stated)."""
+    """A tenant's sessions by thread, each session's timeline lines (ids, in the order stated), and
+    where each thread's lines point (the unit mean of their vectors) beside where all of them do."""
 
     thread_of: Mapping[str, int] = field(default_factory=dict)
     lines_of: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    centres: Mapping[int, npt.NDArray[np.float32]] = field(default_factory=dict)
+    overall: npt.NDArray[np.float32] | None = None
 
     def sessions(self, thread: int) -> list[str]:
         return [s for s, t in self.thread_of.items() if t == thread]
@@ -59,6 +66,16 @@ class Threads:
         """How many sessions the thread of ``session`` holds (1 for a session it does not know)."""
         thread = self.thread_of.get(session) if session is not None else None
         return 1 if thread is None else self._sizes[thread]
+
+    def is_subject(self, thread: int, qvec: npt.NDArray[np.float32]) -> bool:
+        """Whether a question (its vector) is about ``thread`` rather than about the tenant's whole
+        history: nearer the thread's lines than all the lines by :data:`SUBJECT_FACTOR`. A tenant of
+        one long project has its phases as threads, and a question about the project is as near the
+        whole history as any phase; one of several projects stands out from the rest."""
+        centre = self.centres.get(thread)
+        if centre is None or self.overall is None:
+            return False
+        return float(qvec @ centre) > SUBJECT_FACTOR * max(float(qvec @ self.overall), 0.0)
 
 
 NO_THREADS = Threads()  # a tenant's sessions not grouped: each its own thread
@@ -79,6 +96,27 @@ def session_threads(
     means = means / np.where(norms == 0, 1, norms)
     members = average_linkage(means @ means.T, linkage)
     return {names[i]: number for number, group in enumerate(members) for i in group}
+
+
+def thread_centres(
+    lines: Mapping[str, npt.NDArray[np.float32]], thread_of: Mapping[str, int]
+) -> tuple[dict[int, npt.NDArray[np.float32]], npt.NDArray[np.float32] | None]:
+    """Each thread's direction (the unit mean of its sessions' line vectors, rows of ``lines``) and
+    the direction of all of them."""
+    by_thread: dict[int, list[npt.NDArray[np.float32]]] = {}
+    for session, rows in lines.items():
+        if session in thread_of and len(rows):
+            by_thread.setdefault(thread_of[session], []).append(rows)
+    if not by_thread:
+        return {}, None
+    centres = {t: _unit(np.concatenate(parts).mean(axis=0)) for t, parts in by_thread.items()}
+    every = np.concatenate([rows for parts in by_thread.values() for rows in parts])
+    return centres, _unit(every.mean(axis=0))
+
+
+def _unit(vec: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    norm = float(np.linalg.norm(vec))
+    return (vec / norm if norm else vec).astype(np.float32)
 
 
 def average_linkage(similarity: npt.NDArray[np.float32], linkage: float) -> list[list[int]]:
@@ -109,17 +147,21 @@ SESSION_FOCUS = 0.25
 # A thread's weight for a question: the relevance of its best lines, this many (all of them would
 # favour the thread with the most sessions)
 THREAD_BEST_LINES = 15
-# A thread is the subject only when the next one weighs at most this share of it: the sessions of one
-# long project also form threads (its phases), and a question about the whole project weighs them alike
-THREAD_MARGIN = 0.8
+# A thread is a question's subject when the question is nearer its lines than all the tenant's lines by
+# this factor (cosines; :meth:`Threads.is_subject`)
+SUBJECT_FACTOR = 1.1
 
 
 def focused_sessions(
-    pool: list[str], relevance: dict[str, float], units: dict[str, MemoryUnit], threads: Threads
+    pool: list[str],
+    relevance: dict[str, float],
+    units: dict[str, MemoryUnit],
+    threads: Threads,
+    qvec: npt.NDArray[np.float32],
 ) -> set[str | None]:
-    """The sessions that hold the subject of ``pool`` (each line in ``units``): the thread whose
-    best lines weigh most (:data:`THREAD_BEST_LINES`), when it has more than one session and clearly
-    outweighs the next (:data:`THREAD_MARGIN`); beside it,
+    """The sessions that hold the subject of ``pool`` (each line in ``units``) for the question of
+    vector ``qvec``: the thread whose best lines weigh most (:data:`THREAD_BEST_LINES`), when it has
+    more than one session and is the question's subject (:meth:`Threads.is_subject`); beside it,
     or alone, the sessions of no such thread whose lines weigh at least :data:`SESSION_FOCUS` of the
     heaviest session's. A long history holds many subjects, and an order or a summary of one must
     not list the others' moments because they share its words."""
@@ -138,8 +180,7 @@ def focused_sessions(
     score = {t: sum(sorted(found, reverse=True)[:THREAD_BEST_LINES]) for t, found in by_thread.items()}
     top = max(sorted(score), key=score.__getitem__)
     subject = threads.sessions(top)
-    second = max((v for t, v in score.items() if t != top), default=0.0)
-    if len(subject) < 2 or second > THREAD_MARGIN * score[top]:
+    if len(subject) < 2 or not threads.is_subject(top, qvec):
         return kept
     return {*subject, *(s for s in kept if threads.size(s) < 2)}
 
@@ -189,4 +230,5 @@ class TenantThreads:
             for session, ids in lines_of.items()
             if any(uid in vectors for uid in ids)
         }
-        return Threads(session_threads(rows), lines_of)
+        thread_of = session_threads(rows)
+        return Threads(thread_of, lines_of, *thread_centres(rows, thread_of))
