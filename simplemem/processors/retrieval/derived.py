@@ -91,6 +91,7 @@ _LIST = re.compile(
 _ADVICE = re.compile(
     r"^(?:(?:hey|hi|ok(?:ay)?|so|now|also|and)[,\s]+)*(?:can|could|would|will) you\b"
     r"|\bhow (?:do|can|should|would|could) I\b|\bwhat (?:would|do) you (?:suggest|recommend)\b"
+    r"|\b(?:do|would) you think (?:I|we) should\b|\bshould (?:I|we)\b"
     r"|\b(?:suggest|recommend|advise|help me|show me|walk me through|best way|any tips)\b"
     r"|^(?:please\s+)?(?:write|create|implement|show|give|explain|help|build|design|set up|add|make|refactor)\b",
     re.IGNORECASE,
@@ -147,6 +148,27 @@ def aspects(query: str) -> list[str]:
 _ALTERNATIVES = re.compile(r"\bor\b", re.IGNORECASE)
 
 
+# What a question asks for, in the words an instruction about answers of that kind uses: "When is my
+# meeting?" names no date, but "Always format dates as MM/DD/YYYY when I ask about scheduling" governs
+# its answer. Limits: only dates, times and amounts; a question that asks for two gets both.
+_ANSWER_KINDS = (
+    (
+        re.compile(
+            r"^\W*when\b|\bwhen (?:is|was|are|were|did|does|do|will)\b|\b(?:what|which) (?:date|day)\b",
+            re.IGNORECASE,
+        ),
+        "date dates",
+    ),
+    (re.compile(r"\bwhat time\b|\bat what time\b", re.IGNORECASE), "time times"),
+    (re.compile(r"\bhow much\b|\bwhat (?:did|does|will) \w+ cost\b", re.IGNORECASE), "cost costs amount"),
+)
+
+
+def answer_kind(query: str) -> str:
+    """The words that name what ``query`` asks for (see :data:`_ANSWER_KINDS`); "" if none applies."""
+    return " ".join(words for rule, words in _ANSWER_KINDS if rule.search(query))
+
+
 def reads_one_subject(query: str, plan: DerivedPlan) -> bool:
     """Whether ``query`` reads one thread (:mod:`.threads`): it reads a subject's whole span (an order,
     a summary) and weighs no alternatives."""
@@ -184,6 +206,8 @@ class Level:
     # only those the search found (an order or a summary is as good as the span it covers), when
     # they are at most three times ``lines``
     whole_sessions: bool = False
+    # the words of what the question asks for join its words in the lexical search (:func:`answer_kind`)
+    answer_kind: bool = False
 
 
 @dataclass(frozen=True)
@@ -204,7 +228,7 @@ _TIMELINE = Level((MemoryKind.TIMELINE,), 20, 96, diverse=True)
 # A standing instruction governs any question it matches ("Always format dates as ... when I ask about
 # deadlines" answers "When is the submission due?"), whatever the question's form: every plan reads
 # the few closest in meaning.
-_INSTRUCTIONS = Level((MemoryKind.INSTRUCTION,), 2, 48, min_cosine=0.3)
+_INSTRUCTIONS = Level((MemoryKind.INSTRUCTION,), 2, 48, min_cosine=0.3, answer_kind=True)
 # A lookup or a duration reads little else of the derived memory, and its answer is often a date, an
 # amount or a name whose form an instruction sets in other words than the question's ("Always format
 # dates as MM/DD/YYYY when I ask about scheduling details" governs "When is my meeting at the
@@ -342,6 +366,8 @@ def _ranked(
     search: Searches, text: str, vec: np.ndarray, flt: SymbolicFilter, level: Level
 ) -> tuple[list[str], dict[str, float]]:
     pool = DIVERSE_POOL if level.diverse else POOL
+    if level.answer_kind:
+        text = f"{text} {answer_kind(search.query)}".strip()
     semantic = search.vectors.search(search.tenant, vec, pool, flt)
     fused = _fused(
         semantic, batched.search(search.lexical, search.tenant, text, pool, flt, search.expression_terms)
