@@ -25,6 +25,7 @@ from simplemem.processors.retrieval.derived import (
     Level,
     QuestionForm,
     Searches,
+    answer_kind,
     diverse_order,
     gather_level,
     question_form,
@@ -202,12 +203,30 @@ def test_an_answers_opening_courtesies_are_not_its_gist() -> None:
         ("How did you suggest I speed up the page load?", QuestionForm.RECALL),
         ("What fix had you proposed for the flaky upload test?", QuestionForm.RECALL),
         ("Remind me what you told me about watering the tomatoes.", QuestionForm.RECALL),
+        ("Where do you think I should hold the team offsite?", QuestionForm.ADVICE),
+        ("Should I move the backups to the new server?", QuestionForm.ADVICE),
         ("What is my sister's name?", QuestionForm.LOOKUP),
         ("When does my first sprint end?", QuestionForm.LOOKUP),
     ],
 )
 def test_question_kinds_by_their_form(query: str, kind: QuestionForm) -> None:
     assert question_form(query) == kind
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        ("When is my dentist appointment?", "date dates"),
+        ("Remind me, when was the launch?", "date dates"),
+        ("What date did we pick for the move?", "date dates"),
+        ("What time does the call start?", "time times"),
+        ("How much did the new tyres cost?", "cost costs amount"),
+        ("Where is the spare key?", ""),
+        ("Tell me about the day we met.", ""),
+    ],
+)
+def test_what_a_question_asks_for_in_the_words_of_instructions(query: str, words: str) -> None:
+    assert answer_kind(query) == words
 
 
 def test_diverse_order_prefers_a_line_unlike_the_ones_taken() -> None:
@@ -687,15 +706,18 @@ def test_a_lookup_reads_an_instruction_that_governs_its_answer_in_other_words(tm
     cosines = [0.6, 0.4, 0.25, 0.1]
     vectors.upsert(rules, np.array([[c, (1 - c * c) ** 0.5] for c in cosines], dtype=np.float32))
     q = np.array([1.0, 0.0], dtype=np.float32)
-    search = Searches(
-        lexical, vectors, "t", T0 + timedelta(days=1), 64, "When is my meeting at the studio?", q
-    )
 
-    def read(form: QuestionForm) -> list[str]:
+    def read(form: QuestionForm, question: str) -> list[str]:
+        search = Searches(lexical, vectors, "t", T0 + timedelta(days=1), 64, question, q)
         level = plan_level(form, MemoryKind.INSTRUCTION)
         return [line.source_ids[0] for line, _ in gather_level(search, level)]
 
-    assert read(QuestionForm.LOOKUP) == read(QuestionForm.DURATION) == ["m0", "m1", "m2"]
-    assert read(QuestionForm.LIST) == ["m0", "m1"]
+    where = "Where is my meeting at the studio?"
+    assert read(QuestionForm.LOOKUP, where) == read(QuestionForm.DURATION, where) == ["m0", "m1", "m2"]
+    assert read(QuestionForm.LIST, where) == ["m0", "m1"]
+    # asked when, it asks for a date: the rule on dates is found by that word too, and ranks higher
+    when = "When is my meeting at the studio?"
+    assert read(QuestionForm.LOOKUP, when) == ["m0", "m2", "m1"]
+    assert read(QuestionForm.LIST, when) == ["m0", "m1"]  # its floor in meaning still holds
     lexical.close()
     vectors.close()
