@@ -366,16 +366,29 @@ def _ranked(
     search: Searches, text: str, vec: np.ndarray, flt: SymbolicFilter, level: Level
 ) -> tuple[list[str], dict[str, float]]:
     pool = DIVERSE_POOL if level.diverse else POOL
-    if level.answer_kind:
-        text = f"{text} {answer_kind(search.query)}".strip()
+    kind = answer_kind(search.query) if level.answer_kind else ""
     semantic = search.vectors.search(search.tenant, vec, pool, flt)
     fused = _fused(
-        semantic, batched.search(search.lexical, search.tenant, text, pool, flt, search.expression_terms)
+        semantic,
+        batched.search(
+            search.lexical, search.tenant, f"{text} {kind}".strip(), pool, flt, search.expression_terms
+        ),
     )
     cosine = {h.id: h.score for h in semantic}
     ranked = sorted(fused, key=lambda uid: (-fused[uid], uid))
     if level.min_cosine:
-        ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= level.min_cosine]
+        # a line about answers of the kind asked for governs the answer, whatever its subject
+        governs = (
+            {
+                h.id
+                for h in batched.search(
+                    search.lexical, search.tenant, kind, pool, flt, search.expression_terms
+                )
+            }
+            if kind
+            else set()
+        )
+        ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= level.min_cosine or uid in governs]
     return ranked, fused
 
 
