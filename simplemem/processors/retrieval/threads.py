@@ -39,7 +39,7 @@ from cachetools import TTLCache
 from simplemem.processors.stores.protocols import LexicalStore, Listing, VectorStore
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
-THREAD_LINKAGE = 0.35  # cosine of two sessions' centred means at which they are one thread
+THREAD_LINKAGE = 0.4  # cosine of two sessions' centred means at which they are one thread
 CACHE_SECONDS = 300.0
 CACHE_TENANTS = 1000
 PAGE = 2000  # timeline lines read per listing call
