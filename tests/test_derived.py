@@ -612,7 +612,7 @@ def test_a_recall_question_reads_the_closest_exchanges_as_digests_citing_both_si
     assert len(found) == 8
     assert (
         found[0].text
-        == "user: add keywords section 0 resume — assistant: Absolutely! Put keywords summary skills section 0"
+        == "user: add keywords section 0 resume — assistant: Put keywords summary skills section 0"
     )
     assert found[0].source_ids == ["q0", "a0"]
 

@@ -239,7 +239,15 @@ _ASKING = frozenset(
     kinda really just also actually basically trying try tried want wanted wanting need needed wondering
     wonder figure thinking think thought know hmm ok okay yeah yes hey hi so well like sure please thanks
     thank help helping explain show tell give make get got going go maybe still bit little lot something out
-    anything way ways things thing stuff right now here specifically particularly especially""".split()
+    anything way ways things thing stuff right now here specifically particularly especially
+    looking considering planning worried concerned curious interested struggling stuck confused unsure
+    excited feeling hoping""".split()
+)
+# Words an answer opens with that say how it is received, not what it says ("Great choice!", "Given
+# your budget, ...", "Absolutely, ...").
+_RECEIVING = frozenset(
+    """great given absolutely certainly sounds understandable glad happy welcome fantastic excellent
+    wonderful good nice awesome definitely course totally indeed""".split()
 )
 
 
@@ -258,7 +266,7 @@ def subject_words(text: str, limit: int) -> str:
 
 
 def _carries(word: str) -> bool:
-    return word in _NEGATIONS or (word not in STOPWORDS and word not in _ASKING)
+    return word in _NEGATIONS or (word not in STOPWORDS and word not in _ASKING and word not in _RECEIVING)
 
 
 def _bare(word: str) -> str:
