@@ -472,6 +472,9 @@ def test_a_digest_keeps_the_words_that_carry_the_subject() -> None:
     asked = "I'm kinda trying to figure out how I can split the 2024 budget between Ana and the garage"
     assert subject_words(asked, 5) == "split 2024 budget between Ana"
     assert subject_words("hmm, can you just show me?", 4) == ""
+    # how a request is framed and how an answer receives it say nothing of its subject
+    assert subject_words("I'm looking at sneakers and I'm worried about blisters", 3) == "sneakers blisters"
+    assert subject_words("Great choice! Given your budget, the Brooks fit", 3) == "choice! budget, Brooks"
 
 
 def test_a_digest_line_shows_both_sides_and_cites_what_it_shows() -> None:
