@@ -377,19 +377,19 @@ def _ranked(
     cosine = {h.id: h.score for h in semantic}
     ranked = sorted(fused, key=lambda uid: (-fused[uid], uid))
     if level.min_cosine:
-        # a line about answers of the kind asked for governs the answer, whatever its subject
-        governs = (
-            {
-                h.id
-                for h in batched.search(
-                    search.lexical, search.tenant, kind, pool, flt, search.expression_terms
-                )
-            }
-            if kind
-            else set()
-        )
+        governs = _governing(search, kind, pool, flt)
         ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= level.min_cosine or uid in governs]
     return ranked, fused
+
+
+def _governing(search: Searches, kind: str, pool: int, flt: SymbolicFilter) -> set[str]:
+    """The lines that name the kind of answer asked for (``kind``, :func:`answer_kind`): they govern
+    the answer whatever its subject, so no floor in meaning keeps them out."""
+    if not kind:
+        return set()
+    return {
+        h.id for h in batched.search(search.lexical, search.tenant, kind, pool, flt, search.expression_terms)
+    }
 
 
 def _round_robin(rankings: list[list[str]]) -> list[str]:
