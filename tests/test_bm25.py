@@ -8,6 +8,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
     COMMON_ROWS,
     TERM_ROWS,
     affordable,
+    each_term,
     found_pairs,
     fts_term,
     idf,
@@ -40,6 +41,16 @@ def test_each_term_is_matched_within_the_tenants_rows_and_numbered() -> None:
     # read back as (rowid, term's number)
     assert found_pairs("14,15,21", 2).tolist() == [[7, 0], [7, 1], [10, 1]]
     assert found_pairs(None, 2).shape == (0, 2)
+
+
+def test_a_walks_rows_are_read_back_term_by_term_in_the_order_returned() -> None:
+    # rowids 7, 3 for term 0 and 10, 7 for term 1 (of 3 terms), interleaved; term 2 has none
+    found = ",".join(str(rowid * 3 + term) for rowid, term in [(7, 0), (10, 1), (3, 0), (7, 1)])
+    assert [rows.tolist() for rows in each_term(found, 3)] == [[7, 3], [10, 7], []]
+    assert [rows.tolist() for rows in each_term(None, 2)] == [[], []]
+    # the same as reading the pairs and keeping each term's
+    pairs = found_pairs(found, 3)
+    assert all((rows == pairs[pairs[:, 1] == i, 0]).all() for i, rows in enumerate(each_term(found, 3)))
 
 
 def test_a_term_too_common_to_pay_for_is_left_out_of_a_large_layers_search() -> None:

@@ -178,6 +178,18 @@ def found_pairs(found: str | None, terms: int) -> npt.NDArray[np.int64]:
     return np.stack([coded // max(terms, 1), coded % max(terms, 1)], axis=1)
 
 
+def each_term(found: str | None, terms: int) -> list[npt.NDArray[np.int64]]:
+    """The rowids of each of a walk's ``terms`` terms (in the order the walk returned them) from what
+    its SELECT returned: :func:`found_pairs` grouped by term at once (a mask per term read every
+    match once a term, and a walk of the statements has a dozen terms and thousands of matches)."""
+    n = max(terms, 1)
+    coded = np.fromstring(found or "", dtype=np.int64, sep=",")
+    term = coded % n
+    order = np.argsort(term, kind="stable")  # within a term, the walk's order
+    ends = np.cumsum(np.bincount(term, minlength=n))[:terms]
+    return np.split(coded[order] // n, ends[:-1]) if terms else []
+
+
 def numbered(rows: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
     """Each term's rows in turn as (rowid, term's number) pairs: what :func:`found_pairs` reads of
     their walk in one SELECT."""

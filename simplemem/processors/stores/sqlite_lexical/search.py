@@ -20,6 +20,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
     Matches,
     Walk,
     affordable,
+    each_term,
     found_pairs,
     latest_of,
     numbered,
@@ -147,9 +148,9 @@ class SqliteSearch(SqliteLexicalBase):
         unread = [part for part in unread if (how.fts, part) not in read]
         if unread:
             sql, args = union(how.fts, unread)
-            found = found_pairs(self._db.execute(sql, args).fetchone()[0], len(unread))
-            for i, part in enumerate(unread):
-                read[(how.fts, part)] = found[found[:, 1] == i, 0]
+            found = each_term(self._db.execute(sql, args).fetchone()[0], len(unread))
+            for part, rows in zip(unread, found, strict=True):
+                read[(how.fts, part)] = rows
         return numbered([read[(how.fts, part)] for part in how.parts])
 
     def _walk(self, fts: str, token: str, terms: list[str], rows: int, *, whole: bool) -> Walk:
