@@ -65,7 +65,7 @@ class SqliteSearch(SqliteLexicalBase):
         own_token = layer_token(tenant_id, bool(flt.derived))
         with self._lock:
             columns = self._columns.get(tenant_id, self._tenants.number(tenant_id))
-            self._together_rows(columns)
+            self._together_rows(columns, tenant_id)
             sizes = self._sizes(tenant_id, own_token)
             derived = bool(flt.derived)
             own = self._matched(
@@ -117,14 +117,16 @@ class SqliteSearch(SqliteLexicalBase):
             pairs = pairs[in_layer(pairs[:, 0])]
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
 
-    def _together_rows(self, columns: TenantColumns | None = None) -> SearchedRows | None:
-        """What this thread's :meth:`one_query` has walked (None: outside one), for the
-        tenant's ``columns`` (other columns than the last search's: it is forgotten, since a write
-        to the tenant drops its columns)."""
+    def _together_rows(
+        self, columns: TenantColumns | None = None, tenant_id: str = ""
+    ) -> SearchedRows | None:
+        """What this thread's :meth:`one_query` has walked (None: outside one), and earlier queries
+        since the tenant's last write, for the tenant's ``columns`` (other columns than the last
+        search's: it is forgotten, since a write to the tenant drops its columns)."""
         held: SearchedRows | None = getattr(self._together, "rows", None)
         if held is None or columns is None or held.columns is columns:
             return held
-        self._together.rows = SearchedRows(columns)
+        self._together.rows = SearchedRows(columns, tenant_id)
         return self._together.rows
 
     def _pairs(
@@ -151,6 +153,8 @@ class SqliteSearch(SqliteLexicalBase):
             found = each_term(self._db.execute(sql, args).fetchone()[0], len(unread))
             for part, rows in zip(unread, found, strict=True):
                 read[(how.fts, part)] = rows
+                if held.columns is not None:  # and for the next queries, while the columns stand
+                    self._columns.keep_walk(held.tenant, held.columns, (how.fts, part), rows)
         return numbered([read[(how.fts, part)] for part in how.parts])
 
     def _walk(self, fts: str, token: str, terms: list[str], rows: int, *, whole: bool) -> Walk:
