@@ -19,6 +19,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
     weighed,
     word_count,
 )
+from simplemem.processors.stores.sqlite_lexical.columns import DENSE_SPAN, Slots, found_at
 from simplemem.processors.stores.sqlite_vectors import best_first
 
 
@@ -110,3 +111,19 @@ def test_matches_are_weighed_by_their_terms_idf_counted_among_them_or_given() ->
     rows, sums = summed(given.rowid, given.weight)
     assert rows.tolist() == [3, 5, 7, 9] and sums.tolist() == [1.5, 1.5, 1.5, 2.5]
     assert summed(np.empty(0, dtype=np.intp), np.empty(0))[1].dtype == np.float64
+
+
+def test_a_tenants_rows_are_found_by_a_table_where_dense_and_by_a_search_where_not() -> None:
+    asked = np.array([2, 3, 4, 9, 10, 11, 40, 1000, -1], dtype=np.int64)
+    dense = np.array([3, 4, 5, 9, 10], dtype=np.int64)
+    slots = Slots.made(dense)
+    assert slots.table is not None
+    assert slots.positions(dense, asked).tolist() == [-1, 0, 1, 3, 4, -1, -1, -1, -1]
+    assert (slots.positions(dense, asked) == found_at(dense, asked)).all()
+    sparse = np.array([3, 3 + 5 * DENSE_SPAN * 2], dtype=np.int64)
+    assert Slots.made(sparse).table is None
+    assert Slots.made(sparse).positions(sparse, asked).tolist() == found_at(sparse, asked).tolist()
+    assert (
+        Slots.made(np.zeros(0, dtype=np.int64)).positions(np.zeros(0, dtype=np.int64), asked).tolist()
+        == [-1] * 9
+    )

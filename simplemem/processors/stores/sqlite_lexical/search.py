@@ -32,7 +32,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
 )
 from simplemem.processors.stores.sqlite_keys import unit_id
 from simplemem.processors.stores.sqlite_lexical.base import SearchedRows, SqliteLexicalBase
-from simplemem.processors.stores.sqlite_lexical.columns import TenantColumns, found_at
+from simplemem.processors.stores.sqlite_lexical.columns import TenantColumns, Walked, found_at
 from simplemem.processors.stores.sqlite_lexical.names import names_match
 from simplemem.processors.stores.sqlite_lexical.schema import (
     layer_token,
@@ -79,7 +79,7 @@ class SqliteSearch(SqliteLexicalBase):
                     tenant_token(tenant_id),
                     terms,
                     sizes["contexts"][0],
-                    lambda r: found_at(columns.contexts.rowid, r) >= 0,
+                    lambda r: columns.contexts.positions(r) >= 0,
                 )
             named = self._named(tenant_id, flt.names) if flt.names else None
         units = columns.units
@@ -146,16 +146,21 @@ class SqliteSearch(SqliteLexicalBase):
         for part in unread:
             every = read.get((how.fts, part.unbounded)) if part.unbounded is not None else None
             if every is not None:
-                read[(how.fts, part)] = latest_rows(every[in_layer(every)], part.latest)
+                self._walked(held, (how.fts, part), latest_rows(every[in_layer(every)], part.latest))
         unread = [part for part in unread if (how.fts, part) not in read]
         if unread:
             sql, args = union(how.fts, unread)
             found = each_term(self._db.execute(sql, args).fetchone()[0], len(unread))
             for part, rows in zip(unread, found, strict=True):
-                read[(how.fts, part)] = rows
-                if held.columns is not None:  # and for the next queries, while the columns stand
-                    self._columns.keep_walk(held.tenant, held.columns, (how.fts, part), rows)
+                self._walked(held, (how.fts, part), rows)
         return numbered([read[(how.fts, part)] for part in how.parts])
+
+    def _walked(self, held: SearchedRows, walked: Walked, rows: npt.NDArray[np.int64]) -> None:
+        """A term's rows as this query walked them, for its next searches, and for the next
+        queries while the tenant's columns stand (:meth:`~.columns.ColumnCache.keep_walk`)."""
+        held.walks[walked] = rows
+        if held.columns is not None:
+            self._columns.keep_walk(held.tenant, held.columns, walked, rows)
 
     def _walk(self, fts: str, token: str, terms: list[str], rows: int, *, whole: bool) -> Walk:
         """How this search reads an index (:func:`walk`; ``whole``: its terms without the layer's
@@ -235,7 +240,7 @@ def _kept(
 def _around(columns: TenantColumns, ctx: Matches, mean: float, reach: int) -> Scored:
     """The ``reach`` best contexts of the matches (their positions) with their BM25 scores."""
     contexts = columns.contexts
-    pos, score = summed_at(found_at(contexts.rowid, ctx.rowid), ctx.weight)
+    pos, score = summed_at(contexts.positions(ctx.rowid), ctx.weight)
     score *= saturation(contexts.words[pos], mean)
     return _kept(pos, score, reach)
 
