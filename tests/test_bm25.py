@@ -127,3 +127,11 @@ def test_a_tenants_rows_are_found_by_a_table_where_dense_and_by_a_search_where_n
         Slots.made(np.zeros(0, dtype=np.int64)).positions(np.zeros(0, dtype=np.int64), asked).tolist()
         == [-1] * 9
     )
+
+
+def test_a_sum_over_many_keys_counts_them_into_their_range_as_a_sort_would() -> None:
+    keys = np.array([5, 1, 5, 0, 1, 5], dtype=np.intp)
+    values = np.array([0.1, 0.2, 0.3, 0.0, 0.4, 0.5])
+    dense, sorted_ = summed(keys, values, 8), summed(keys, values)
+    assert dense[0].tolist() == sorted_[0].tolist() == [0, 1, 5]
+    assert dense[1].tolist() == sorted_[1].tolist()  # the same sums, added in the same order

@@ -83,7 +83,7 @@ class SqliteSearch(SqliteLexicalBase):
                 )
             named = self._named(tenant_id, flt.names) if flt.names else None
         units = columns.units
-        pos, score = summed_at(units.positions(own.rowid), own.weight)
+        pos, score = summed_at(units.positions(own.rowid), own.weight, len(units.rowid))
         score *= saturation(units.words[pos], sizes["units"][1])
         pos, score = _kept(pos, score, limit if ctx is None else reach, passing(columns, pos, flt, named))
         if ctx is not None:
@@ -205,10 +205,11 @@ def latest_rows(rowids: npt.NDArray[np.int64], latest: int) -> npt.NDArray[np.in
     return np.sort(rowids)[::-1][:latest]
 
 
-def summed_at(pos: npt.NDArray[np.intp], weight: npt.NDArray[np.float64]) -> Scored:
-    """The distinct positions found (-1: not a row of the tenant's) and the sum of their weights."""
+def summed_at(pos: npt.NDArray[np.intp], weight: npt.NDArray[np.float64], rows: int) -> Scored:
+    """The distinct positions found (-1: not a row of the tenant's ``rows``) and the sum of their
+    weights."""
     found = pos >= 0
-    return summed(pos[found], weight[found])
+    return summed(pos[found], weight[found], rows)
 
 
 def passing(
@@ -240,7 +241,7 @@ def _kept(
 def _around(columns: TenantColumns, ctx: Matches, mean: float, reach: int) -> Scored:
     """The ``reach`` best contexts of the matches (their positions) with their BM25 scores."""
     contexts = columns.contexts
-    pos, score = summed_at(contexts.positions(ctx.rowid), ctx.weight)
+    pos, score = summed_at(contexts.positions(ctx.rowid), ctx.weight, len(contexts.rowid))
     score *= saturation(contexts.words[pos], mean)
     return _kept(pos, score, reach)
 
