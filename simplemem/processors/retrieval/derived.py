@@ -338,13 +338,15 @@ def diverse_order(
     gain = np.array([relevance[uid] / top for uid in ids], dtype=np.float64)
     closest = np.zeros(len(ids))  # each candidate's highest cosine to the ones taken
     left = np.ones(len(ids), dtype=bool)
+    scores = gain.copy()  # gain less DIVERSITY times closest, -inf once taken (updated in place)
     taken: list[int] = []
-    while left.any() and len(taken) < n:
-        scores = np.where(left, gain - DIVERSITY * closest, -np.inf)
+    for _ in range(min(n, len(ids))):
         best = int(np.argmax(scores))
         taken.append(best)
         left[best] = False
-        closest = np.maximum(closest, likeness[best])
+        np.maximum(closest, likeness[best], out=closest)
+        np.subtract(gain, DIVERSITY * closest, out=scores)
+        scores[~left] = -np.inf
     return [ids[i] for i in taken]
 
 
