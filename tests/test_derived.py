@@ -725,3 +725,42 @@ def test_a_lookup_reads_an_instruction_that_governs_its_answer_in_other_words(tm
     assert read(QuestionForm.LIST, when) == ["m0", "m2"]
     lexical.close()
     vectors.close()
+
+
+def test_a_questions_aspects_are_waited_for_only_once_its_own_searches_are_done(tmp_path: Path) -> None:
+    """Embedded, the aspects are embedded on another thread while the question's own searches run:
+    given as what returns them, they are asked for once, after those searches, and the lines found
+    are those found with the aspects given at once; a level that reads no aspect never waits."""
+    texts = [
+        "user: I set up the garden beds with raised cedar boxes — assistant: Start small",
+        "user: I set up the drip timer for the tomatoes — assistant: Water at dawn",
+        "user: I moved the compost bin behind the shed — assistant: Turn it weekly",
+    ]
+    lines = timeline(texts)
+    asked = "In what order did I set up the garden beds, the drip timer and the compost bin?"
+    parts = (
+        ("the drip timer", np.array([0.6, 0.8], dtype=np.float32)),
+        ("the compost bin", np.array([0.0, 1.0], dtype=np.float32)),
+    )
+    with timeline_searches(tmp_path, lines, 0.5, asked) as search:
+        log: list[str] = []
+        searched = search.vectors.search
+
+        def logged(*args: Any, **kwargs: Any) -> Any:
+            log.append("search")
+            return searched(*args, **kwargs)
+
+        def later() -> tuple[tuple[str, np.ndarray], ...]:
+            log.append("aspects")
+            return parts
+
+        search.vectors.search = logged  # type: ignore[method-assign]
+        order = plan_level(QuestionForm.ORDER)
+        at_once = gather_level(replace(search, parts=parts), order)
+        log.clear()
+        waited = gather_level(replace(search, parts=later), order)
+        assert [(u.id, u.text) for u, _ in waited] == [(u.id, u.text) for u, _ in at_once]
+        assert log[0] == "search" and log.count("aspects") == 1
+        log.clear()
+        gather_level(replace(search, parts=later), plan_level(QuestionForm.RECALL))  # not diverse
+        assert "aspects" not in log

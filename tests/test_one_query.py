@@ -229,3 +229,93 @@ def test_a_derived_search_takes_a_terms_rows_from_the_statements_bare_walk(
     assert together == apart and len(apart[1]) == (3 if term_rows > 1 else 1)
     assert not seen  # no term walked again within the lines' token
     store.close()
+
+
+def statement(text: str, message: str, day: int = 10) -> MemoryUnit:
+    return MemoryUnit.build(
+        tenant_id="t1",
+        text=text,
+        kind=MemoryKind.FACT,
+        source_ids=[f"t1:{message}"],
+        stated_at=f"2026-01-{day:02d}T10:00:00+00:00",
+        context=f"user: {message}. {text}",
+    )
+
+
+def test_a_statement_read_without_its_message_stays_decoded_for_the_next_query_until_a_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query's selection reads a hundred statements without their message: the next query takes
+    them as decoded; one read with its message is read from the file, and a write drops them."""
+    store = filled(tmp_path)
+    kayak = statement("the kayak trip is in June", "trip plans")
+    store.upsert([kayak])
+    bare = kayak.model_copy(update={"context": None})
+    decoded = count_decoded(monkeypatch)
+    for _ in range(2):
+        with store.one_query():
+            store.search("t1", "kayak", 5, SymbolicFilter())
+            assert store.get("t1", [kayak.id], with_context=False) == [bare]
+    assert decoded == [kayak.id]
+    with store.one_query():
+        store.search("t1", "kayak", 5, SymbolicFilter())
+        assert store.get("t1", [kayak.id]) == [kayak]  # with its message: from the file
+        assert store.units_from_sources("t1", kayak.source_ids, with_context=False) == [bare]
+    assert decoded == [kayak.id, kayak.id]
+    edited = kayak.model_copy(update={"persons": ["Ana"]})
+    store.upsert([edited])
+    with store.one_query():
+        store.search("t1", "kayak", 5, SymbolicFilter())
+        assert store.get("t1", [kayak.id], with_context=False) == [
+            edited.model_copy(update={"context": None})
+        ]
+    store.close()
+
+
+def test_a_terms_walk_is_not_walked_again_by_the_next_query_until_a_write(tmp_path: Path) -> None:
+    store = filled(tmp_path)
+    asked = [("kayak trip budget", TIMELINE), ("kayak trip", SymbolicFilter()), ("kayak trip", INSTRUCTION)]
+    apart = [store.search("t1", q, 5, flt) for q, flt in asked]
+    seen = walks(store)
+    with store.one_query():
+        assert [store.search("t1", q, 5, flt) for q, flt in asked] == apart
+    assert seen
+    seen.clear()
+    with store.one_query():
+        assert [store.search("t1", q, 5, flt) for q, flt in asked] == apart
+        assert store.search("t2", "kayak trip", 5, TIMELINE)  # another tenant's: its own walk
+    assert len(seen) == 1
+    late = line("t1", "the kayak trip was cancelled", day=20)
+    store.upsert([late])
+    seen.clear()
+    with store.one_query():
+        assert late.id in {h.id for h in store.search("t1", "kayak trip", 5, TIMELINE)}
+    assert seen  # walked again after the write
+    store.close()
+
+
+def test_beyond_its_bounds_nothing_more_is_kept_until_a_tenants_columns_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = filled(tmp_path)
+    facts = [statement(f"the kayak trip note {i}", f"note {i}") for i in range(3)]
+    store.upsert(facts)
+    store._columns.kept_units, store._columns.kept_rowids = 2, 0
+    decoded = count_decoded(monkeypatch)
+    seen = walks(store)
+    ids = [u.id for u in facts]
+    for _ in range(2):
+        with store.one_query():
+            first = store.search("t1", "kayak trip", 5, TIMELINE)
+            assert store.search("t1", "kayak trip", 5, TIMELINE) == first  # within the query: once
+            store.get("t1", ids, with_context=False)
+    assert len(decoded) == 4 and set(decoded) == set(ids) and len(seen) == 2  # two units kept, no walk
+    store.upsert([line("t1", "an unrelated line", day=21)])  # the columns go, and what they kept
+    with store.one_query():
+        store.search("t1", "kayak trip", 5, TIMELINE)
+        store.get("t1", ids[2:], with_context=False)
+    with store.one_query():
+        store.search("t1", "kayak trip", 5, TIMELINE)
+        store.get("t1", ids[2:], with_context=False)
+    assert len(decoded) == 5 and decoded[-1] == ids[2]  # the count was freed with the columns
+    store.close()

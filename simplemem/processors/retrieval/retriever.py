@@ -29,7 +29,13 @@ import numpy as np
 from simplemem.processors.ingest.embedding import Embedder
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.retrieval.config import RetrievalConfig
-from simplemem.processors.retrieval.derived import Searches, aspects, gather_derived, reads_one_subject
+from simplemem.processors.retrieval.derived import (
+    Aspect,
+    Searches,
+    aspects,
+    gather_derived,
+    reads_one_subject,
+)
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.gather import Candidates, CandidateSource, Gatherer
 from simplemem.processors.retrieval.names import TenantNames
@@ -107,7 +113,7 @@ class Retriever:
             # embedded, the statements are chosen first, while the aspects are still being embedded
             selection, derived = self.fan_out.both(
                 lambda: self.select(planned, self.gather(planned, qvec)),
-                lambda: self.derived(planned, qvec(), parts()),
+                lambda: self.derived(planned, qvec(), parts),
             )
             return self.render(planned, selection, derived)
 
@@ -143,11 +149,15 @@ class Retriever:
         return Gatherer(self.search, self.all_sources, self.fan_out).gather(planned, qvec)
 
     def derived(
-        self, planned: Plan, qvec: np.ndarray, parts: list[tuple[str, np.ndarray]] | None = None
+        self,
+        planned: Plan,
+        qvec: np.ndarray,
+        parts: Sequence[Aspect] | Callable[[], Sequence[Aspect]] | None = None,
     ) -> list[tuple[MemoryUnit, float]]:
         """Step 2, coarse level: the derived lines the question's form reads (:mod:`.derived`),
         searched as a whole and, for a question that enumerates, by each of its aspects (``parts``:
-        each with its vector, embedded here if not given)."""
+        each with its vector, embedded here if not given; or what gives them, asked once the
+        question's own searches are done)."""
         if planned.derived is None:
             return []
         if parts is None:
@@ -161,7 +171,7 @@ class Retriever:
             self.config.store_expression_terms,
             planned.query,
             qvec,
-            tuple(parts),
+            parts if callable(parts) else tuple(parts),
             self.threads.of(planned.tenant)
             if reads_one_subject(planned.query, planned.derived)
             else NO_THREADS,

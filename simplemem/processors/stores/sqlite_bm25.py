@@ -178,6 +178,18 @@ def found_pairs(found: str | None, terms: int) -> npt.NDArray[np.int64]:
     return np.stack([coded // max(terms, 1), coded % max(terms, 1)], axis=1)
 
 
+def each_term(found: str | None, terms: int) -> list[npt.NDArray[np.int64]]:
+    """The rowids of each of a walk's ``terms`` terms (in the order the walk returned them) from what
+    its SELECT returned: :func:`found_pairs` grouped by term at once (a mask per term read every
+    match once a term, and a walk of the statements has a dozen terms and thousands of matches)."""
+    n = max(terms, 1)
+    coded = np.fromstring(found or "", dtype=np.int64, sep=",")
+    term = coded % n
+    order = np.argsort(term, kind="stable")  # within a term, the walk's order
+    ends = np.cumsum(np.bincount(term, minlength=n))[:terms]
+    return np.split(coded[order] // n, ends[:-1]) if terms else []
+
+
 def numbered(rows: Sequence[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
     """Each term's rows in turn as (rowid, term's number) pairs: what :func:`found_pairs` reads of
     their walk in one SELECT."""
@@ -215,10 +227,19 @@ def saturation(words: npt.NDArray[np.float64], mean: float) -> npt.NDArray[np.fl
     return (BM25_K1 + 1) / (1 + BM25_K1 * (1 - BM25_B + BM25_B * words / mean))
 
 
+# keys a sum counts into an array of their range rather than sorts: at least 1/DENSE_KEYS of it
+DENSE_KEYS = 32
+
+
 def summed(
-    keys: npt.NDArray[np.intp], values: npt.NDArray[np.float64]
+    keys: npt.NDArray[np.intp], values: npt.NDArray[np.float64], size: int = 0
 ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]:
-    """The distinct ``keys`` (ascending) and the sum of their ``values``."""
+    """The distinct ``keys`` (ascending) and the sum of their ``values``, each added in their order.
+    Keys known to lie in ``range(size)`` and many for it (a long history's statement search has
+    thousands of matches) are counted into an array of that range instead of sorted."""
+    if size and len(keys) * DENSE_KEYS >= size:
+        distinct = np.flatnonzero(np.bincount(keys, minlength=size))
+        return distinct, np.bincount(keys, weights=values, minlength=size)[distinct].astype(np.float64)
     distinct, which = np.unique(keys, return_inverse=True)
     return distinct, np.bincount(which, weights=values, minlength=len(distinct)).astype(np.float64)
 

@@ -4,7 +4,8 @@ numbers, a unit's FTS row and word counts, and reading units back with their con
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections import ChainMap
+from collections.abc import Iterator, MutableMapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from simplemem.processors.stores.sqlite_bm25 import TermFrequencies, TermRows
+from simplemem.processors.stores.sqlite_bm25 import TermFrequencies
 from simplemem.processors.stores.sqlite_docs import StoredContext, open_context, read_unit
 from simplemem.processors.stores.sqlite_keys import TenantNumbers, unit_id, unit_key
-from simplemem.processors.stores.sqlite_lexical.columns import ColumnCache, TenantColumns
+from simplemem.processors.stores.sqlite_lexical.columns import ColumnCache, TenantColumns, Walked
 from simplemem.processors.stores.sqlite_lexical.schema import (
     JOIN_CONTEXT,
     fts_values,
@@ -31,10 +32,15 @@ RowKey = tuple[object, ...]
 @dataclass
 class SearchedRows:
     """What one query's searches have read of the tenant's ``columns`` (search.py): each term's rows
-    of an index (the same while the columns are the same: a write to the tenant drops them)."""
+    of an index (the same while the columns are the same: a write to the tenant drops them), those
+    earlier queries walked (kept with the columns) included."""
 
     columns: TenantColumns | None
-    walks: dict[tuple[str, TermRows], npt.NDArray[np.int64]] = field(default_factory=dict)
+    tenant: str = ""  # whose columns
+    walks: MutableMapping[Walked, npt.NDArray[np.int64]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.walks = ChainMap({}, self.columns.walks if self.columns is not None else {})
 
 
 class SqliteLexicalBase:
@@ -90,10 +96,10 @@ class SqliteLexicalBase:
         return [decoded[k] for k in keys]
 
     def _read_by_ids(self, tenant_id: str, ids: Sequence[str], *, with_context: bool) -> list[MemoryUnit]:
-        """The units by id, in the order asked (those found). Within :meth:`one_query`, a unit without
-        a context that an earlier query decoded since the tenant's last write (``TenantColumns.lines``:
-        its derived lines, which an order or a summary question reads by the hundred) is not read from
-        the file again."""
+        """The units by id, in the order asked (those found). Within :meth:`one_query`, a unit that an
+        earlier query decoded since the tenant's last write without a context (``TenantColumns``: its
+        derived lines, which an order or a summary question reads by the hundred; its statements, read
+        without their message) is not read from the file again."""
         if not ids:
             return []
         number = self._number(tenant_id)
@@ -103,7 +109,9 @@ class SqliteLexicalBase:
             # decoded here goes with them
             columns = self._columns.cached(tenant_id) if inside else None
             lines = {} if columns is None else columns.lines
+            statements = {} if columns is None or with_context else columns.statements
             by_id = {i: lines[i] for i in ids if i in lines}
+            by_id.update((i, statements[i]) for i in ids if i in statements)
             unread = [unit_key(i) for i in dict.fromkeys(ids) if i not in by_id]
             marks = ",".join("?" * len(unread))
             rows = (
@@ -115,10 +123,12 @@ class SqliteLexicalBase:
                 if unread
                 else []
             )
-        for row, unit in zip(rows, self._decoded(rows, tenant_id, with_context=with_context), strict=True):
-            by_id[unit.id] = unit
-            if row[2] is None:
-                lines[unit.id] = unit
+        decoded = self._decoded(rows, tenant_id, with_context=with_context)
+        with self._lock:
+            for row, unit in zip(rows, decoded, strict=True):
+                by_id[unit.id] = unit
+                if columns is not None and (row[2] is None or not with_context):
+                    self._columns.keep_unit(tenant_id, columns, unit, line=row[2] is None)
         return [by_id[i] for i in ids if i in by_id]
 
     def _count_words(self, token: str, side: str, rows: int, words: int) -> None:

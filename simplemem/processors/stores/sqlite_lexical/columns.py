@@ -6,9 +6,10 @@ cost a few microseconds a match, most of a search over a long history. The array
 tenant and dropped at the tenant's next write (:meth:`ColumnCache.drop`, called by every write of
 units) or at any commit of another connection to the file (``PRAGMA data_version``); the least
 recently searched tenants leave first beyond :data:`CACHE_ROWS`. Queries also keep with a tenant's
-columns the units without a context they decoded (``TenantColumns.lines``: its derived lines), which
-go with them. Nothing here is stored: the file is the only copy, so forgetting and replays have
-nothing more to reach.
+columns what they read of its rows and would read again (``TenantColumns``: the units they decoded
+without a context, each term's rows they walked), which go with them, within :data:`KEPT_UNITS`
+and :data:`KEPT_ROWIDS` for all tenants together. Nothing here is stored: the file is the only copy,
+so forgetting and replays have nothing more to reach.
 """
 
 from __future__ import annotations
@@ -16,16 +17,24 @@ from __future__ import annotations
 import sqlite3
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import numpy.typing as npt
 
 from simplemem.processors.stores.protocols import SymbolicFilter
+from simplemem.processors.stores.sqlite_bm25 import TermRows
 from simplemem.processors.stores.time_columns import within_time
 from simplemem.schemas.memory import DERIVED_KINDS, MemoryStatus, MemoryUnit
 
-CACHE_ROWS = 1_000_000  # units and contexts kept as arrays: about 60 MB (and decoded lines, 3 KB each)
+CACHE_ROWS = 1_000_000  # units and contexts kept as arrays: about 60 MB
+# what queries read kept with the columns, all tenants together: decoded units (about 3.5 KB each: at
+# most about 140 MB) and the rowids of term walks (8 bytes each: 32 MB). Beyond, nothing more is kept
+# until a tenant's columns go.
+KEPT_UNITS = 40_000
+KEPT_ROWIDS = 4_000_000
 NO_CONTEXT = -1
+Walked = tuple[str, TermRows]  # a term's rows of an index (``units_fts``...), as a search walks them
 
 
 @dataclass(frozen=True)
@@ -71,7 +80,12 @@ class UnitColumns:
 
     def positions(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
         """The positions of ``rowids`` (-1 for a rowid not the tenant's)."""
-        return found_at(self.rowid, rowids)
+        return self.slots.positions(self.rowid, rowids)
+
+    @cached_property
+    def slots(self) -> Slots:
+        """Made at the first lookup (the rowids never change)."""
+        return Slots.made(self.rowid)
 
     def in_layer(self, rowids: npt.NDArray[np.int64], derived: bool) -> npt.NDArray[np.bool_]:
         """Which of ``rowids`` are the tenant's units of the layer (its derived lines or not)."""
@@ -106,6 +120,15 @@ class ContextColumns:
     rowid: npt.NDArray[np.int64]
     words: npt.NDArray[np.float64]
 
+    def positions(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """The positions of ``rowids`` (-1 for a rowid not the tenant's)."""
+        return self.slots.positions(self.rowid, rowids)
+
+    @cached_property
+    def slots(self) -> Slots:
+        """Made at the first lookup (the rowids never change)."""
+        return Slots.made(self.rowid)
+
     @classmethod
     def read(cls, db: sqlite3.Connection, tenant_id: str) -> ContextColumns:
         rows = db.execute(
@@ -119,16 +142,59 @@ class ContextColumns:
 
 @dataclass(frozen=True)
 class TenantColumns:
+    """A tenant's columns, and what queries read of its rows since (kept by :class:`ColumnCache`):
+    it goes with them, at the tenant's next write."""
+
     units: UnitColumns
     contexts: ContextColumns
     # the tenant's units without a context as queries decoded them, by id (the lexical store's
-    # ``_read_by_ids``): its derived lines, which every order or summary question reads by the
-    # hundred; they go with the columns, at the tenant's next write
+    # ``_read_by_ids``): its derived lines, which every order or summary question reads by the hundred
     lines: dict[str, MemoryUnit] = field(default_factory=dict, compare=False)
+    # its statements as queries decoded them without their message: a question's selection reads a
+    # hundred of them and their siblings, and each inflates its message
+    statements: dict[str, MemoryUnit] = field(default_factory=dict, compare=False)
+    # each term's rows of an index as a search walked them (:mod:`.search`): the same until a write
+    walks: dict[Walked, npt.NDArray[np.int64]] = field(default_factory=dict, compare=False)
 
     @property
     def rows(self) -> int:
         return len(self.units.rowid) + len(self.contexts.rowid)
+
+
+# A tenant's rowids spanning at most this many times their count (a tenant alone in its file, or
+# nearly) are looked up in a table of their span: a search of a long history looks up thousands of
+# matches, and a binary search of each over the tenant's rows was a tenth of a query's time.
+DENSE_SPAN = 4
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Each rowid's position among a tenant's sorted rowids, by a table from the first rowid on (-1:
+    not the tenant's), where they are dense enough (:data:`DENSE_SPAN`); else none (a binary search)."""
+
+    first: int
+    table: npt.NDArray[np.intp] | None
+
+    @classmethod
+    def made(cls, rowids: npt.NDArray[np.int64]) -> Slots:
+        if not len(rowids) or rowids[-1] - rowids[0] + 1 > DENSE_SPAN * len(rowids):
+            return cls(0, None)
+        first = int(rowids[0])
+        table = np.full(int(rowids[-1]) - first + 1, -1, dtype=np.intp)
+        table[rowids - first] = np.arange(len(rowids), dtype=np.intp)
+        return cls(first, table)
+
+    def positions(
+        self, sorted_rowids: npt.NDArray[np.int64], rowids: npt.NDArray[np.int64]
+    ) -> npt.NDArray[np.intp]:
+        """:func:`found_at`, by the table where there is one."""
+        if self.table is None:
+            return found_at(sorted_rowids, rowids)
+        at = rowids - self.first
+        inside = (at >= 0) & (at < len(self.table))
+        out = np.full(len(rowids), -1, dtype=np.intp)
+        out[inside] = self.table[at[inside]]
+        return out
 
 
 def found_at(sorted_rowids: npt.NDArray[np.int64], rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
@@ -143,11 +209,18 @@ class ColumnCache:
     """The tenants' columns, read on a search and dropped on a write. Not locked: its store calls it
     under its own lock."""
 
-    def __init__(self, db: sqlite3.Connection, cache_rows: int = CACHE_ROWS) -> None:
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        cache_rows: int = CACHE_ROWS,
+        kept_units: int = KEPT_UNITS,
+        kept_rowids: int = KEPT_ROWIDS,
+    ) -> None:
         self._db = db
-        self.cache_rows = cache_rows
+        self.cache_rows, self.kept_units, self.kept_rowids = cache_rows, kept_units, kept_rowids
         self._cache: OrderedDict[str, TenantColumns] = OrderedDict()  # oldest first
         self._rows = 0  # the rows in ``_cache``, kept as it changes
+        self._units = self._rowids = 0  # what ``_cache`` keeps of what queries read (:meth:`keep_unit`)
         self._file_rows: dict[str, int] | None = None  # per index, the rows of every tenant
         self._version = self._data_version()
 
@@ -158,14 +231,15 @@ class ColumnCache:
         version = self._data_version()
         if version != self._version:  # another connection committed: any tenant may have changed
             self._cache.clear()
-            self._rows, self._file_rows = 0, None
+            self._rows = self._units = self._rowids = 0
+            self._file_rows = None
             self._version = version
-        found = self.drop(tenant_id)
-        if found is None:
-            found = TenantColumns(
-                UnitColumns.read(self._db, number), ContextColumns.read(self._db, tenant_id)
-            )
-        self._cache[tenant_id] = found  # now the most recent
+        found = self._cache.get(tenant_id)
+        if found is not None:
+            self._cache.move_to_end(tenant_id)  # now the most recent
+            return found
+        found = TenantColumns(UnitColumns.read(self._db, number), ContextColumns.read(self._db, tenant_id))
+        self._cache[tenant_id] = found
         self._rows += found.rows
         while len(self._cache) > 1 and self._rows > self.cache_rows:
             self.drop(next(iter(self._cache)))
@@ -183,7 +257,30 @@ class ColumnCache:
         found = self._cache.pop(tenant_id, None)
         if found is not None:
             self._rows -= found.rows
+            self._units -= len(found.lines) + len(found.statements)
+            self._rowids -= sum(len(rows) for rows in found.walks.values())
         return found
+
+    def keep_unit(self, tenant_id: str, columns: TenantColumns, unit: MemoryUnit, *, line: bool) -> None:
+        """Keep ``unit``, as a query decoded it without its context (``line``: it has none), with the
+        tenant's ``columns`` while they are the tenant's and :data:`KEPT_UNITS` allows."""
+        kept = columns.lines if line else columns.statements
+        if unit.id in kept or self._cache.get(tenant_id) is not columns or self._units >= self.kept_units:
+            return
+        kept[unit.id] = unit
+        self._units += 1
+
+    def keep_walk(
+        self, tenant_id: str, columns: TenantColumns, walked: Walked, rowids: npt.NDArray[np.int64]
+    ) -> None:
+        """Keep a term's rows as a search walked them with the tenant's ``columns`` (while they are
+        the tenant's and :data:`KEPT_ROWIDS` allows)."""
+        if walked in columns.walks or self._cache.get(tenant_id) is not columns:
+            return
+        if self._rowids + len(rowids) > self.kept_rowids:
+            return
+        columns.walks[walked] = rowids
+        self._rowids += len(rowids)
 
     def file_rows(self, side: str) -> int:
         """The rows of the index of ``side`` (units, contexts) of all tenants (call after :meth:`get`)."""

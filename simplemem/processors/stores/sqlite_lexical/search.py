@@ -20,6 +20,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
     Matches,
     Walk,
     affordable,
+    each_term,
     found_pairs,
     latest_of,
     numbered,
@@ -31,7 +32,7 @@ from simplemem.processors.stores.sqlite_bm25 import (
 )
 from simplemem.processors.stores.sqlite_keys import unit_id
 from simplemem.processors.stores.sqlite_lexical.base import SearchedRows, SqliteLexicalBase
-from simplemem.processors.stores.sqlite_lexical.columns import TenantColumns, found_at
+from simplemem.processors.stores.sqlite_lexical.columns import TenantColumns, Walked, found_at
 from simplemem.processors.stores.sqlite_lexical.names import names_match
 from simplemem.processors.stores.sqlite_lexical.schema import (
     layer_token,
@@ -64,7 +65,7 @@ class SqliteSearch(SqliteLexicalBase):
         own_token = layer_token(tenant_id, bool(flt.derived))
         with self._lock:
             columns = self._columns.get(tenant_id, self._tenants.number(tenant_id))
-            self._together_rows(columns)
+            self._together_rows(columns, tenant_id)
             sizes = self._sizes(tenant_id, own_token)
             derived = bool(flt.derived)
             own = self._matched(
@@ -78,11 +79,11 @@ class SqliteSearch(SqliteLexicalBase):
                     tenant_token(tenant_id),
                     terms,
                     sizes["contexts"][0],
-                    lambda r: found_at(columns.contexts.rowid, r) >= 0,
+                    lambda r: columns.contexts.positions(r) >= 0,
                 )
             named = self._named(tenant_id, flt.names) if flt.names else None
         units = columns.units
-        pos, score = summed_at(units.positions(own.rowid), own.weight)
+        pos, score = summed_at(units.positions(own.rowid), own.weight, len(units.rowid))
         score *= saturation(units.words[pos], sizes["units"][1])
         pos, score = _kept(pos, score, limit if ctx is None else reach, passing(columns, pos, flt, named))
         if ctx is not None:
@@ -116,14 +117,16 @@ class SqliteSearch(SqliteLexicalBase):
             pairs = pairs[in_layer(pairs[:, 0])]
         return weighed(latest_of(pairs, how.latest), how.weights, rows)
 
-    def _together_rows(self, columns: TenantColumns | None = None) -> SearchedRows | None:
-        """What this thread's :meth:`one_query` has walked (None: outside one), for the
-        tenant's ``columns`` (other columns than the last search's: it is forgotten, since a write
-        to the tenant drops its columns)."""
+    def _together_rows(
+        self, columns: TenantColumns | None = None, tenant_id: str = ""
+    ) -> SearchedRows | None:
+        """What this thread's :meth:`one_query` has walked (None: outside one), and earlier queries
+        since the tenant's last write, for the tenant's ``columns`` (other columns than the last
+        search's: it is forgotten, since a write to the tenant drops its columns)."""
         held: SearchedRows | None = getattr(self._together, "rows", None)
         if held is None or columns is None or held.columns is columns:
             return held
-        self._together.rows = SearchedRows(columns)
+        self._together.rows = SearchedRows(columns, tenant_id)
         return self._together.rows
 
     def _pairs(
@@ -143,14 +146,21 @@ class SqliteSearch(SqliteLexicalBase):
         for part in unread:
             every = read.get((how.fts, part.unbounded)) if part.unbounded is not None else None
             if every is not None:
-                read[(how.fts, part)] = latest_rows(every[in_layer(every)], part.latest)
+                self._walked(held, (how.fts, part), latest_rows(every[in_layer(every)], part.latest))
         unread = [part for part in unread if (how.fts, part) not in read]
         if unread:
             sql, args = union(how.fts, unread)
-            found = found_pairs(self._db.execute(sql, args).fetchone()[0], len(unread))
-            for i, part in enumerate(unread):
-                read[(how.fts, part)] = found[found[:, 1] == i, 0]
+            found = each_term(self._db.execute(sql, args).fetchone()[0], len(unread))
+            for part, rows in zip(unread, found, strict=True):
+                self._walked(held, (how.fts, part), rows)
         return numbered([read[(how.fts, part)] for part in how.parts])
+
+    def _walked(self, held: SearchedRows, walked: Walked, rows: npt.NDArray[np.int64]) -> None:
+        """A term's rows as this query walked them, for its next searches, and for the next
+        queries while the tenant's columns stand (:meth:`~.columns.ColumnCache.keep_walk`)."""
+        held.walks[walked] = rows
+        if held.columns is not None:
+            self._columns.keep_walk(held.tenant, held.columns, walked, rows)
 
     def _walk(self, fts: str, token: str, terms: list[str], rows: int, *, whole: bool) -> Walk:
         """How this search reads an index (:func:`walk`; ``whole``: its terms without the layer's
@@ -195,10 +205,11 @@ def latest_rows(rowids: npt.NDArray[np.int64], latest: int) -> npt.NDArray[np.in
     return np.sort(rowids)[::-1][:latest]
 
 
-def summed_at(pos: npt.NDArray[np.intp], weight: npt.NDArray[np.float64]) -> Scored:
-    """The distinct positions found (-1: not a row of the tenant's) and the sum of their weights."""
+def summed_at(pos: npt.NDArray[np.intp], weight: npt.NDArray[np.float64], rows: int) -> Scored:
+    """The distinct positions found (-1: not a row of the tenant's ``rows``) and the sum of their
+    weights."""
     found = pos >= 0
-    return summed(pos[found], weight[found])
+    return summed(pos[found], weight[found], rows)
 
 
 def passing(
@@ -230,7 +241,7 @@ def _kept(
 def _around(columns: TenantColumns, ctx: Matches, mean: float, reach: int) -> Scored:
     """The ``reach`` best contexts of the matches (their positions) with their BM25 scores."""
     contexts = columns.contexts
-    pos, score = summed_at(found_at(contexts.rowid, ctx.rowid), ctx.weight)
+    pos, score = summed_at(contexts.positions(ctx.rowid), ctx.weight, len(contexts.rowid))
     score *= saturation(contexts.words[pos], mean)
     return _kept(pos, score, reach)
 
