@@ -23,13 +23,11 @@ from simplemem.processors.retrieval.budget import Budget, fit
 from simplemem.processors.retrieval.derived import (
     PLANS,
     Level,
-    QuestionForm,
     Searches,
-    answer_kind,
     diverse_order,
     gather_level,
-    question_form,
 )
+from simplemem.processors.retrieval.forms import QuestionForm, answer_kind, question_form
 from simplemem.processors.retrieval.render import build_context, digests
 from simplemem.processors.retrieval.threads import NO_THREADS, focused_sessions
 from simplemem.processors.stores.protocols import SymbolicFilter
@@ -431,7 +429,7 @@ def test_services_mode_builds_and_reads_the_same_derived_memory(rt: Any, tmp_pat
 
 
 def test_a_question_that_enumerates_is_searched_by_each_of_its_aspects() -> None:
-    from simplemem.processors.retrieval.derived import aspects
+    from simplemem.processors.retrieval.forms import aspects
 
     parts = aspects(
         "Summarize the project, including the key features implemented, the deployment timeline and the security fixes."

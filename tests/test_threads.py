@@ -10,12 +10,12 @@ import numpy as np
 
 from simplemem.processors.retrieval.derived import (
     PLANS,
-    QuestionForm,
     Searches,
     gather_level,
     reads_one_subject,
     session_lines,
 )
+from simplemem.processors.retrieval.forms import QuestionForm
 from simplemem.processors.retrieval.threads import (
     NO_THREADS,
     TenantThreads,

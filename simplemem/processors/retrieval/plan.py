@@ -13,7 +13,8 @@ from datetime import UTC, date, datetime
 from simplemem.processors.language.temporal import find_anchors
 from simplemem.processors.retrieval.boosts import Boosts
 from simplemem.processors.retrieval.config import RetrievalConfig
-from simplemem.processors.retrieval.derived import PLANS, DerivedPlan, question_form
+from simplemem.processors.retrieval.derived import PLANS, DerivedPlan
+from simplemem.processors.retrieval.forms import question_form
 from simplemem.processors.retrieval.question import (
     QuestionKind,
     asked_places,

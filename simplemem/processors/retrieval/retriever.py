@@ -32,11 +32,11 @@ from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.derived import (
     Aspect,
     Searches,
-    aspects,
     gather_derived,
     reads_one_subject,
 )
 from simplemem.processors.retrieval.fanout import FanOut
+from simplemem.processors.retrieval.forms import aspects
 from simplemem.processors.retrieval.gather import Candidates, CandidateSource, Gatherer
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.retrieval.plan import Plan, plan
