@@ -259,3 +259,43 @@ def test_questions_whose_answer_is_spread_over_sessions_get_k_max(  # type: igno
         assert asked.k == rt.retriever.config.k_max > lookup.k
     finally:
         rt.close()
+
+
+@pytest.mark.parametrize("enumerated", [True, False])
+def test_each_thing_a_question_enumerates_is_searched(tmp_path, settings, enumerated: bool) -> None:  # type: ignore[no-untyped-def]
+    """A question that enumerates ("Considering my X, Y and Z, how should I ..."), searched whole,
+    has the aspect with the most statements fill its top k; searched by each aspect too, each one's
+    best match is among them."""
+    from simplemem.processors.ingest.decompose import DraftUnit
+    from simplemem.processors.ingest.pipeline import Indexer
+    from simplemem.runtime import open_runtime
+
+    rt = tuned(
+        open_runtime(settings, tmp_path),
+        k_min=3,
+        k_max=3,
+        sibling_units=0,
+        statement_aspects=3 if enumerated else 9,
+    )
+    try:
+        units = [
+            fact("My cover letter deadline for the Pixar application is March 25.", [], 0),
+            fact("I revised my cover letter draft for the Pixar application deadline.", [], 1),
+            fact("The cover letter deadline for the DreamWorks application is April 5.", [], 2),
+            fact("My cover letter needs a stronger opening before the deadline.", [], 3),
+            fact("I asked Greg to review my cover letter before the deadlines.", [], 4),
+            fact("Greg rated my interview answers 8.2 out of 10 for clarity.", [], 5),
+            fact("The Zoom call with the creative director is on April 22 at 11 AM.", [], 6),
+            fact("I bought a new ergonomic chair for my home office.", [], 7),
+        ]
+        Indexer(rt.embedder, rt.lexical, rt.vectors).index([DraftUnit(u) for u in units])
+        question = (
+            "Considering my cover letter deadlines, the Zoom call with the creative director, and my "
+            "interview clarity scores, how should I prioritize my preparation?"
+        )
+        found = rt.retriever.query(QueryRequest(tenant_id="t", query=question))
+        cited = {s for m in found.memories for s in m.source_ids}
+        assert len(found.memories) == 3
+        assert ({"m5", "m6"} <= cited) == enumerated
+    finally:
+        rt.close()

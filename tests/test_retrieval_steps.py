@@ -16,7 +16,7 @@ from simplemem.processors.retrieval.gather import Candidates, Gatherer, Scored
 from simplemem.processors.retrieval.plan import Plan, plan
 from simplemem.processors.retrieval.question import QuestionKind
 from simplemem.processors.retrieval.recent import RecentTurns
-from simplemem.processors.retrieval.search import IndexSearch
+from simplemem.processors.retrieval.search import IndexSearch, with_aspect
 from simplemem.schemas.events import Role
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 from simplemem.schemas.query import QueryFilters, QueryRequest
@@ -144,6 +144,65 @@ def test_a_plugged_in_source_ranks_among_the_index_candidates() -> None:
         planned("Where?"), lambda: np.ones(2)
     )
     assert alone.ranked == [("a", 0.9)]
+
+
+ENUMERATING = (
+    "Considering my cover letter deadlines, the Zoom call with the creative director, and my interview "
+    "clarity scores, how should I prioritize my preparation?"
+)
+
+
+def test_a_question_that_enumerates_three_things_has_its_statements_searched_by_each() -> None:
+    assert planned(ENUMERATING).aspects == (
+        "Considering my cover letter deadlines",
+        "the Zoom call with the creative director",
+        "my interview clarity scores",
+        "how should I prioritize my preparation?",
+    )
+    # two parts are more often one subject split at "and"
+    assert planned("How many days passed between my trip to Rome and my sister's wedding?").aspects == ()
+    assert planned(ENUMERATING, statement_aspects=5).aspects == ()
+    # an order's or a summary's timeline reads each aspect; its statements only fill what it leaves
+    summary = "Summarize my cover letter deadlines, the Zoom call with the director, and my interview scores"
+    assert planned(summary).derived is not None and planned(summary).aspects == ()
+
+
+def test_an_aspects_best_match_ranks_at_its_share_beside_the_whole_questions() -> None:
+    whole = [("a", 1.0), ("b", 0.7)]
+    assert with_aspect(whole, [("c", 1.0), ("b", 0.5)], 0.8) == [("a", 1.0), ("c", 0.8), ("b", 0.7)]
+    assert with_aspect(whole, [("b", 1.0)], 1.0) == [("a", 1.0), ("b", 1.0)]  # ties by id
+
+
+class ByText(IndexSearch):
+    """Indexes whose answer depends on the text searched (the question whole, or one aspect)."""
+
+    def __init__(self, answers: dict[str, list[tuple[str, float]]]) -> None:
+        super().__init__(None, None, FanOut())  # type: ignore[arg-type]
+        self.answers = answers
+        self.searched: list[tuple[str, list[float]]] = []
+
+    def ranking(
+        self, plan: Plan, qvec: Any, fetched: dict[str, MemoryUnit]
+    ) -> tuple[list[tuple[str, float]], float]:
+        self.searched.append((plan.search_text, list(qvec())))
+        return self.answers.get(plan.search_text, []), 0.6
+
+
+def test_gathering_searches_the_indexes_by_each_aspect_of_the_plan() -> None:
+    question = planned(ENUMERATING)
+    aspect = question.aspects[1]
+    indexes = ByText({question.search_text: [("a", 1.0), ("b", 0.9)], aspect: [("call", 1.0)]})
+    parts = [(text, np.full(2, i, dtype=np.float32)) for i, text in enumerate(question.aspects)]
+    found = Gatherer(indexes, [], FanOut()).gather(question, lambda: np.ones(2), lambda: parts)
+    assert found.ranked == [("a", 1.0), ("b", 0.9), ("call", 0.8)] and found.best_cosine == 0.6
+    assert indexes.searched[0] == (question.search_text, [1.0, 1.0])
+    assert indexes.searched[2] == (aspect, [1.0, 1.0])  # each aspect with its own vector
+    assert [text for text, _ in indexes.searched[1:]] == list(question.aspects)
+    # a question of one subject is searched whole, whatever vectors are at hand
+    lookup = planned("Where does my brother work?")
+    indexes.searched.clear()
+    Gatherer(indexes, [], FanOut()).gather(lookup, lambda: np.ones(2), lambda: parts)
+    assert [text for text, _ in indexes.searched] == [lookup.search_text]
 
 
 class OneTurn:

@@ -48,6 +48,21 @@ class RetrievalConfig(BaseModel):
     k_max: int = Field(20, ge=1, description="memories a complex or spread-out question gets")
     complexity: ComplexityWeights = ComplexityWeights()
     candidate_pool: int = Field(60, ge=1, description="candidates fetched from each index before fusion")
+    statement_aspects: int = Field(
+        3,
+        ge=2,
+        description="aspects a question must enumerate ('considering my X, Y and Z') for its statements "
+        "to be searched by each aspect too: searched whole, the aspect with the most matching words or "
+        "the closest meaning fills the ranking; two parts are more often one subject split at 'and'",
+    )
+    aspect_share: float = Field(
+        0.8,
+        ge=0.0,
+        le=1.0,
+        description="share of a statement's score for one aspect of the question that counts in its "
+        "ranking (the better of that and its score for the whole question): a statement that matches "
+        "one aspect well ranks among those that match the whole, just below an equal match of the whole",
+    )
 
     # --- gather: fusion and the boosts found while searching ----------------------------------------
     semantic_weight: float = Field(

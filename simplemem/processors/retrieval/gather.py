@@ -13,7 +13,7 @@ need ids no other source uses, and the plan's filters (kinds, sessions, dates) a
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -21,10 +21,11 @@ import numpy as np
 from simplemem.processors.retrieval.boosts import by_score
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.plan import Plan
-from simplemem.processors.retrieval.search import IndexSearch, Ranked
+from simplemem.processors.retrieval.search import IndexSearch, Ranked, with_aspect
 from simplemem.schemas.memory import MemoryUnit
 
 Scored = dict[str, tuple[MemoryUnit, float]]
+Parts = Callable[[], list[tuple[str, np.ndarray]]]  # the question's aspects, each with its vector
 
 
 @dataclass
@@ -63,12 +64,18 @@ class Gatherer:
     sources: Sequence[CandidateSource]
     fan_out: FanOut
 
-    def gather(self, plan: Plan, qvec: Callable[[], np.ndarray]) -> Candidates:
-        """The indexes' ranking with every source's candidates merged in, in the sources' order."""
+    def gather(self, plan: Plan, qvec: Callable[[], np.ndarray], parts: Parts | None = None) -> Candidates:
+        """The indexes' ranking with every source's candidates merged in, in the sources' order; for a
+        question with :attr:`~.plan.Plan.aspects`, the indexes are searched by each of ``parts`` too
+        (:func:`~.search.with_aspect`)."""
         fetched: dict[str, MemoryUnit] = {}  # units read while ranking, not read again to select
 
         def indexed() -> tuple[Ranked, float]:
-            return self.search.ranking(plan, qvec, fetched)
+            ranked, best_cosine = self.search.ranking(plan, qvec, fetched)
+            for text, vec in parts() if parts is not None and plan.aspects else []:
+                aspect, _ = self.search.ranking(replace(plan, search_text=text), constant(vec), fetched)
+                ranked = with_aspect(ranked, aspect, plan.config.aspect_share)
+            return ranked, best_cosine
 
         def prefetched() -> list[Any]:
             return [source.fetch(plan) for source in self.sources]
@@ -79,3 +86,8 @@ class Gatherer:
         for source, what in zip(self.sources, prepared, strict=True):
             scored.update(source.score(plan, what, qvec(), found))
         return found.merged(scored)
+
+
+def constant(vec: np.ndarray) -> Callable[[], np.ndarray]:
+    """A vector already at hand, as the search asks for the question's (which may be on its way)."""
+    return lambda: vec

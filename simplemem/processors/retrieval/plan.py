@@ -14,7 +14,7 @@ from simplemem.processors.language.temporal import find_anchors
 from simplemem.processors.retrieval.boosts import Boosts
 from simplemem.processors.retrieval.config import RetrievalConfig
 from simplemem.processors.retrieval.derived import PLANS, DerivedPlan
-from simplemem.processors.retrieval.forms import question_form
+from simplemem.processors.retrieval.forms import aspects, question_form
 from simplemem.processors.retrieval.question import (
     QuestionKind,
     asked_places,
@@ -53,6 +53,9 @@ class Plan:
     pool: int  # candidates read from each index
     search_text: str  # the question without the names the filter already holds
     derived: DerivedPlan | None = None  # the derived lines the question reads first (None: none)
+    # the aspects of a question that enumerates several things, each of which its statements are
+    # searched by too (:func:`statement_aspects`); () for one searched whole only
+    aspects: tuple[str, ...] = ()
 
     @property
     def tenant(self) -> str:
@@ -135,6 +138,8 @@ def plan(
     anyday = (
         replace(within, first_day=None, last_day=None) if first_day is not None and not explicit else None
     )
+    # the API's kinds or dates narrow to the statements they name
+    derived = None if filters.kinds or explicit else PLANS.get(question_form(query))
     return Plan(
         request=request,
         filters=filters,
@@ -155,9 +160,24 @@ def plan(
         # a memory's vector comes from its sentence as said, without the speaker's name, and the
         # filter already holds the names: the question is searched without them too
         search_text=without_words(query, named),
-        # the API's kinds or dates narrow to the statements they name
-        derived=None if filters.kinds or explicit else PLANS.get(question_form(query)),
+        derived=derived,
+        aspects=statement_aspects(query, derived, config),
     )
+
+
+def statement_aspects(query: str, derived: DerivedPlan | None, config: RetrievalConfig) -> tuple[str, ...]:
+    """The aspects its statements are searched by too: those of a question that enumerates at least
+    ``statement_aspects`` things ("Considering my cover letter deadlines, the call with the director
+    and my interview scores, how should I ..."), whose answer draws on each. Searched whole, such a
+    question ranks the statements of its most-worded aspect first, and the others' are below the
+    budget. Not for an order or a summary: its timeline reads each aspect, its statements only fill
+    what the timeline leaves. Limits: the aspects are the parts between commas and "and"
+    (:func:`~.forms.aspects`): a list of single words is one aspect, a long question that merely
+    has commas gets searches it does not need."""
+    if derived is not None and any(level.whole_sessions for level in derived.levels):
+        return ()
+    parts = aspects(query)
+    return tuple(parts) if len(parts) >= config.statement_aspects else ()
 
 
 def k_of(kind: QuestionKind, score: float, filters: QueryFilters, config: RetrievalConfig) -> int:

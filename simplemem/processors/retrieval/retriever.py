@@ -4,7 +4,7 @@
    spread over sessions, a gathering of mentions), the persons it names that the tenant knows, its
    dates, whose statements it is about, and k;
 2. **gather** (:mod:`.gather`): candidates from the indexes (:mod:`.search`: BM25 and vectors fused,
-   persons and dates favoured) and from every other :class:`~.gather.CandidateSource` (recent turns
+   persons and dates favoured; by each thing a question enumerates too) and from every other :class:`~.gather.CandidateSource` (recent turns
    not indexed yet: :mod:`.recent`); first, the derived lines the question's form reads (timeline,
    instructions, preferences, profile: :mod:`.derived`), coarse before fine;
 3. **select** (:mod:`.select`): the top k of the ranking's head after the boosts (:mod:`.boosts`),
@@ -111,8 +111,9 @@ class Retriever:
             )
             # the derived lines need nothing the statements' candidates do: searched at once (services);
             # embedded, the statements are chosen first, while the aspects are still being embedded
+            # (unless the statements are searched by them too: :attr:`Plan.aspects`)
             selection, derived = self.fan_out.both(
-                lambda: self.select(planned, self.gather(planned, qvec)),
+                lambda: self.select(planned, self.gather(planned, qvec, parts)),
                 lambda: self.derived(planned, qvec(), parts),
             )
             return self.render(planned, selection, derived)
@@ -126,9 +127,10 @@ class Retriever:
         return self.embed_pool.submit(call).result
 
     def aspects(self, planned: Plan) -> list[str]:
-        """The question's aspects a diverse level of its derived plan searches one by one."""
+        """The question's aspects a diverse level of its derived plan, or its statements
+        (:attr:`Plan.aspects`), search one by one."""
         if planned.derived is None or not any(level.diverse for level in planned.derived.levels):
-            return []
+            return list(planned.aspects)
         return aspects(planned.query)
 
     def plan(
@@ -142,11 +144,20 @@ class Retriever:
             request, filters, config or self.config, lambda words: self.known_names(request.tenant_id, words)
         )
 
-    def gather(self, planned: Plan, qvec: Callable[[], np.ndarray] | None = None) -> Candidates:
+    def gather(
+        self,
+        planned: Plan,
+        qvec: Callable[[], np.ndarray] | None = None,
+        parts: Callable[[], list[tuple[str, np.ndarray]]] | None = None,
+    ) -> Candidates:
         """Step 2: the ranked candidates of every source. The question is embedded while the BM25
-        side already searches (services mode)."""
+        side already searches (services mode); so are its aspects (``parts``: each with its vector),
+        when its statements are searched by them too and they are not given."""
         qvec = qvec or self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
-        return Gatherer(self.search, self.all_sources, self.fan_out).gather(planned, qvec)
+        if parts is None and planned.aspects:
+            texts = list(planned.aspects)
+            parts = self.fan_out.later(lambda: list(zip(texts, self.embedder.encode(texts), strict=True)))
+        return Gatherer(self.search, self.all_sources, self.fan_out).gather(planned, qvec, parts)
 
     def derived(
         self,

@@ -47,6 +47,16 @@ def fuse(
     return scores
 
 
+def with_aspect(ranked: Ranked, aspect: Ranked, share: float) -> Ranked:
+    """One ranking from the question's (``ranked``) and one aspect's: a memory scores the better of
+    its score for the question and ``share`` of its score for the aspect (each a share of its own
+    search's best), so the best matches of every aspect rank beside those of the whole question."""
+    best = dict(ranked)
+    for uid, sc in aspect:
+        best[uid] = max(best.get(uid, 0.0), share * sc)
+    return by_score(list(best.items()))
+
+
 def favour_within(wide: Ranked, within: Ranked, boost: float) -> Ranked:
     """One ranking from a search without the query's date (``wide``) and one within it (``within``):
     a memory found within the date gets ``boost`` on top of its better score of the two."""
