@@ -235,6 +235,19 @@ def test_a_memory_without_a_vector_takes_part_of_its_bm25_share_for_its_cosine()
     assert fuse(semantic, lexical, set(), 0.5, 0.75)["statement"] == pytest.approx(0.5)
 
 
+def test_a_long_answers_statement_found_by_its_words_stays_below_the_closest_meaning() -> None:
+    # a first-person question: the user's statement closest in meaning shares none of its words, a
+    # later statement of a long answer (no vector) all of them; at the default share of its BM25 share
+    # for its cosine, it ranks below (a generic closing line, "By following these strategies, you can
+    # stay motivated...", matches many questions' words)
+    c = RetrievalConfig()
+    scores = fuse([Hit("said", 0.6)], [Hit("closing", 9.0)], {"closing"}, 0.8, c.words_only_cosine_factor)
+    assert scores["closing"] < scores["said"] == pytest.approx(0.8)
+    # about someone else (half the weight on meaning) its words still put it above
+    scores = fuse([Hit("said", 0.6)], [Hit("closing", 9.0)], {"closing"}, 0.5, c.words_only_cosine_factor)
+    assert scores["closing"] > scores["said"]
+
+
 def test_a_question_about_the_users_own_life_weighs_meaning_more() -> None:
     s = RetrievalConfig(semantic_weight=0.5, first_person_semantic_weight=0.8)
     assert fusion_weight(asked_role("I was thinking about rearranging my bedroom. Any tips?"), s) == 0.8

@@ -80,7 +80,7 @@ class RetrievalConfig(BaseModel):
         "rewords what the user said, and the words it shares with the history are the common ones",
     )
     words_only_cosine_factor: float = Field(
-        0.75,
+        0.5,
         ge=0.0,
         le=1.0,
         description="a memory without a vector (a long answer's later statements) is given this share of "
