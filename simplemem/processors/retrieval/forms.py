@@ -29,7 +29,8 @@ _ORDER = re.compile(
 )
 # Nouns that name an order ("the timeline", "the sequence of ..."): they ask for one in a question that
 # asks for nothing else, but in a request for a summary they are part of its subject ("a summary of how
-# my project timeline and tasks have changed" wants the summary)
+# my project timeline and tasks have changed" wants the summary). Limits: a verb or a noun of another
+# sense is caught too ("how can I best sequence my resume updates", "balance my budget and timeline")
 _ORDER_NOUNS = re.compile(r"\b(?:sequence|timeline|progression)\b", re.IGNORECASE)
 _SUMMARY = re.compile(
     r"\b(?:summar\w+|overview|recap|brief me|sum up|comprehensive (?:summary|overview|account)|"
