@@ -266,8 +266,11 @@ def subject_words(text: str, limit: int) -> str:
     return " ".join(kept).rstrip(",;:")
 
 
+_NO_SUBJECT = STOPWORDS | _ASKING | _RECEIVING  # what a word of no subject is, looked up once per word
+
+
 def _carries(word: str) -> bool:
-    return word in _NEGATIONS or (word not in STOPWORDS and word not in _ASKING and word not in _RECEIVING)
+    return word in _NEGATIONS or word not in _NO_SUBJECT
 
 
 def _bare(word: str) -> str:

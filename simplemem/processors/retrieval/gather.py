@@ -19,13 +19,14 @@ from typing import Any, Protocol
 import numpy as np
 
 from simplemem.processors.retrieval.boosts import by_score
+from simplemem.processors.retrieval.derived import Aspect
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.plan import Plan
 from simplemem.processors.retrieval.search import IndexSearch, Ranked, with_aspect
 from simplemem.schemas.memory import MemoryUnit
 
 Scored = dict[str, tuple[MemoryUnit, float]]
-Parts = Callable[[], list[tuple[str, np.ndarray]]]  # the question's aspects, each with its vector
+Parts = Callable[[], Sequence[Aspect]]  # what gives the question's aspects, each with its vector
 
 
 @dataclass

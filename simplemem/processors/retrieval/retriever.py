@@ -37,7 +37,7 @@ from simplemem.processors.retrieval.derived import (
 )
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.forms import aspects
-from simplemem.processors.retrieval.gather import Candidates, CandidateSource, Gatherer
+from simplemem.processors.retrieval.gather import Candidates, CandidateSource, Gatherer, Parts
 from simplemem.processors.retrieval.names import TenantNames
 from simplemem.processors.retrieval.plan import Plan, plan
 from simplemem.processors.retrieval.recent import RecentTurns
@@ -104,11 +104,7 @@ class Retriever:
             planned = self.plan(request, filters, config)
             texts = self.aspects(planned)
             qvec = self.ahead(lambda: self.embedder.encode([planned.search_text])[0])
-            parts = (
-                self.ahead(lambda: list(zip(texts, self.embedder.encode(texts), strict=True)))
-                if texts
-                else list
-            )
+            parts = self.ahead(lambda: self.embedded(texts)) if texts else list
             # the derived lines need nothing the statements' candidates do: searched at once (services);
             # embedded, the statements are chosen first, while the aspects are still being embedded
             # (unless the statements are searched by them too: :attr:`Plan.aspects`)
@@ -125,6 +121,10 @@ class Retriever:
         if self.embed_pool is None or not self.spare_core():
             return self.fan_out.later(call)
         return self.embed_pool.submit(call).result
+
+    def embedded(self, texts: list[str]) -> list[Aspect]:
+        """Each of ``texts`` (a question's aspects) with its vector, embedded in one call."""
+        return list(zip(texts, self.embedder.encode(texts), strict=True)) if texts else []
 
     def aspects(self, planned: Plan) -> list[str]:
         """The question's aspects a diverse level of its derived plan, or its statements
@@ -148,7 +148,7 @@ class Retriever:
         self,
         planned: Plan,
         qvec: Callable[[], np.ndarray] | None = None,
-        parts: Callable[[], list[tuple[str, np.ndarray]]] | None = None,
+        parts: Parts | None = None,
     ) -> Candidates:
         """Step 2: the ranked candidates of every source. The question is embedded while the BM25
         side already searches (services mode); so are its aspects (``parts``: each with its vector),
@@ -156,7 +156,7 @@ class Retriever:
         qvec = qvec or self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
         if parts is None and planned.aspects:
             texts = list(planned.aspects)
-            parts = self.fan_out.later(lambda: list(zip(texts, self.embedder.encode(texts), strict=True)))
+            parts = self.fan_out.later(lambda: self.embedded(texts))
         return Gatherer(self.search, self.all_sources, self.fan_out).gather(planned, qvec, parts)
 
     def derived(
@@ -172,8 +172,7 @@ class Retriever:
         if planned.derived is None:
             return []
         if parts is None:
-            texts = self.aspects(planned)
-            parts = list(zip(texts, self.embedder.encode(texts) if texts else [], strict=True))
+            parts = self.embedded(self.aspects(planned))
         search = Searches(
             self.lexical,
             self.vectors,

@@ -103,15 +103,14 @@ def thread_centres(
 ) -> tuple[dict[int, npt.NDArray[np.float32]], npt.NDArray[np.float32] | None]:
     """Each thread's direction (the unit mean of its sessions' line vectors, rows of ``lines``) and
     the direction of all of them."""
-    by_thread: dict[int, list[npt.NDArray[np.float32]]] = {}
+    sums: dict[int, npt.NDArray[np.float32]] = {}  # a mean's direction is its sum's
     for session, rows in lines.items():
         if session in thread_of and len(rows):
-            by_thread.setdefault(thread_of[session], []).append(rows)
-    if not by_thread:
+            thread = thread_of[session]
+            sums[thread] = sums[thread] + rows.sum(axis=0) if thread in sums else rows.sum(axis=0)
+    if not sums:
         return {}, None
-    centres = {t: _unit(np.concatenate(parts).mean(axis=0)) for t, parts in by_thread.items()}
-    every = np.concatenate([rows for parts in by_thread.values() for rows in parts])
-    return centres, _unit(every.mean(axis=0))
+    return {t: _unit(total) for t, total in sums.items()}, _unit(np.sum(list(sums.values()), axis=0))
 
 
 def _unit(vec: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
