@@ -319,3 +319,25 @@ def test_beyond_its_bounds_nothing_more_is_kept_until_a_tenants_columns_go(
         store.get("t1", ids[2:], with_context=False)
     assert len(decoded) == 5 and decoded[-1] == ids[2]  # the count was freed with the columns
     store.close()
+
+
+def test_the_memories_naming_a_person_are_matched_once_and_each_check_answers_as_apart(
+    tmp_path: Path,
+) -> None:
+    store = filled(tmp_path)
+    tagged = line("t1", "Ana booked the kayak trip", MemoryKind.FACT)
+    named = line("t1", "the budget went to Ana for review", MemoryKind.FACT)
+    other = line("t1", "the kayak club meets on Fridays", MemoryKind.FACT)
+    store.upsert([tagged.model_copy(update={"persons": ["Ana"]}), named, other])
+    store.upsert([line("t2", "Ana reviewed the budget", MemoryKind.FACT)])
+    ids = [tagged.id, named.id, other.id]
+    apart = store.ids_with_names("t1", ids, ["ana"])
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    with store.one_query():
+        checks = [store.ids_with_names("t1", ids[::step], ["ana"]) for step in (1, -1)]
+        theirs = store.ids_with_names("t2", ids, ["ana"])
+    assert apart == {tagged.id, named.id} and checks == [apart, apart] and theirs == set()
+    # once for t1 (its two checks), once for t2
+    assert len([sql for sql in seen if "MATCH" in sql]) == 2
+    store.close()

@@ -22,6 +22,7 @@ import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TypeVar
 
 import numpy as np
@@ -103,8 +104,8 @@ class Retriever:
         with self.lexical.one_query():  # its steps search the same words and read some units twice
             planned = self.plan(request, filters, config)
             texts = self.aspects(planned)
-            qvec = self.ahead(lambda: self.embedder.encode([planned.search_text])[0])
-            parts = self.ahead(lambda: self.embedded(texts)) if texts else list
+            qvec = self.ahead(partial(self.vector, planned.search_text))
+            parts = self.ahead(partial(self.embedded, texts)) if texts else list
             # the derived lines need nothing the statements' candidates do: searched at once (services);
             # embedded, the statements are chosen first, while the aspects are still being embedded
             # (unless the statements are searched by them too: :attr:`Plan.aspects`)
@@ -121,6 +122,10 @@ class Retriever:
         if self.embed_pool is None or not self.spare_core():
             return self.fan_out.later(call)
         return self.embed_pool.submit(call).result
+
+    def vector(self, text: str) -> np.ndarray:
+        """The question's vector."""
+        return self.embedder.encode([text])[0]
 
     def embedded(self, texts: list[str]) -> list[Aspect]:
         """Each of ``texts`` (a question's aspects) with its vector, embedded in one call."""
@@ -153,7 +158,7 @@ class Retriever:
         """Step 2: the ranked candidates of every source. The question is embedded while the BM25
         side already searches (services mode); so are its aspects (``parts``: each with its vector),
         when its statements are searched by them too and they are not given."""
-        qvec = qvec or self.fan_out.later(lambda: self.embedder.encode([planned.search_text])[0])
+        qvec = qvec or self.fan_out.later(partial(self.vector, planned.search_text))
         if parts is None and planned.aspects:
             texts = list(planned.aspects)
             parts = self.fan_out.later(lambda: self.embedded(texts))

@@ -9,7 +9,7 @@ nothing is dropped rather than obeyed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -73,6 +73,21 @@ class IndexSearch:
     lexical: LexicalStore
     vectors: VectorStore
     fan_out: FanOut
+    # the BM25 hits of the searches made so far, by text and filter: a search made ahead
+    # (:meth:`words`) is not made again
+    found: dict[tuple[str, SymbolicFilter], list[Hit]] = field(default_factory=dict)
+
+    def words(self, plan: Plan, flt: SymbolicFilter) -> list[Hit]:
+        """The BM25 hits for the plan's search text under ``flt``, its persons aside (they are a boost:
+        :meth:`search`); made once."""
+        anyone = replace(flt, names=())
+        asked = (plan.search_text, anyone)
+        if asked not in self.found:
+            size, parallel = plan.config.store_expression_terms, self.fan_out.parallel
+            self.found[asked] = batched.search(
+                self.lexical, plan.tenant, plan.search_text, plan.pool, anyone, size, read=parallel
+            )
+        return self.found[asked]
 
     def ranking(
         self, plan: Plan, qvec: Callable[[], np.ndarray], fetched: dict[str, MemoryUnit]
@@ -128,12 +143,7 @@ class IndexSearch:
             return hits
 
         # the words first: the question's vector may still be on its way (:class:`~.retriever.Retriever`)
-        lexical, semantic = self.fan_out.both(
-            lambda: batched.search(
-                self.lexical, tenant, plan.search_text, plan.pool, anyone, size, read=parallel
-            ),
-            semantic_search,
-        )
+        lexical, semantic = self.fan_out.both(lambda: self.words(plan, flt), semantic_search)
         fetched.update((h.id, h.unit) for h in lexical if h.unit is not None)
         ids = list(dict.fromkeys([*(h.id for h in semantic), *(h.id for h in lexical)]))
         seen = {h.id for h in semantic}

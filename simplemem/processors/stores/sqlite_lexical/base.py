@@ -64,17 +64,18 @@ class SqliteLexicalBase:
     def one_query(self) -> Iterator[None]:
         """Within it, this thread's calls are one query's: a term's rows of an index are walked once
         (a question searched whole, by each of its aspects and for each kind of derived line walks
-        the same terms: :meth:`~.search.SqliteSearch._pairs`), and a stored unit read again is not
-        decoded again (:meth:`_decoded`). Each call returns what it returns alone; what was read is
+        the same terms: :meth:`~.search.SqliteSearch._pairs`), a stored unit read again is not
+        decoded again (:meth:`_decoded`), and the memories about the question's persons are found
+        once (:meth:`~.names.SqliteNames._naming_rows`). Each call returns what it returns alone; what was read is
         dropped at the end."""
         if getattr(self._together, "units", None) is not None:  # an outer scope's
             yield
             return
-        self._together.rows, self._together.units = SearchedRows(None), {}
+        self._together.rows, self._together.units, self._together.named = SearchedRows(None), {}, {}
         try:
             yield
         finally:
-            self._together.rows = self._together.units = None
+            self._together.rows = self._together.units = self._together.named = None
 
     def _decoded(
         self,

@@ -49,24 +49,34 @@ class SqliteNames(SqliteLexicalBase):
         text."""
         if not ids or not names:
             return set()
+        named = self._naming_rows(tenant_id, names)
         id_marks, name_marks = ",".join("?" * len(ids)), ",".join("?" * len(names))
         number, keys = self._number(tenant_id), [unit_key(i) for i in ids]
         with self._lock:
             rows = self._db.execute(
-                f"SELECT id FROM names WHERE tenant_id=? AND id IN ({id_marks}) AND name IN ({name_marks}) "
-                # the match once, as a list of rowids: as a join, FTS5 ran it again for every id
-                f"UNION SELECT id FROM units WHERE tenant_id=? AND id IN ({id_marks}) "
-                "AND rowid IN (SELECT rowid FROM units_fts WHERE units_fts MATCH ?)",
-                [
-                    number,
-                    *keys,
-                    *(n.lower() for n in names),
-                    number,
-                    *keys,
-                    names_match(tenant_id, names),
-                ],
+                f"SELECT id, NULL FROM names WHERE tenant_id=? AND id IN ({id_marks}) "
+                f"AND name IN ({name_marks}) UNION ALL SELECT id, rowid FROM units WHERE tenant_id=? "
+                f"AND id IN ({id_marks})",
+                [number, *keys, *(n.lower() for n in names), number, *keys],
             ).fetchall()
-        return {unit_id(r[0]) for r in rows}
+        return {unit_id(key) for key, rowid in rows if rowid is None or rowid in named}
+
+    def _naming_rows(self, tenant_id: str, names: Sequence[str]) -> set[int]:
+        """The rowids of the tenant's memories whose own words name one of ``names``. Within
+        :meth:`one_query` the match is made once: a question is ranked whole and by each of its
+        aspects, under the same names, and the match was most of each ranking's check."""
+        held: dict[tuple[str, tuple[str, ...]], set[int]] | None = getattr(self._together, "named", None)
+        asked = (tenant_id, tuple(names))
+        if held is not None and asked in held:
+            return held[asked]
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT rowid FROM units_fts WHERE units_fts MATCH ?", (names_match(tenant_id, names),)
+            ).fetchall()
+        named = {r[0] for r in rows}
+        if held is not None:
+            held[asked] = named
+        return named
 
 
 def names_match(tenant_id: str, names: Sequence[str]) -> str:
