@@ -97,6 +97,21 @@ def test_the_question_embedded_ahead_gets_the_answer_it_gets_in_order(
     assert all(name == threading.current_thread().name for name, _ in in_order.calls)
 
 
+def test_whether_a_core_is_spare_is_asked_once_a_query(
+    stores: tuple[SqliteLexicalStore, SqliteVectorStore],
+) -> None:
+    """The question's vector, being embedded on the spare core, makes it look busy: the aspects go to
+    the same thread all the same."""
+    lexical, vectors = stores
+    answers = iter([True, False])
+    ahead = ThreadNoting()
+    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
+        Retriever(
+            RetrievalConfig(), lexical, vectors, ahead, embed_pool=pool, spare_core=lambda: next(answers)
+        ).query(QueryRequest(tenant_id="t", query=ORDER))
+    assert len(ahead.calls) == 2 and all(name.startswith("embed-ahead") for name, _ in ahead.calls)
+
+
 def test_the_statements_words_are_searched_before_the_question_vector_is_waited_for(
     stores: tuple[SqliteLexicalStore, SqliteVectorStore],
 ) -> None:
@@ -139,20 +154,36 @@ def test_without_a_spare_core_the_question_is_embedded_in_order_on_the_callers_t
 
 
 @pytest.mark.parametrize(
-    ("load", "cores", "spare"),
-    [(0.7, 2, True), (1.9, 2, True), (2.0, 2, False), (6.5, 2, False), (3.0, 8, True)],
+    ("runnable", "cores", "spare"),
+    [(1, 2, True), (2, 2, False), (5, 2, False), (3, 8, True)],
 )
-def test_a_core_is_spare_while_the_load_average_is_below_the_cores(
-    monkeypatch: pytest.MonkeyPatch, load: float, cores: int, spare: bool
+def test_a_core_is_spare_while_fewer_threads_are_ready_to_run_than_cores(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, runnable: int, cores: int, spare: bool
 ) -> None:
-    monkeypatch.setattr(retriever_module.os, "getloadavg", lambda: (load, load, load))
+    run_queue = tmp_path / "loadavg"
+    # the last minute's load says busy (or idle): the run queue as it is now decides
+    run_queue.write_text(f"{3.0 if spare else 0.1} 2.50 1.20 {runnable}/412 9120\n")
+    monkeypatch.setattr(retriever_module, "RUN_QUEUE", run_queue)
     monkeypatch.setattr(retriever_module.os, "cpu_count", lambda: cores)
     assert spare_core() is spare
 
 
-def test_without_a_load_average_a_core_is_taken_as_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("load", "spare"), [(0.7, True), (1.9, True), (2.0, False), (6.5, False)])
+def test_without_a_run_queue_a_core_is_spare_while_the_load_average_is_below_the_cores(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, load: float, spare: bool
+) -> None:
+    monkeypatch.setattr(retriever_module, "RUN_QUEUE", tmp_path / "none")
+    monkeypatch.setattr(retriever_module.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(retriever_module.os, "cpu_count", lambda: 2)
+    assert spare_core() is spare
+
+
+def test_without_a_load_average_a_core_is_taken_as_spare(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     def missing() -> tuple[float, float, float]:
         raise OSError("no load average")
 
+    monkeypatch.setattr(retriever_module, "RUN_QUEUE", tmp_path / "none")
     monkeypatch.setattr(retriever_module.os, "getloadavg", missing)
     assert spare_core()

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -55,12 +56,23 @@ from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult
 A = TypeVar("A")
 
 
+RUN_QUEUE = Path("/proc/loadavg")  # Linux: its fourth field is "runnable/all" threads, as of now
+
+
 def spare_core() -> bool:
-    """Whether the machine has a core to spare: the last minute's load average below its cores. On
-    a busy machine a second thread of the query only takes turns with the first on one core, and it
-    cost more than it saved (a query's CPU up by a fifth at a load of three times the cores)."""
+    """Whether the machine has a core to spare now: fewer threads ready to run (the caller's among
+    them) than cores. On a busy machine a second thread of the query only takes turns with the first
+    on one core, and it cost more than it saved (a query's CPU up by a fifth at a load of three times
+    the cores). The run queue is read as it is now: the last minute's load average, read where there
+    is no run queue to read, stays above the cores for a minute after a burst of work has ended (an
+    ingest before a batch of queries)."""
+    cores = os.cpu_count() or 1
     try:
-        return os.getloadavg()[0] < (os.cpu_count() or 1)
+        return int(RUN_QUEUE.read_text().split()[3].split("/")[0]) < cores
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.getloadavg()[0] < cores
     except OSError:  # no load average here: as on an idle machine
         return True
 
@@ -104,8 +116,10 @@ class Retriever:
         with self.lexical.one_query():  # its steps search the same words and read some units twice
             planned = self.plan(request, filters, config)
             texts = self.aspects(planned)
-            qvec = self.ahead(partial(self.vector, planned.search_text))
-            parts = self.ahead(partial(self.embedded, texts)) if texts else list
+            # decided once: the question's vector, being embedded, would count as a thread at work
+            spare = self.embed_pool is not None and self.spare_core()
+            qvec = self.ahead(partial(self.vector, planned.search_text), spare)
+            parts = self.ahead(partial(self.embedded, texts), spare) if texts else list
             # the derived lines need nothing the statements' candidates do: searched at once (services);
             # embedded, the statements are chosen first, while the aspects are still being embedded
             # (unless the statements are searched by them too: :attr:`Plan.aspects`)
@@ -115,11 +129,11 @@ class Retriever:
             )
             return self.render(planned, selection, derived)
 
-    def ahead(self, call: Callable[[], A]) -> Callable[[], A]:
+    def ahead(self, call: Callable[[], A], spare: bool) -> Callable[[], A]:
         """``call`` started now: on :attr:`embed_pool` (embedded mode, more than one core, one of
-        them spare now: :func:`spare_core`), on the fan-out's pool (services), else at the first wait
+        them ``spare``: :func:`spare_core`), on the fan-out's pool (services), else at the first wait
         for it."""
-        if self.embed_pool is None or not self.spare_core():
+        if self.embed_pool is None or not spare:
             return self.fan_out.later(call)
         return self.embed_pool.submit(call).result
 
