@@ -112,6 +112,48 @@ def test_whether_a_core_is_spare_is_asked_once_a_query(
     assert len(ahead.calls) == 2 and all(name.startswith("embed-ahead") for name, _ in ahead.calls)
 
 
+ENUMERATING = (
+    "Considering the budget tracker features, the security review and the kayak trip, what should I fix?"
+)
+
+
+@pytest.mark.parametrize("question", [ORDER, ENUMERATING])
+def test_with_a_spare_core_every_search_of_words_is_made_before_any_vector_is_waited_for(
+    stores: tuple[SqliteLexicalStore, SqliteVectorStore], question: str
+) -> None:
+    """The words of the statements' searches, of each aspect's and of the derived lines' are searched
+    while the vectors are embedded on the spare core; the steps ask for them again later, and get
+    the same answer."""
+    lexical, vectors = stores
+    events: list[tuple[str, object]] = []
+
+    class NotingWords(SqliteLexicalStore):
+        def search(self, tenant_id, query, limit, flt, *, read=False):  # type: ignore[no-untyped-def]
+            events.append(("words", (query, limit, flt)))
+            return super().search(tenant_id, query, limit, flt, read=read)
+
+    class NotingVectors(SqliteVectorStore):
+        def search(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            events.append(("vector", None))
+            return super().search(*args, **kwargs)
+
+    words, vecs = NotingWords.__new__(NotingWords), NotingVectors.__new__(NotingVectors)
+    words.__dict__.update(lexical.__dict__)
+    vecs.__dict__.update(vectors.__dict__)
+    request = QueryRequest(tenant_id="t", query=question)
+    expected = Retriever(RetrievalConfig(), lexical, vectors, ThreadNoting()).query(request)
+    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
+        got = Retriever(
+            RetrievalConfig(), words, vecs, ThreadNoting(), embed_pool=pool, spare_core=lambda: True
+        ).query(request)
+    assert got.context == expected.context
+    first_vector = events.index(("vector", None))
+    ahead = {asked for kind, asked in events[:first_vector] if kind == "words"}
+    later = {asked for kind, asked in events[first_vector:] if kind == "words"}
+    assert later and later <= ahead
+    assert any(flt.derived for _, _, flt in ahead) and any(not flt.derived for _, _, flt in ahead)
+
+
 def test_the_statements_words_are_searched_before_the_question_vector_is_waited_for(
     stores: tuple[SqliteLexicalStore, SqliteVectorStore],
 ) -> None:

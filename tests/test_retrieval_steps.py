@@ -180,17 +180,11 @@ class ByText(IndexSearch):
         super().__init__(None, None, FanOut())  # type: ignore[arg-type]
         self.answers = answers
         self.searched: list[tuple[str, list[float]]] = []
-        self.events: list[str] = []  # the searches by their words and the rankings, in order
-
-    def words(self, plan: Plan, flt: Any) -> list[Any]:
-        self.events.append(f"words {plan.search_text}")
-        return []
 
     def ranking(
         self, plan: Plan, qvec: Any, fetched: dict[str, MemoryUnit]
     ) -> tuple[list[tuple[str, float]], float]:
         self.searched.append((plan.search_text, list(qvec())))
-        self.events.append(f"ranking {plan.search_text}")
         return self.answers.get(plan.search_text, []), 0.6
 
 
@@ -209,26 +203,6 @@ def test_gathering_searches_the_indexes_by_each_aspect_of_the_plan() -> None:
     indexes.searched.clear()
     Gatherer(indexes, [], FanOut()).gather(lookup, lambda: np.ones(2), lambda: parts)
     assert [text for text, _ in indexes.searched] == [lookup.search_text]
-
-
-def test_an_enumerating_question_searches_every_aspect_by_its_words_before_waiting_for_their_vectors() -> (
-    None
-):
-    """Embedded, the aspects are embedded on another core while this thread searches: it should have
-    words to search, not wait for the vectors first."""
-    question = planned(ENUMERATING)
-    indexes = ByText({})
-    parts = [(text, np.ones(2, dtype=np.float32)) for text in question.aspects]
-
-    def vectors() -> list[tuple[str, np.ndarray]]:
-        indexes.events.append("vectors")
-        return parts
-
-    Gatherer(indexes, [], FanOut()).gather(question, lambda: np.ones(2), vectors)
-    waited = indexes.events.index("vectors")
-    assert indexes.events[:waited] == [
-        f"words {text}" for text in (question.search_text, *question.aspects)
-    ] + [f"ranking {question.search_text}"]
 
 
 class OneTurn:

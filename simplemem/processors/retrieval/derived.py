@@ -261,21 +261,40 @@ class Searches:
 def _ranked(
     search: Searches, text: str, vec: np.ndarray, flt: SymbolicFilter, level: Level
 ) -> tuple[list[str], dict[str, float]]:
-    pool = DIVERSE_POOL if level.diverse else POOL
-    kind = answer_kind(search.query) if level.answer_kind else ""
-    semantic = search.vectors.search(search.tenant, vec, pool, flt)
-    fused = _fused(
-        semantic,
-        batched.search(
-            search.lexical, search.tenant, f"{text} {kind}".strip(), pool, flt, search.expression_terms
-        ),
-    )
+    words, governs = _words(search, text, flt, level)
+    semantic = search.vectors.search(search.tenant, vec, DIVERSE_POOL if level.diverse else POOL, flt)
+    fused = _fused(semantic, words)
     cosine = {h.id: h.score for h in semantic}
     ranked = sorted(fused, key=lambda uid: (-fused[uid], uid))
     if level.min_cosine:
-        governs = _governing(search, kind, pool, flt)
         ranked = [uid for uid in ranked if cosine.get(uid, 0.0) >= level.min_cosine or uid in governs]
     return ranked, fused
+
+
+def _words(search: Searches, text: str, flt: SymbolicFilter, level: Level) -> tuple[list[Hit], set[str]]:
+    """The level's BM25 hits for ``text`` (with the words of the kind of answer asked for, if the level
+    reads them: :func:`answer_kind`), and, for a level with a floor of meaning, the lines that name
+    that kind (:func:`_governing`)."""
+    pool = DIVERSE_POOL if level.diverse else POOL
+    kind = answer_kind(search.query) if level.answer_kind else ""
+    words = batched.search(
+        search.lexical, search.tenant, f"{text} {kind}".strip(), pool, flt, search.expression_terms
+    )
+    return words, _governing(search, kind, pool, flt) if level.min_cosine else set()
+
+
+def _level_filter(search: Searches, level: Level) -> SymbolicFilter:
+    return SymbolicFilter(stated_before=search.as_of, derived=tuple(k.value for k in level.kinds))
+
+
+def search_words(search: Searches, plan: DerivedPlan, first_person: bool, aspects: Sequence[str]) -> None:
+    """Every BM25 search :func:`gather_derived` makes for ``plan`` (its diverse levels by each of
+    ``aspects`` too), made now: a query whose vectors are being embedded on another core makes them
+    meanwhile, and the lexical store answers them again from what they found (its ``one_query``)."""
+    for level in _levels(plan, first_person):
+        flt = _level_filter(search, level)
+        for text in (search.query, *(aspects if level.diverse else ())):
+            _words(search, text, flt, level)
 
 
 def _governing(search: Searches, kind: str, pool: int, flt: SymbolicFilter) -> set[str]:
@@ -322,7 +341,7 @@ def gather_level(search: Searches, level: Level) -> list[tuple[MemoryUnit, float
     fused), at most ``level.lines``, best first; for a diverse level of a question with aspects, each
     aspect's best lines in turn."""
     lexical, vectors, tenant = search.lexical, search.vectors, search.tenant
-    flt = SymbolicFilter(stated_before=search.as_of, derived=tuple(k.value for k in level.kinds))
+    flt = _level_filter(search, level)
     ranked, fused = _ranked(search, search.query, search.qvec, flt, level)
     if level.diverse and (parts := search.aspects()):
         rankings = [_ranked(search, text, vec, flt, level) for text, vec in parts]
@@ -396,6 +415,10 @@ def words_of(level: Level, rank: int) -> tuple[int, int]:
 
 
 def gather_derived(search: Searches, plan: DerivedPlan, first_person: bool) -> list[tuple[MemoryUnit, float]]:
-    """Every level of ``plan`` in order (those for a first-person question only if it is one)."""
-    levels = [level for level in plan.levels if first_person or not level.first_person]
-    return [found for level in levels for found in gather_level(search, level)]
+    """Every level of ``plan`` in order (:func:`_levels`)."""
+    return [found for level in _levels(plan, first_person) for found in gather_level(search, level)]
+
+
+def _levels(plan: DerivedPlan, first_person: bool) -> list[Level]:
+    """The levels of ``plan`` a question reads: those for a first-person question only if it is one."""
+    return [level for level in plan.levels if first_person or not level.first_person]

@@ -72,15 +72,9 @@ class Gatherer:
         fetched: dict[str, MemoryUnit] = {}  # units read while ranking, not read again to select
 
         def indexed() -> tuple[Ranked, float]:
-            by_aspect = (
-                [replace(plan, search_text=text) for text in plan.aspects] if parts is not None else []
-            )
-            if by_aspect and not self.fan_out.parallel:  # the words first, while the vectors are embedded
-                for searched in (plan, *by_aspect):
-                    self.search.words(searched, searched.within)
             ranked, best_cosine = self.search.ranking(plan, qvec, fetched)
-            for searched, (_, vec) in zip(by_aspect, parts() if by_aspect and parts else [], strict=True):
-                aspect, _ = self.search.ranking(searched, constant(vec), fetched)
+            for text, vec in parts() if parts is not None and plan.aspects else []:
+                aspect, _ = self.search.ranking(replace(plan, search_text=text), constant(vec), fetched)
                 ranked = with_aspect(ranked, aspect, plan.config.aspect_share)
             return ranked, best_cosine
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -37,6 +37,7 @@ from simplemem.processors.retrieval.derived import (
     gather_derived,
     reads_one_subject,
 )
+from simplemem.processors.retrieval.derived import search_words as derived_words
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.forms import aspects
 from simplemem.processors.retrieval.gather import Candidates, CandidateSource, Gatherer, Parts
@@ -120,6 +121,8 @@ class Retriever:
             spare = self.embed_pool is not None and self.spare_core()
             qvec = self.ahead(partial(self.vector, planned.search_text), spare)
             parts = self.ahead(partial(self.embedded, texts), spare) if texts else list
+            if spare:  # the words are searched while the vectors are being embedded
+                self.search_words(planned, texts)
             # the derived lines need nothing the statements' candidates do: searched at once (services);
             # embedded, the statements are chosen first, while the aspects are still being embedded
             # (unless the statements are searched by them too: :attr:`Plan.aspects`)
@@ -192,7 +195,21 @@ class Retriever:
             return []
         if parts is None:
             parts = self.embedded(self.aspects(planned))
-        search = Searches(
+        search = self.searches(planned, qvec, parts)
+        # the question, its aspects and each level's kinds of line search the same words
+        with self.lexical.one_query():
+            return gather_derived(search, planned.derived, first_person=planned.asked == Role.USER)
+
+    def searches(
+        self,
+        planned: Plan,
+        qvec: np.ndarray,
+        parts: Sequence[Aspect] | Callable[[], Sequence[Aspect]],
+    ) -> Searches:
+        """Where the plan's derived lines are searched, with the question's vector and its aspects
+        (or what gives them)."""
+        assert planned.derived is not None
+        return Searches(
             self.lexical,
             self.vectors,
             planned.tenant,
@@ -205,9 +222,17 @@ class Retriever:
             if reads_one_subject(planned.query, planned.derived)
             else NO_THREADS,
         )
-        # the question, its aspects and each level's kinds of line search the same words
-        with self.lexical.one_query():
-            return gather_derived(search, planned.derived, first_person=planned.asked == Role.USER)
+
+    def search_words(self, planned: Plan, aspects: list[str]) -> None:
+        """Every BM25 search the query's steps make (of its statements, by the question whole and by
+        each of its :attr:`~.plan.Plan.aspects`; of its derived lines), made now, within the lexical
+        store's ``one_query``, which answers them again from what they found: an embedded query makes
+        them while its vectors are being embedded on the spare core, instead of waiting for them."""
+        for searched in (planned, *(replace(planned, search_text=text) for text in planned.aspects)):
+            self.search.words(searched, searched.within)
+        if planned.derived is not None:
+            words_only = self.searches(planned, np.empty(0, dtype=np.float32), ())
+            derived_words(words_only, planned.derived, planned.asked == Role.USER, aspects)
 
     def select(self, planned: Plan, found: Candidates) -> Selection:
         """Step 3: the memories chosen from the candidates (see :mod:`.select`)."""

@@ -9,7 +9,7 @@ nothing is dropped rather than obeyed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -73,21 +73,15 @@ class IndexSearch:
     lexical: LexicalStore
     vectors: VectorStore
     fan_out: FanOut
-    # the BM25 hits of the searches made so far, by text and filter: a search made ahead
-    # (:meth:`words`) is not made again
-    found: dict[tuple[str, SymbolicFilter], list[Hit]] = field(default_factory=dict)
 
     def words(self, plan: Plan, flt: SymbolicFilter) -> list[Hit]:
         """The BM25 hits for the plan's search text under ``flt``, its persons aside (they are a boost:
-        :meth:`search`); made once."""
+        :meth:`search`)."""
+        size, parallel = plan.config.store_expression_terms, self.fan_out.parallel
         anyone = replace(flt, names=())
-        asked = (plan.search_text, anyone)
-        if asked not in self.found:
-            size, parallel = plan.config.store_expression_terms, self.fan_out.parallel
-            self.found[asked] = batched.search(
-                self.lexical, plan.tenant, plan.search_text, plan.pool, anyone, size, read=parallel
-            )
-        return self.found[asked]
+        return batched.search(
+            self.lexical, plan.tenant, plan.search_text, plan.pool, anyone, size, read=parallel
+        )
 
     def ranking(
         self, plan: Plan, qvec: Callable[[], np.ndarray], fetched: dict[str, MemoryUnit]

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from simplemem.processors.stores.protocols import Hit, SymbolicFilter
 from simplemem.processors.stores.sqlite_bm25 import TermFrequencies
 from simplemem.processors.stores.sqlite_docs import StoredContext, open_context, read_unit
 from simplemem.processors.stores.sqlite_keys import TenantNumbers, unit_id, unit_key
@@ -33,11 +34,13 @@ RowKey = tuple[object, ...]
 class SearchedRows:
     """What one query's searches have read of the tenant's ``columns`` (search.py): each term's rows
     of an index (the same while the columns are the same: a write to the tenant drops them), those
-    earlier queries walked (kept with the columns) included."""
+    earlier queries walked (kept with the columns) included; and each search's hits, by what it asked
+    (its text, limit and filter)."""
 
     columns: TenantColumns | None
     tenant: str = ""  # whose columns
     walks: MutableMapping[Walked, npt.NDArray[np.int64]] = field(init=False)
+    found: dict[tuple[str, int, SymbolicFilter], list[Hit]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.walks = ChainMap({}, self.columns.walks if self.columns is not None else {})
@@ -64,7 +67,8 @@ class SqliteLexicalBase:
     def one_query(self) -> Iterator[None]:
         """Within it, this thread's calls are one query's: a term's rows of an index are walked once
         (a question searched whole, by each of its aspects and for each kind of derived line walks
-        the same terms: :meth:`~.search.SqliteSearch._pairs`), a stored unit read again is not
+        the same terms: :meth:`~.search.SqliteSearch._pairs`), a search asked again is answered by
+        the hits it found (a query may make its searches ahead, while its vectors are embedded), a stored unit read again is not
         decoded again (:meth:`_decoded`), and the memories about the question's persons are found
         once (:meth:`~.names.SqliteNames._naming_rows`). Each call returns what it returns alone; what was read is
         dropped at the end."""

@@ -65,7 +65,10 @@ class SqliteSearch(SqliteLexicalBase):
         own_token = layer_token(tenant_id, bool(flt.derived))
         with self._lock:
             columns = self._columns.get(tenant_id, self._tenants.number(tenant_id))
-            self._together_rows(columns, tenant_id)
+            held = self._together_rows(columns, tenant_id)
+            asked = (query, limit, flt)
+            if held is not None and asked in held.found:
+                return list(held.found[asked])
             sizes = self._sizes(tenant_id, own_token)
             derived = bool(flt.derived)
             own = self._matched(
@@ -95,7 +98,10 @@ class SqliteSearch(SqliteLexicalBase):
                 np.concatenate([score, around[1][via[ok]] * CONTEXT_WEIGHT]),
             )
             pos, score = _kept(pos, score, limit)
-        return [Hit(unit_id(units.key[p]), s) for p, s in zip(pos.tolist(), score.tolist(), strict=True)]
+        hits = [Hit(unit_id(units.key[p]), s) for p, s in zip(pos.tolist(), score.tolist(), strict=True)]
+        if held is not None:
+            held.found[asked] = hits
+        return list(hits)
 
     def _matched(
         self,
