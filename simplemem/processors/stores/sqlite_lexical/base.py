@@ -70,7 +70,7 @@ class SqliteLexicalBase:
         the same terms: :meth:`~.search.SqliteSearch._pairs`), a search asked again is answered by
         the hits it found (a query may make its searches ahead, while its vectors are embedded), a stored unit read again is not
         decoded again (:meth:`_decoded`), and the memories about the question's persons are found
-        once (:meth:`~.names.SqliteNames._naming_rows`). Each call returns what it returns alone; what was read is
+        once (:meth:`~.names.SqliteNames._named_keys`). Each call returns what it returns alone; what was read is
         dropped at the end."""
         if getattr(self._together, "units", None) is not None:  # an outer scope's
             yield

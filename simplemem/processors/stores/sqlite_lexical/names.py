@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from simplemem.processors.stores.protocols import MIN_NAME_PREFIX
 from simplemem.processors.stores.sqlite_bm25 import fts_term, quote
-from simplemem.processors.stores.sqlite_keys import unit_id, unit_key
+from simplemem.processors.stores.sqlite_keys import unit_key
 from simplemem.processors.stores.sqlite_lexical.base import SqliteLexicalBase
 from simplemem.processors.stores.sqlite_lexical.schema import tenant_token
 
@@ -49,31 +51,33 @@ class SqliteNames(SqliteLexicalBase):
         text."""
         if not ids or not names:
             return set()
-        named = self._naming_rows(tenant_id, names)
-        id_marks, name_marks = ",".join("?" * len(ids)), ",".join("?" * len(names))
-        number, keys = self._number(tenant_id), [unit_key(i) for i in ids]
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT id, NULL FROM names WHERE tenant_id=? AND id IN ({id_marks}) "
-                f"AND name IN ({name_marks}) UNION ALL SELECT id, rowid FROM units WHERE tenant_id=? "
-                f"AND id IN ({id_marks})",
-                [number, *keys, *(n.lower() for n in names), number, *keys],
-            ).fetchall()
-        return {unit_id(key) for key, rowid in rows if rowid is None or rowid in named}
+        named = self._named_keys(tenant_id, names)
+        return {uid for uid in ids if unit_key(uid) in named}
 
-    def _naming_rows(self, tenant_id: str, names: Sequence[str]) -> set[int]:
-        """The rowids of the tenant's memories whose own words name one of ``names``. Within
-        :meth:`one_query` the match is made once: a question is ranked whole and by each of its
-        aspects, under the same names, and the match was most of each ranking's check."""
-        held: dict[tuple[str, tuple[str, ...]], set[int]] | None = getattr(self._together, "named", None)
+    def _named_keys(self, tenant_id: str, names: Sequence[str]) -> set[bytes | str]:
+        """The keys of the tenant's memories about one of ``names``: the names' rows, and the rows whose
+        own words name one (the FTS match, keyed by the tenant's columns, not joined row by row).
+        Within :meth:`one_query` they are found once: a question is ranked whole and by each of its
+        aspects, under the same names."""
+        held: dict[tuple[str, tuple[str, ...]], set[bytes | str]] | None = getattr(
+            self._together, "named", None
+        )
         asked = (tenant_id, tuple(names))
         if held is not None and asked in held:
             return held[asked]
+        marks = ",".join("?" * len(names))
         with self._lock:
-            rows = self._db.execute(
+            number = self._tenants.number(tenant_id)
+            tagged = self._db.execute(
+                f"SELECT id FROM names WHERE tenant_id=? AND name IN ({marks})",
+                [number, *(n.lower() for n in names)],
+            ).fetchall()
+            matched = self._db.execute(
                 "SELECT rowid FROM units_fts WHERE units_fts MATCH ?", (names_match(tenant_id, names),)
             ).fetchall()
-        named = {r[0] for r in rows}
+            units = self._columns.get(tenant_id, number).units
+        pos = units.positions(np.array([r[0] for r in matched], dtype=np.int64))
+        named = {r[0] for r in tagged} | {units.key[p] for p in pos[pos >= 0].tolist()}
         if held is not None:
             held[asked] = named
         return named
