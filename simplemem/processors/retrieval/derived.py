@@ -218,19 +218,20 @@ def diverse_order(
         return []
     top = max(relevance.values(), default=0.0) or 1.0
     matrix = np.stack([np.asarray(vectors[uid], dtype=np.float32) for uid in ids])
-    likeness = matrix @ matrix.T
+    # each pair's likeness already weighed (the same numbers: a positive weight keeps their order)
+    likeness = (matrix @ matrix.T).astype(np.float64) * DIVERSITY
     gain = np.array([relevance[uid] / top for uid in ids], dtype=np.float64)
-    closest = np.zeros(len(ids))  # each candidate's highest cosine to the ones taken
-    left = np.ones(len(ids), dtype=bool)
-    scores = gain.copy()  # gain less DIVERSITY times closest, -inf once taken (updated in place)
+    closest = np.zeros(len(ids))  # each candidate's highest weighed likeness to the ones taken
+    taken_mark = np.zeros(len(ids))  # +inf once taken: taken away from its score
+    scores = gain.copy()  # gain less the closest likeness, -inf once taken (updated in place)
     taken: list[int] = []
     for _ in range(min(n, len(ids))):
         best = int(np.argmax(scores))
         taken.append(best)
-        left[best] = False
+        taken_mark[best] = np.inf
         np.maximum(closest, likeness[best], out=closest)
-        np.subtract(gain, DIVERSITY * closest, out=scores)
-        scores[~left] = -np.inf
+        np.subtract(gain, closest, out=scores)
+        np.subtract(scores, taken_mark, out=scores)
     return [ids[i] for i in taken]
 
 
