@@ -5,11 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
+import pytest
+
 from simplemem.processors.language import tokens
 from simplemem.processors.language.tokens import REMEMBERED_CHARS, count_tokens, line_tokens
+from simplemem.processors.lifecycle import derived as lifecycle_derived
 from simplemem.processors.lifecycle.derived import compact
+from simplemem.processors.retrieval import render as render_module
 from simplemem.processors.retrieval.budget import Budget, fit, matching_part, shown_text, within
-from simplemem.processors.retrieval.render import build_context
+from simplemem.processors.retrieval.render import build_context, built
 from simplemem.processors.retrieval.render import digests as digests_of
 from simplemem.schemas.memory import MemoryKind, MemoryUnit
 
@@ -197,3 +201,37 @@ def test_a_lines_count_is_remembered_and_a_long_texts_is_not() -> None:
     kept = tokens._remembered.cache_info().currsize
     line_tokens(long + "more", encoding)
     assert tokens._remembered.cache_info().currsize == kept  # a whole context is not kept
+
+
+def test_a_querys_context_is_built_once_for_each_list_of_lines_and_as_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Fitting the budget renders the same lines several times (a level's, then the whole context)."""
+    calls: list[list[str]] = []
+    real = render_module.build_context
+
+    def noted(units: list[MemoryUnit], *args: object, **kwargs: object) -> str:
+        calls.append([u.id for u in units])
+        return real(units, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(render_module, "build_context", noted)
+    notes = {"b": "(outdated)"}
+    one = built(notes, frozenset())
+    a, b = unit("a", "The shed roof leaks."), unit("b", "The kayak is blue.", day=1)
+    cut = b.model_copy(update={"text": "The kayak..."})
+    assert one([a, b]) == real([a, b], notes) and one([a, b]) == one([a, b])
+    assert one([a, cut]) == real([a, cut], notes)  # the same memory shown cut is another context
+    assert calls == [["a", "b"], ["a", "b"]]
+    assert built(notes, frozenset())([a, b]) == one([a, b]) and len(calls) == 3  # a query's own
+
+
+def test_a_timeline_lines_cut_text_is_remembered_and_each_line_keeps_its_own_fields() -> None:
+    lifecycle_derived._compacted.cache_clear()
+    text = "user: I want to set up the schema for the budget app — assistant: Start with a table per entity"
+    first = unit("x", text, kind=MemoryKind.TIMELINE)
+    second = unit("y", text, day=3, kind=MemoryKind.TIMELINE)
+    a, b = compact(first, 4, 2, digest=True), compact(second, 4, 2, digest=True)
+    assert a.text == b.text == "user: set up schema budget — assistant: Start table"
+    assert (a.id, a.stated_at) == ("x", first.stated_at) and (b.id, b.stated_at) == ("y", second.stated_at)
+    assert lifecycle_derived._compacted.cache_info().hits == 1
+    assert compact(first, 2, 0, digest=True).text == "user: set up"  # other words, another cut

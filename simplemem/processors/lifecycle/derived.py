@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from itertools import islice
 
 from simplemem.processors.ingest.decompose import DraftUnit
@@ -42,6 +43,7 @@ REQUEST_WORDS = 18  # of a request, in its exchange's timeline line
 REPLY_WORDS = 12  # of the answer, in the same line (a line is shown whole: it cites both messages)
 REPLY_MARK = " — "  # between a timeline line's request and its answer
 COURTESY_WORDS = 6  # an answer's opening sentence shorter than this is a courtesy, not its content
+COMPACTED_TEXTS = 50_000  # the cut texts of timeline lines remembered (:func:`compact`; about 10 MB)
 
 # "Always format code...", "Never use...", "From now on, reply...", "Please always...", "Make sure to
 # always..."; a sentence about someone else ("my boss always") is left out by its first word.
@@ -196,18 +198,26 @@ def compact(
     twice the moments in the same tokens."""
     if not is_exchange(line):
         return line
-    cut = subject_words if digest else _words
-    head, tail = line.text.split(REPLY_MARK, 1)
-    speaker, _, request = head.partition(": ")
-    head = f"{speaker}: {cut(request, request_words)}"
+    head = _compacted(line.text, request_words, reply_words, digest)
     cited = line.source_ids if reply_words else line.source_ids[:1]
-    if reply_words:
-        replier, _, answer = tail.partition(": ")
-        head = f"{head}{REPLY_MARK}{replier}: {cut(answer, reply_words)}"
     if digest:
         # the fields as they are (a shown line of a query's dozens: no validation, no copy of each)
         return DigestLine.model_construct(**{**line.__dict__, "text": head, "source_ids": cited})
     return line.model_copy(update={"text": head, "source_ids": cited})
+
+
+@lru_cache(maxsize=COMPACTED_TEXTS)
+def _compacted(text: str, request_words: int, reply_words: int, digest: bool) -> str:
+    """The text of :func:`compact`, remembered: an order or a summary question cuts a hundred lines of
+    its subject's sessions, and the next one about it cuts the same."""
+    cut = subject_words if digest else _words
+    head, tail = text.split(REPLY_MARK, 1)
+    speaker, _, request = head.partition(": ")
+    head = f"{speaker}: {cut(request, request_words)}"
+    if reply_words:
+        replier, _, answer = tail.partition(": ")
+        head = f"{head}{REPLY_MARK}{replier}: {cut(answer, reply_words)}"
+    return head
 
 
 class DigestLine(MemoryUnit):

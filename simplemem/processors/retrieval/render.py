@@ -34,9 +34,7 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
     )
     derived = derived or []
     joined = digests(derived)
-    shown, chosen = fit_levels(
-        plan, selection.chosen, derived, budget, partial(build_context, notes=notes, joined=joined), joined
-    )
+    shown, chosen = fit_levels(plan, selection.chosen, derived, budget, built(notes, joined), joined)
     kept = {u.id for u in shown}
     memories = [
         RetrievedMemory(
@@ -51,7 +49,7 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
         for u, sc in chosen
         if u.id in kept
     ]
-    context = build_context(shown, notes, joined)
+    context = built(notes, joined)(shown)
     return QueryResult(
         id=plan.request.id,
         query=plan.query,
@@ -61,6 +59,20 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
         context=context,
         context_tokens=budget.count(context) if context else 0,
     )
+
+
+def built(notes: dict[str, str], joined: frozenset[str]) -> Callable[[list[MemoryUnit]], str]:
+    """:func:`build_context` for one query, each list of memories built once: fitting the budget
+    renders the same lines several times (each level's, then the whole context), and counts them."""
+    contexts: dict[tuple[tuple[str, str], ...], str] = {}
+
+    def build(units: list[MemoryUnit]) -> str:
+        shown = tuple((u.id, u.text) for u in units)
+        if shown not in contexts:
+            contexts[shown] = build_context(units, notes, joined)
+        return contexts[shown]
+
+    return build
 
 
 def digests(derived: Chosen) -> frozenset[str]:
