@@ -154,6 +154,32 @@ def test_with_a_spare_core_every_search_of_words_is_made_before_any_vector_is_wa
     assert any(flt.derived for _, _, flt in ahead) and any(not flt.derived for _, _, flt in ahead)
 
 
+@pytest.mark.parametrize(("question", "first"), [(ORDER, "statements"), (ENUMERATING, "derived lines")])
+def test_embedded_the_step_that_does_not_wait_for_the_aspects_vectors_comes_first(
+    stores: tuple[SqliteLexicalStore, SqliteVectorStore], question: str, first: str
+) -> None:
+    """An order reads its timeline by each aspect: its statements first. A request that enumerates has
+    its statements searched by each aspect, and its derived lines read none: those first."""
+    lexical, vectors = stores
+    searched: list[str] = []
+
+    class NotingVectors(SqliteVectorStore):
+        def search(self, tenant_id, vector, limit, flt):  # type: ignore[no-untyped-def]
+            searched.append("derived lines" if flt.derived else "statements")
+            return super().search(tenant_id, vector, limit, flt)
+
+    vecs = NotingVectors.__new__(NotingVectors)
+    vecs.__dict__.update(vectors.__dict__)
+    request = QueryRequest(tenant_id="t", query=question)
+    expected = Retriever(RetrievalConfig(), lexical, vectors, ThreadNoting()).query(request)
+    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
+        got = Retriever(
+            RetrievalConfig(), lexical, vecs, ThreadNoting(), embed_pool=pool, spare_core=lambda: True
+        ).query(request)
+    assert got.context == expected.context
+    assert searched[0] == first and set(searched) == {"statements", "derived lines"}
+
+
 def test_the_statements_words_are_searched_before_the_question_vector_is_waited_for(
     stores: tuple[SqliteLexicalStore, SqliteVectorStore],
 ) -> None:

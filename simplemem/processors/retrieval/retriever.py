@@ -123,14 +123,28 @@ class Retriever:
             parts = self.ahead(partial(self.embedded, texts), spare) if texts else list
             if spare:  # the words are searched while the vectors are being embedded
                 self.search_words(planned, texts)
+
             # the derived lines need nothing the statements' candidates do: searched at once (services);
-            # embedded, the statements are chosen first, while the aspects are still being embedded
-            # (unless the statements are searched by them too: :attr:`Plan.aspects`)
-            selection, derived = self.fan_out.both(
-                lambda: self.select(planned, self.gather(planned, qvec, parts)),
-                lambda: self.derived(planned, qvec(), parts),
-            )
+            # embedded, one after the other, first the one that does not wait for the aspects' vectors:
+            # the statements, unless they are searched by the aspects (:attr:`Plan.aspects`) and the
+            # derived lines are not
+            def statements() -> Selection:
+                return self.select(planned, self.gather(planned, qvec, parts))
+
+            def lines() -> list[tuple[MemoryUnit, float]]:
+                return self.derived(planned, qvec(), parts)
+
+            if planned.aspects and not self.reads_aspects(planned):
+                derived, selection = self.fan_out.both(lines, statements)
+            else:
+                selection, derived = self.fan_out.both(statements, lines)
             return self.render(planned, selection, derived)
+
+    @staticmethod
+    def reads_aspects(planned: Plan) -> bool:
+        """Whether the plan's derived lines are searched by the question's aspects too (a diverse
+        level: :attr:`~.derived.Level.diverse`)."""
+        return planned.derived is not None and any(level.diverse for level in planned.derived.levels)
 
     def ahead(self, call: Callable[[], A], spare: bool) -> Callable[[], A]:
         """``call`` started now: on :attr:`embed_pool` (embedded mode, more than one core, one of
@@ -151,7 +165,7 @@ class Retriever:
     def aspects(self, planned: Plan) -> list[str]:
         """The question's aspects a diverse level of its derived plan, or its statements
         (:attr:`Plan.aspects`), search one by one."""
-        if planned.derived is None or not any(level.diverse for level in planned.derived.levels):
+        if not self.reads_aspects(planned):
             return list(planned.aspects)
         return aspects(planned.query)
 
