@@ -9,6 +9,7 @@ import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 import pytest
@@ -117,6 +118,37 @@ ENUMERATING = (
 )
 
 
+S = TypeVar("S")
+
+
+def noting(store: object, kind: type[S]) -> S:
+    """``store`` as a ``kind`` (a subclass that notes its calls), sharing its connection and caches."""
+    copy = kind.__new__(kind)
+    copy.__dict__.update(store.__dict__)
+    return copy
+
+
+def same_ahead_as_in_order(
+    lexical: SqliteLexicalStore,
+    vectors: SqliteVectorStore,
+    request: QueryRequest,
+    ahead_lexical: SqliteLexicalStore,
+    ahead_vectors: SqliteVectorStore,
+) -> None:
+    """``request`` answered with a spare core (through the ``ahead_`` stores) as in order."""
+    expected = Retriever(RetrievalConfig(), lexical, vectors, ThreadNoting()).query(request)
+    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
+        got = Retriever(
+            RetrievalConfig(),
+            ahead_lexical,
+            ahead_vectors,
+            ThreadNoting(),
+            embed_pool=pool,
+            spare_core=lambda: True,
+        ).query(request)
+    assert got.context == expected.context
+
+
 @pytest.mark.parametrize("question", [ORDER, ENUMERATING])
 def test_with_a_spare_core_every_search_of_words_is_made_before_any_vector_is_waited_for(
     stores: tuple[SqliteLexicalStore, SqliteVectorStore], question: str
@@ -137,16 +169,8 @@ def test_with_a_spare_core_every_search_of_words_is_made_before_any_vector_is_wa
             events.append(("vector", None))
             return super().search(*args, **kwargs)
 
-    words, vecs = NotingWords.__new__(NotingWords), NotingVectors.__new__(NotingVectors)
-    words.__dict__.update(lexical.__dict__)
-    vecs.__dict__.update(vectors.__dict__)
-    request = QueryRequest(tenant_id="t", query=question)
-    expected = Retriever(RetrievalConfig(), lexical, vectors, ThreadNoting()).query(request)
-    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
-        got = Retriever(
-            RetrievalConfig(), words, vecs, ThreadNoting(), embed_pool=pool, spare_core=lambda: True
-        ).query(request)
-    assert got.context == expected.context
+    words, vecs = noting(lexical, NotingWords), noting(vectors, NotingVectors)
+    same_ahead_as_in_order(lexical, vectors, QueryRequest(tenant_id="t", query=question), words, vecs)
     first_vector = events.index(("vector", None))
     ahead = {asked for kind, asked in events[:first_vector] if kind == "words"}
     later = {asked for kind, asked in events[first_vector:] if kind == "words"}
@@ -168,15 +192,8 @@ def test_embedded_the_step_that_does_not_wait_for_the_aspects_vectors_comes_firs
             searched.append("derived lines" if flt.derived else "statements")
             return super().search(tenant_id, vector, limit, flt)
 
-    vecs = NotingVectors.__new__(NotingVectors)
-    vecs.__dict__.update(vectors.__dict__)
-    request = QueryRequest(tenant_id="t", query=question)
-    expected = Retriever(RetrievalConfig(), lexical, vectors, ThreadNoting()).query(request)
-    with ThreadPoolExecutor(1, thread_name_prefix="embed-ahead") as pool:
-        got = Retriever(
-            RetrievalConfig(), lexical, vecs, ThreadNoting(), embed_pool=pool, spare_core=lambda: True
-        ).query(request)
-    assert got.context == expected.context
+    vecs = noting(vectors, NotingVectors)
+    same_ahead_as_in_order(lexical, vectors, QueryRequest(tenant_id="t", query=question), lexical, vecs)
     assert searched[0] == first and set(searched) == {"statements", "derived lines"}
 
 
