@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
@@ -14,11 +14,12 @@ from typing import TypeVar
 import numpy as np
 import pytest
 
-from simplemem.processors.retrieval import retriever as retriever_module
+from simplemem.processors.retrieval import cores as cores_module
 from simplemem.processors.retrieval.config import RetrievalConfig
+from simplemem.processors.retrieval.cores import SpareCore
 from simplemem.processors.retrieval.fanout import FanOut
 from simplemem.processors.retrieval.plan import plan
-from simplemem.processors.retrieval.retriever import Retriever, spare_core
+from simplemem.processors.retrieval.retriever import Retriever
 from simplemem.processors.retrieval.search import IndexSearch
 from simplemem.processors.stores.sqlite_lexical import SqliteLexicalStore
 from simplemem.processors.stores.sqlite_vectors import SqliteVectorStore
@@ -238,29 +239,48 @@ def test_without_a_spare_core_the_question_is_embedded_in_order_on_the_callers_t
     assert len(busy.calls) == 2 and all(name == threading.current_thread().name for name, _ in busy.calls)
 
 
-@pytest.mark.parametrize(
-    ("runnable", "cores", "spare"),
-    [(1, 2, True), (2, 2, False), (5, 2, False), (3, 8, True)],
-)
-def test_a_core_is_spare_while_fewer_threads_are_ready_to_run_than_cores(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, runnable: int, cores: int, spare: bool
-) -> None:
+def reading(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cores: int = 2) -> Callable[[int], None]:
+    """What sets the run queue's reading (the last minute's load says the opposite: it is not read)."""
     run_queue = tmp_path / "loadavg"
-    # the last minute's load says busy (or idle): the run queue as it is now decides
-    run_queue.write_text(f"{3.0 if spare else 0.1} 2.50 1.20 {runnable}/412 9120\n")
-    monkeypatch.setattr(retriever_module, "RUN_QUEUE", run_queue)
-    monkeypatch.setattr(retriever_module.os, "cpu_count", lambda: cores)
-    assert spare_core() is spare
+    monkeypatch.setattr(cores_module, "RUN_QUEUE", run_queue)
+    monkeypatch.setattr(cores_module.os, "cpu_count", lambda: cores)
+
+    def now(runnable: int) -> None:
+        run_queue.write_text(f"{0.1 if runnable >= cores else 9.0} 2.50 1.20 {runnable}/412 9120\n")
+
+    return now
+
+
+def test_a_core_is_spare_while_fewer_threads_are_ready_to_run_than_cores_on_the_mean_of_readings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    now, spare = reading(monkeypatch, tmp_path), SpareCore()
+    answers = []
+    for runnable in [1, 1, 2, 1, 3, 1, 1]:  # an idle machine, and a thread now and then about to sleep
+        now(runnable)
+        answers.append(spare())
+    assert all(answers)
+    answers = []
+    for runnable in [5, 5, 5, 5, 1, 1, 1, 1, 1, 1]:  # busy (at two and a half times the cores), then idle
+        now(runnable)
+        answers.append(spare())
+    assert answers == [False] * 7 + [True] * 3
+
+
+def test_more_cores_spare_more(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    now, spare = reading(monkeypatch, tmp_path, cores=8), SpareCore()
+    now(5)
+    assert spare() and spare()
 
 
 @pytest.mark.parametrize(("load", "spare"), [(0.7, True), (1.9, True), (2.0, False), (6.5, False)])
 def test_without_a_run_queue_a_core_is_spare_while_the_load_average_is_below_the_cores(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, load: float, spare: bool
 ) -> None:
-    monkeypatch.setattr(retriever_module, "RUN_QUEUE", tmp_path / "none")
-    monkeypatch.setattr(retriever_module.os, "getloadavg", lambda: (load, load, load))
-    monkeypatch.setattr(retriever_module.os, "cpu_count", lambda: 2)
-    assert spare_core() is spare
+    monkeypatch.setattr(cores_module, "RUN_QUEUE", tmp_path / "none")
+    monkeypatch.setattr(cores_module.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(cores_module.os, "cpu_count", lambda: 2)
+    assert SpareCore()() is spare
 
 
 def test_without_a_load_average_a_core_is_taken_as_spare(
@@ -269,6 +289,6 @@ def test_without_a_load_average_a_core_is_taken_as_spare(
     def missing() -> tuple[float, float, float]:
         raise OSError("no load average")
 
-    monkeypatch.setattr(retriever_module, "RUN_QUEUE", tmp_path / "none")
-    monkeypatch.setattr(retriever_module.os, "getloadavg", missing)
-    assert spare_core()
+    monkeypatch.setattr(cores_module, "RUN_QUEUE", tmp_path / "none")
+    monkeypatch.setattr(cores_module.os, "getloadavg", missing)
+    assert SpareCore()()

@@ -18,12 +18,10 @@ look at (or change) what passes between them. Nothing stated after ``as_of`` is 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
-from pathlib import Path
 from typing import TypeVar
 
 import numpy as np
@@ -31,6 +29,7 @@ import numpy as np
 from simplemem.processors.ingest.embedding import Embedder
 from simplemem.processors.retrieval.buffer import RecentTurnBuffer
 from simplemem.processors.retrieval.config import RetrievalConfig
+from simplemem.processors.retrieval.cores import SpareCore
 from simplemem.processors.retrieval.derived import (
     Aspect,
     Searches,
@@ -57,27 +56,6 @@ from simplemem.schemas.query import QueryFilters, QueryRequest, QueryResult
 A = TypeVar("A")
 
 
-RUN_QUEUE = Path("/proc/loadavg")  # Linux: its fourth field is "runnable/all" threads, as of now
-
-
-def spare_core() -> bool:
-    """Whether the machine has a core to spare now: fewer threads ready to run (the caller's among
-    them) than cores. On a busy machine a second thread of the query only takes turns with the first
-    on one core, and it cost more than it saved (a query's CPU up by a fifth at a load of three times
-    the cores). The run queue is read as it is now: the last minute's load average, read where there
-    is no run queue to read, stays above the cores for a minute after a burst of work has ended (an
-    ingest before a batch of queries)."""
-    cores = os.cpu_count() or 1
-    try:
-        return int(RUN_QUEUE.read_text().split()[3].split("/")[0]) < cores
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.getloadavg()[0] < cores
-    except OSError:  # no load average here: as on an idle machine
-        return True
-
-
 @dataclass
 class Retriever:
     config: RetrievalConfig
@@ -90,7 +68,7 @@ class Retriever:
     sources: Sequence[CandidateSource] = ()  # candidate sources besides the indexes and the buffer
     # embedded mode: the question (and its aspects) embedded on it while the words are searched
     embed_pool: ThreadPoolExecutor | None = None
-    spare_core: Callable[[], bool] = field(default=lambda: spare_core())  # whether to use it now
+    spare_core: Callable[[], bool] = field(default_factory=SpareCore)  # whether to use it now
     threads: TenantThreads = field(init=False)  # each tenant's sessions by subject, kept a while
 
     def __post_init__(self) -> None:
@@ -148,7 +126,7 @@ class Retriever:
 
     def ahead(self, call: Callable[[], A], spare: bool) -> Callable[[], A]:
         """``call`` started now: on :attr:`embed_pool` (embedded mode, more than one core, one of
-        them ``spare``: :func:`spare_core`), on the fan-out's pool (services), else at the first wait
+        them ``spare``: :class:`~.cores.SpareCore`), on the fan-out's pool (services), else at the first wait
         for it."""
         if self.embed_pool is None or not spare:
             return self.fan_out.later(call)
