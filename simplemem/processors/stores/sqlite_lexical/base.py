@@ -68,10 +68,10 @@ class SqliteLexicalBase:
         """Within it, this thread's calls are one query's: a term's rows of an index are walked once
         (a question searched whole, by each of its aspects and for each kind of derived line walks
         the same terms: :meth:`~.search.SqliteSearch._pairs`), a search asked again is answered by
-        the hits it found (a query may make its searches ahead, while its vectors are embedded), a stored unit read again is not
-        decoded again (:meth:`_decoded`), and the memories about the question's persons are found
-        once (:meth:`~.names.SqliteNames._named_keys`). Each call returns what it returns alone; what was read is
-        dropped at the end."""
+        the hits it found (a query may make its searches ahead, while its vectors are embedded), a
+        stored unit read again is not decoded again (:meth:`_decoded`), and the memories about the
+        question's persons are found once (:meth:`~.names.SqliteNames._named`). Each call returns
+        what it returns alone; what was read is dropped at the end."""
         if getattr(self._together, "units", None) is not None:  # an outer scope's
             yield
             return

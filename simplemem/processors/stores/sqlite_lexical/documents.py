@@ -213,7 +213,7 @@ class SqliteDocuments(SqliteLexicalBase):
 
 def within_filter(sql: list[str], args: list[object], flt: SymbolicFilter) -> None:
     """The filter's status and time constraints as SQL on ``units u`` (its names are not applied: the
-    search takes them from the names table, :meth:`SqliteSearch._named`)."""
+    search takes them from the names table, :meth:`SqliteNames._named`)."""
     statuses = flt.statuses()
     if statuses == (MemoryStatus.ACTIVE.value,):
         sql.append(f"AND {ACTIVE_SQL}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from simplemem.processors.stores.protocols import MIN_NAME_PREFIX
 from simplemem.processors.stores.sqlite_bm25 import fts_term, quote
@@ -51,33 +52,32 @@ class SqliteNames(SqliteLexicalBase):
         text."""
         if not ids or not names:
             return set()
-        named = self._named_keys(tenant_id, names)
+        with self._lock:
+            rowids = self._named(tenant_id, names)
+            units = self._columns.get(tenant_id, self._tenants.number(tenant_id)).units
+        pos = units.positions(rowids)
+        named = {units.key[p] for p in pos[pos >= 0].tolist()}
         return {uid for uid in ids if unit_key(uid) in named}
 
-    def _named_keys(self, tenant_id: str, names: Sequence[str]) -> set[bytes | str]:
-        """The keys of the tenant's memories about one of ``names``: the names' rows, and the rows whose
-        own words name one (the FTS match, keyed by the tenant's columns, not joined row by row).
-        Within :meth:`one_query` they are found once: a question is ranked whole and by each of its
-        aspects, under the same names."""
-        held: dict[tuple[str, tuple[str, ...]], set[bytes | str]] | None = getattr(
+    def _named(self, tenant_id: str, names: Sequence[str]) -> npt.NDArray[np.int64]:
+        """The rowids (ascending) of the tenant's units about one of ``names``: listed in the unit's
+        persons, or named in its own words (a person filter's search, :meth:`ids_with_names`). Within
+        :meth:`one_query` they are found once: a question is ranked whole and by each of its aspects,
+        under the same names. Call with the lock held."""
+        held: dict[tuple[str, tuple[str, ...]], npt.NDArray[np.int64]] | None = getattr(
             self._together, "named", None
         )
         asked = (tenant_id, tuple(names))
         if held is not None and asked in held:
             return held[asked]
         marks = ",".join("?" * len(names))
-        with self._lock:
-            number = self._tenants.number(tenant_id)
-            tagged = self._db.execute(
-                f"SELECT id FROM names WHERE tenant_id=? AND name IN ({marks})",
-                [number, *(n.lower() for n in names)],
-            ).fetchall()
-            matched = self._db.execute(
-                "SELECT rowid FROM units_fts WHERE units_fts MATCH ?", (names_match(tenant_id, names),)
-            ).fetchall()
-            units = self._columns.get(tenant_id, number).units
-        pos = units.positions(np.array([r[0] for r in matched], dtype=np.int64))
-        named = {r[0] for r in tagged} | {units.key[p] for p in pos[pos >= 0].tolist()}
+        rows = self._db.execute(
+            "SELECT u.rowid FROM names n JOIN units u ON u.tenant_id = n.tenant_id AND u.id = n.id "
+            f"WHERE n.tenant_id = ? AND n.name IN ({marks}) "
+            "UNION SELECT rowid FROM units_fts WHERE units_fts MATCH ?",
+            [self._tenants.number(tenant_id), *(n.lower() for n in names), names_match(tenant_id, names)],
+        ).fetchall()
+        named = np.unique(np.array([r[0] for r in rows], dtype=np.int64))
         if held is not None:
             held[asked] = named
         return named

@@ -8,7 +8,7 @@ long history)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -31,9 +31,9 @@ from simplemem.processors.stores.sqlite_bm25 import (
     weighed,
 )
 from simplemem.processors.stores.sqlite_keys import unit_id
-from simplemem.processors.stores.sqlite_lexical.base import SearchedRows, SqliteLexicalBase
+from simplemem.processors.stores.sqlite_lexical.base import SearchedRows
 from simplemem.processors.stores.sqlite_lexical.columns import TenantColumns, Walked, found_at
-from simplemem.processors.stores.sqlite_lexical.names import names_match
+from simplemem.processors.stores.sqlite_lexical.names import SqliteNames
 from simplemem.processors.stores.sqlite_lexical.schema import (
     layer_token,
     tenant_token,
@@ -53,7 +53,7 @@ WHOLE_FILE_SHARE = 0.5
 Scored = tuple[npt.NDArray[np.intp], npt.NDArray[np.float64]]  # positions and their scores
 
 
-class SqliteSearch(SqliteLexicalBase):
+class SqliteSearch(SqliteNames):  # a person filter reads the names (:meth:`SqliteNames._named`)
     def search(
         self, tenant_id: str, query: str, limit: int, flt: SymbolicFilter, *, read: bool = False
     ) -> list[Hit]:
@@ -176,18 +176,6 @@ class SqliteSearch(SqliteLexicalBase):
             return walk(fts, token, terms, rows, None, whole=whole)
         counts = self._frequencies.counts(self._db, fts, token, terms, rows)
         return walk(fts, token, affordable(terms, counts, rows), rows, counts, whole=whole)
-
-    def _named(self, tenant_id: str, names: Sequence[str]) -> npt.NDArray[np.int64]:
-        """The rowids (ascending) of the tenant's units about one of ``names``: listed in the unit's
-        persons, or named in its own words."""
-        marks = ",".join("?" * len(names))
-        rows = self._db.execute(
-            "SELECT u.rowid FROM names n JOIN units u ON u.tenant_id = n.tenant_id AND u.id = n.id "
-            f"WHERE n.tenant_id = ? AND n.name IN ({marks}) "
-            "UNION SELECT rowid FROM units_fts WHERE units_fts MATCH ?",
-            [self._tenants.number(tenant_id), *(n.lower() for n in names), names_match(tenant_id, names)],
-        ).fetchall()
-        return np.unique(np.array([r[0] for r in rows], dtype=np.int64))
 
     def _sizes(self, tenant_id: str, own_token: str) -> dict[str, tuple[int, float]]:
         """Per index, the rows of the layer searched and their mean length (BM25's N and average
