@@ -37,8 +37,23 @@ NO_CONTEXT = -1
 Walked = tuple[str, TermRows]  # a term's rows of an index (``units_fts``...), as a search walks them
 
 
+class ByRowid:
+    """Columns in ascending rowid order, looked up by rowid."""
+
+    rowid: npt.NDArray[np.int64]
+
+    def positions(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
+        """The positions of ``rowids`` (-1 for a rowid not the tenant's)."""
+        return self.slots.positions(self.rowid, rowids)
+
+    @cached_property
+    def slots(self) -> Slots:
+        """Made at the first lookup (the rowids never change)."""
+        return Slots.made(self.rowid)
+
+
 @dataclass(frozen=True)
-class UnitColumns:
+class UnitColumns(ByRowid):
     """A tenant's units by rowid (ascending): each column an array in that order."""
 
     rowid: npt.NDArray[np.int64]
@@ -78,15 +93,6 @@ class UnitColumns:
             by_context=np.argsort(context, kind="stable"),
         )
 
-    def positions(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
-        """The positions of ``rowids`` (-1 for a rowid not the tenant's)."""
-        return self.slots.positions(self.rowid, rowids)
-
-    @cached_property
-    def slots(self) -> Slots:
-        """Made at the first lookup (the rowids never change)."""
-        return Slots.made(self.rowid)
-
     def in_layer(self, rowids: npt.NDArray[np.int64], derived: bool) -> npt.NDArray[np.bool_]:
         """Which of ``rowids`` are the tenant's units of the layer (its derived lines or not)."""
         pos = self.positions(rowids)
@@ -114,20 +120,11 @@ class UnitColumns:
 
 
 @dataclass(frozen=True)
-class ContextColumns:
+class ContextColumns(ByRowid):
     """A tenant's contexts by rowid (ascending) and their lengths."""
 
     rowid: npt.NDArray[np.int64]
     words: npt.NDArray[np.float64]
-
-    def positions(self, rowids: npt.NDArray[np.int64]) -> npt.NDArray[np.intp]:
-        """The positions of ``rowids`` (-1 for a rowid not the tenant's)."""
-        return self.slots.positions(self.rowid, rowids)
-
-    @cached_property
-    def slots(self) -> Slots:
-        """Made at the first lookup (the rowids never change)."""
-        return Slots.made(self.rowid)
 
     @classmethod
     def read(cls, db: sqlite3.Connection, tenant_id: str) -> ContextColumns:
