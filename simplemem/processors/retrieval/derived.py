@@ -263,7 +263,7 @@ def _ranked(
     search: Searches, text: str, vec: np.ndarray, flt: SymbolicFilter, level: Level
 ) -> tuple[list[str], dict[str, float]]:
     words, governs = _words(search, text, flt, level)
-    semantic = search.vectors.search(search.tenant, vec, DIVERSE_POOL if level.diverse else POOL, flt)
+    semantic = search.vectors.search(search.tenant, vec, _pool(level), flt)
     fused = _fused(semantic, words)
     cosine = {h.id: h.score for h in semantic}
     ranked = sorted(fused, key=lambda uid: (-fused[uid], uid))
@@ -276,12 +276,17 @@ def _words(search: Searches, text: str, flt: SymbolicFilter, level: Level) -> tu
     """The level's BM25 hits for ``text`` (with the words of the kind of answer asked for, if the level
     reads them: :func:`answer_kind`), and, for a level with a floor of meaning, the lines that name
     that kind (:func:`_governing`)."""
-    pool = DIVERSE_POOL if level.diverse else POOL
+    pool = _pool(level)
     kind = answer_kind(search.query) if level.answer_kind else ""
     words = batched.search(
         search.lexical, search.tenant, f"{text} {kind}".strip(), pool, flt, search.expression_terms
     )
     return words, _governing(search, kind, pool, flt) if level.min_cosine else set()
+
+
+def _pool(level: Level) -> int:
+    """The candidates each index returns for ``level`` before fusion."""
+    return DIVERSE_POOL if level.diverse else POOL
 
 
 def _level_filter(search: Searches, level: Level) -> SymbolicFilter:

@@ -34,7 +34,8 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
     )
     derived = derived or []
     joined = digests(derived)
-    shown, chosen = fit_levels(plan, selection.chosen, derived, budget, built(notes, joined), joined)
+    build = built(notes, joined)
+    shown, chosen = fit_levels(plan, selection.chosen, derived, budget, build, joined)
     kept = {u.id for u in shown}
     memories = [
         RetrievedMemory(
@@ -49,7 +50,7 @@ def render(plan: Plan, selection: Selection, derived: Chosen | None = None) -> Q
         for u, sc in chosen
         if u.id in kept
     ]
-    context = built(notes, joined)(shown)
+    context = build(shown)  # the whole context the fitting checked last
     return QueryResult(
         id=plan.request.id,
         query=plan.query,
