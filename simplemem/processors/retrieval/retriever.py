@@ -126,8 +126,8 @@ class Retriever:
 
     def ahead(self, call: Callable[[], A], spare: bool) -> Callable[[], A]:
         """``call`` started now: on :attr:`embed_pool` (embedded mode, more than one core, one of
-        them ``spare``: :class:`~.cores.SpareCore`), on the fan-out's pool (services), else at the first wait
-        for it."""
+        them ``spare``: :class:`~.cores.SpareCore`), on the fan-out's pool (services), else at the
+        first wait for it."""
         if self.embed_pool is None or not spare:
             return self.fan_out.later(call)
         return self.embed_pool.submit(call).result
@@ -169,8 +169,7 @@ class Retriever:
         when its statements are searched by them too and they are not given."""
         qvec = qvec or self.fan_out.later(partial(self.vector, planned.search_text))
         if parts is None and planned.aspects:
-            texts = list(planned.aspects)
-            parts = self.fan_out.later(lambda: self.embedded(texts))
+            parts = self.fan_out.later(partial(self.embedded, list(planned.aspects)))
         return Gatherer(self.search, self.all_sources, self.fan_out).gather(planned, qvec, parts)
 
     def derived(
