@@ -238,7 +238,9 @@ def summed(
     Keys known to lie in ``range(size)`` and many for it (a long history's statement search has
     thousands of matches) are counted into an array of that range instead of sorted."""
     if size and len(keys) * DENSE_KEYS >= size:
-        distinct = np.flatnonzero(np.bincount(keys, minlength=size))
+        present = np.zeros(size, dtype=np.bool_)  # a byte a key: a third of the time of counts
+        present[keys] = True
+        distinct = np.flatnonzero(present)
         return distinct, np.bincount(keys, weights=values, minlength=size)[distinct].astype(np.float64)
     distinct, which = np.unique(keys, return_inverse=True)
     return distinct, np.bincount(which, weights=values, minlength=len(distinct)).astype(np.float64)
