@@ -152,6 +152,8 @@ class TenantColumns:
     statements: dict[str, MemoryUnit] = field(default_factory=dict, compare=False)
     # each term's rows of an index as a search walked them (:mod:`.search`): the same until a write
     walks: dict[Walked, npt.NDArray[np.int64]] = field(default_factory=dict, compare=False)
+    # per layer searched (its token), each index's rows and mean length (BM25's N and average length)
+    sizes: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict, compare=False)
 
     @property
     def rows(self) -> int:

@@ -69,7 +69,9 @@ class SqliteSearch(SqliteNames):  # a person filter reads the names (:meth:`Sqli
             asked = (query, limit, flt)
             if held is not None and asked in held.found:
                 return list(held.found[asked])
-            sizes = self._sizes(tenant_id, own_token)
+            sizes = columns.sizes.get(own_token)  # the tenant's counts: the same until a write
+            if sizes is None:
+                sizes = columns.sizes[own_token] = self._sizes(tenant_id, own_token)
             derived = bool(flt.derived)
             own = self._matched(
                 "units", own_token, terms, sizes["units"][0], lambda r: columns.units.in_layer(r, derived)
