@@ -341,3 +341,19 @@ def test_the_memories_naming_a_person_are_matched_once_and_each_check_answers_as
     # once for t1 (its two checks), once for t2
     assert len([sql for sql in seen if "MATCH" in sql]) == 2
     store.close()
+
+
+def test_a_layers_counts_are_read_once_until_a_write_and_score_as_read_afresh(tmp_path: Path) -> None:
+    """BM25's row count and mean length of a layer are kept with the tenant's columns."""
+    store = filled(tmp_path)
+    counts: list[str] = []
+    store._db.set_trace_callback(lambda sql: counts.append(sql) if "FROM word_counts WHERE" in sql else None)
+    before = [store.search("t1", q, 5, TIMELINE) for q in QUERIES]
+    assert len(counts) == 1
+    store.upsert([line("t1", "the budget tracker review ran long over many more words than any line", day=22)])
+    after = [store.search("t1", q, 5, TIMELINE) for q in QUERIES]
+    assert len(counts) == 2  # read again after the write, once
+    fresh = SqliteLexicalStore(tmp_path / "lex.sqlite")
+    assert after == [fresh.search("t1", q, 5, TIMELINE) for q in QUERIES] and after != before
+    fresh.close()
+    store.close()
