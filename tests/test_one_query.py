@@ -350,7 +350,9 @@ def test_a_layers_counts_are_read_once_until_a_write_and_score_as_read_afresh(tm
     store._db.set_trace_callback(lambda sql: counts.append(sql) if "FROM word_counts WHERE" in sql else None)
     before = [store.search("t1", q, 5, TIMELINE) for q in QUERIES]
     assert len(counts) == 1
-    store.upsert([line("t1", "the budget tracker review ran long over many more words than any line", day=22)])
+    store.upsert(
+        [line("t1", "the budget tracker review ran long over many more words than any line", day=22)]
+    )
     after = [store.search("t1", q, 5, TIMELINE) for q in QUERIES]
     assert len(counts) == 2  # read again after the write, once
     fresh = SqliteLexicalStore(tmp_path / "lex.sqlite")
