@@ -105,12 +105,17 @@ class UnitColumns(ByRowid):
         ok = np.isin(self.status[pos], codes)
         return ok & within_time(flt, self.event_start[pos], self.event_end[pos], self.stated_at[pos])
 
+    @cached_property
+    def ordered_contexts(self) -> npt.NDArray[np.int64]:
+        """Each unit's context in :attr:`by_context` order (sorted), made at the first lookup."""
+        return self.context[self.by_context]
+
     def of_contexts(
         self, contexts: npt.NDArray[np.int64]
     ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
         """The positions of the units of each of ``contexts`` (rowids), and for each which context
         (its index in ``contexts``) it came by."""
-        ordered = self.context[self.by_context]
+        ordered = self.ordered_contexts
         lo = np.searchsorted(ordered, contexts, side="left")
         hi = np.searchsorted(ordered, contexts, side="right")
         sizes = hi - lo
