@@ -44,7 +44,7 @@ REPLY_WORDS = 12  # of the answer, in the same line (a line is shown whole: it c
 REPLY_MARK = " — "  # between a timeline line's request and its answer
 COURTESY_WORDS = 6  # an answer's opening sentence shorter than this is a courtesy, not its content
 COMPACTED_TEXTS = 50_000  # the cut texts of timeline lines remembered (:func:`compact`; about 10 MB)
-COMPACTED_LINES = 10_000  # the cut lines remembered by the line they cut (:func:`compact`)
+COMPACTED_LINES = 10_000  # the cut lines remembered by the line they cut (:func:`compact`; about 12 MB)
 
 # "Always format code...", "Never use...", "From now on, reply...", "Please always...", "Make sure to
 # always..."; a sentence about someone else ("my boss always") is left out by its first word.
@@ -225,8 +225,11 @@ def _compacted_line(same: _Same, request_words: int, reply_words: int, digest: b
     head = _compacted(line.text, request_words, reply_words, digest)
     cited = line.source_ids if reply_words else line.source_ids[:1]
     if digest:
-        # the fields as they are (a shown line of a query's dozens: no validation, no copy of each)
-        return DigestLine.model_construct(**{**line.__dict__, "text": head, "source_ids": cited})
+        # the fields as they are (a shown line of a query's dozens: no validation, no copy of each),
+        # and the line's own set of the fields it was given (a set of its own was half a cut line's size)
+        return DigestLine.model_construct(
+            line.__pydantic_fields_set__, **{**line.__dict__, "text": head, "source_ids": cited}
+        )
     return line.model_copy(update={"text": head, "source_ids": cited})
 
 
