@@ -255,5 +255,6 @@ def test_a_timeline_lines_cut_text_is_remembered_and_each_line_keeps_its_own_fie
     assert lifecycle_derived._compacted.cache_info().hits == 1
     assert compact(first, 2, 0, digest=True).text == "user: set up"  # other words, another cut
     assert compact(first, 4, 2, digest=True) is a  # the line the next query shows again: made once
-    again = first.model_copy(update={"source_ids": ["m9"]})  # read anew (after a write): its own
+    assert compact(first.model_copy(), 4, 2, digest=True) is a  # read anew, every field the same
+    again = first.model_copy(update={"source_ids": ["m9"]})  # read anew after a write: its own
     assert compact(again, 4, 2, digest=True).source_ids == ["m9"]

@@ -44,7 +44,7 @@ REPLY_WORDS = 12  # of the answer, in the same line (a line is shown whole: it c
 REPLY_MARK = " — "  # between a timeline line's request and its answer
 COURTESY_WORDS = 6  # an answer's opening sentence shorter than this is a courtesy, not its content
 COMPACTED_TEXTS = 50_000  # the cut texts of timeline lines remembered (:func:`compact`; about 10 MB)
-COMPACTED_LINES = 10_000  # the cut lines remembered by the line they cut (:func:`compact`; about 12 MB)
+COMPACTED_LINES = 10_000  # the cut lines remembered by the line they cut (:func:`compact`; 12-40 MB)
 
 # "Always format code...", "Never use...", "From now on, reply...", "Please always...", "Make sure to
 # always..."; a sentence about someone else ("my boss always") is left out by its first word.
@@ -197,12 +197,13 @@ def compact(
     of each exchange: when the user brought what up). A line cites only what it still shows. A
     ``digest`` counts only the words that carry the subject (:func:`subject_words`): a summary reads
     twice the moments in the same tokens."""
-    return _compacted_line(_Same(line), request_words, reply_words, digest)
+    return _compacted_line(_Line(line), request_words, reply_words, digest)
 
 
-class _Same:
-    """A line as a key by identity: the store keeps the units it has read, so a query that shows a
-    line its subject's last query showed passes the same object (a cut line is made once)."""
+class _Line:
+    """A line as a key: the same object (the embedded store keeps the lines it has read, so a query
+    that shows a line its subject's last query showed passes it again) or an equal one (every field
+    the same: a store that reads it anew), so that a cut line is made once."""
 
     __slots__ = ("line",)
 
@@ -210,16 +211,16 @@ class _Same:
         self.line = line
 
     def __hash__(self) -> int:
-        return id(self.line)
+        return hash((self.line.id, self.line.text))
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.line is self.line
+        return isinstance(other, _Line) and (other.line is self.line or other.line == self.line)
 
 
 @lru_cache(maxsize=COMPACTED_LINES)
-def _compacted_line(same: _Same, request_words: int, reply_words: int, digest: bool) -> MemoryUnit:
-    """:func:`compact`, remembered (the key holds the line: its identity is not reused meanwhile)."""
-    line = same.line
+def _compacted_line(key: _Line, request_words: int, reply_words: int, digest: bool) -> MemoryUnit:
+    """:func:`compact`, remembered."""
+    line = key.line
     if not is_exchange(line):
         return line
     head = _compacted(line.text, request_words, reply_words, digest)
