@@ -193,7 +193,12 @@ class SqliteVectorStore:
         # block: :meth:`TenantRows.of`), scored in place
         first = int(keep[0])
         scores = (rows.matrix[first : int(keep[-1]) + 1] @ query)[keep - first]
-        return [Hit(rows.ids[keep[i]], float(scores[i])) for i in best_first(scores, limit)]
+        best = best_first(scores, limit)
+        ids = rows.ids  # the hits' rows and scores as Python numbers at once, not one array item each
+        return [
+            Hit(ids[row], score)
+            for row, score in zip(keep[best].tolist(), scores[best].tolist(), strict=True)
+        ]
 
     def _tenant_rows(self, tenant_id: str) -> TenantRows:
         """The tenant's rows as arrays (read once, kept until the tenant's next write; the least
